@@ -1,0 +1,29 @@
+# The README's two commands: `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+EXTRAS ?= spark,delta,dev
+
+.PHONY: install demo test test-quick bench clean
+
+# Editable install in "compat" mode puts the checkout itself on sys.path, so
+# Spark's Python workers (and its pyspark_* data source lookup) see the code.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]" --config-settings editable_mode=compat
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(PY) -m spark_queue demo $(ARGS)
+
+test: install
+	$(PY) -m pytest $(ARGS)
+
+test-quick: install
+	$(PY) -m pytest -m "not slow" $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+from spark_queue.cli import main
+
+raise SystemExit(main())

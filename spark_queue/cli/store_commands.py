@@ -1,0 +1,267 @@
+"""Store commands: init, topics, publish, tail, consumers, prune, backup, check."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from spark_queue.cli.output import emit, emit_line, emit_object
+from spark_queue.errors import OptionError
+from spark_queue.store import DURABILITY_LEVELS, Event, Store
+
+DEFAULT_BATCH_SIZE = 10_000
+
+
+def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
+    parser.add_argument("path", help="the store file")
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="create a store file (or migrate an existing one)")
+    common(p)
+    p.add_argument("--durability", choices=DURABILITY_LEVELS, default="normal")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("topics", help="list topics with offsets and counts")
+    common(p)
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("publish", help="publish one value, or NDJSON lines from a file or stdin")
+    common(p)
+    p.add_argument("topic")
+    p.add_argument("value", nargs="?", help="the value to publish (omit with --ndjson)")
+    p.add_argument(
+        "--value-format", choices=("text", "json"), default="text",
+        help="store VALUE as text (default) or parse it as JSON",
+    )
+    p.add_argument("--key", help="the event key")
+    p.add_argument(
+        "--header", action="append", default=[], metavar="NAME=VALUE", help="a header (repeatable)"
+    )
+    p.add_argument(
+        "--ndjson", metavar="FILE",
+        help="publish each line of FILE ('-' for stdin) as one JSON value",
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+        help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
+    )
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("tail", help="print events from an offset; --follow waits for new ones")
+    common(p)
+    p.add_argument("topic")
+    p.add_argument(
+        "--from", dest="start", default="earliest",
+        help="an offset, 'earliest' (default) or 'latest'",
+    )
+    p.add_argument("--limit", type=int, help="stop after this many events")
+    p.add_argument("-f", "--follow", action="store_true", help="keep waiting for new events")
+    p.add_argument("--poll-ms", type=int, default=200, help="how often --follow looks (ms)")
+    p.set_defaults(func=cmd_tail)
+
+    p = sub.add_parser("consumers", help="list consumers with their saved offsets and lag")
+    common(p)
+    p.add_argument("--topic", help="only this topic")
+    p.set_defaults(func=cmd_consumers)
+
+    p = sub.add_parser("prune", help="apply retention: delete old events")
+    common(p)
+    p.add_argument("--topic", help="only this topic (default: every topic)")
+    p.add_argument("--max-age-ms", type=int, help="delete events older than this")
+    p.add_argument("--max-rows", type=int, help="keep at most this many newest events")
+    p.add_argument(
+        "--force", action="store_true",
+        help="also delete events that consumers have not read yet",
+    )
+    p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("backup", help="copy the store to a new file while it is in use")
+    common(p)
+    p.add_argument("dest", help="the new file (must not exist)")
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("check", help="integrity check; exit code 1 when a problem is found")
+    common(p)
+    p.set_defaults(func=cmd_check)
+
+
+def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
+    return Store(args.path, create=False, **kwargs)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    with Store(args.path, create=True, durability=args.durability) as store:
+        emit_object({"path": store.path, "topics": len(store.topics())}, as_json=args.json)
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    with open_store(args, readonly=True) as store:
+        rows = [info._asdict() for info in store.topics()]
+    emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
+                                           "retention_ms", "retention_rows"])
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    if (args.value is None) == (args.ndjson is None):
+        raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
+    if args.batch_size <= 0:
+        raise OptionError(f"--batch-size must be a positive integer; got {args.batch_size}.")
+    with open_store(args) as store:
+        if args.ndjson is not None:
+            first = last = None
+            with _open_input(args.ndjson) as stream:
+                for batch in _batches(_ndjson_values(stream, args.ndjson), args.batch_size):
+                    offsets = store.publish_many(args.topic, batch)
+                    first = offsets.start if first is None else first
+                    last = offsets.stop
+            count = 0 if first is None else last - first
+            emit_object({"topic": args.topic, "published": count, "first_offset": first},
+                        as_json=args.json)
+            return 0
+        value = _parse_value(args.value, args.value_format)
+        offset = store.publish(args.topic, value, key=args.key, headers=_headers(args.header))
+    emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 0:
+        raise OptionError(f"--limit must be >= 0; got {args.limit}.")
+    with open_store(args, readonly=True) as store:
+        earliest, latest = store.bounds(args.topic)
+        position = _start_offset(args.start, earliest, latest)
+        remaining = args.limit
+        while remaining is None or remaining > 0:
+            events = store.read(args.topic, position, limit=min(remaining or 1000, 1000))
+            for event in events:
+                _print_event(event, as_json=args.json)
+            if events:
+                position = events[-1].offset + 1
+                remaining = None if remaining is None else remaining - len(events)
+                continue
+            if not args.follow:
+                break
+            time.sleep(args.poll_ms / 1000)
+    return 0
+
+
+def cmd_consumers(args: argparse.Namespace) -> int:
+    with open_store(args, readonly=True) as store:
+        rows = [info._asdict() for info in store.consumers(args.topic)]
+    emit(rows, as_json=args.json,
+         columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        results = store.prune(
+            args.topic, max_age_ms=args.max_age_ms, max_rows=args.max_rows, force=args.force
+        )
+    emit([r._asdict() for r in results], as_json=args.json,
+         columns=["topic", "deleted", "earliest_before", "earliest_after", "held_by"])
+    return 0
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        pages = store.backup(args.dest)
+    emit_object({"source": args.path, "backup": args.dest, "pages": pages}, as_json=args.json)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    with open_store(args, readonly=True) as store:
+        report = store.check()
+    emit_object({"ok": report.ok, "problems": report.problems}, as_json=args.json)
+    return 0 if report.ok else 1
+
+
+def _start_offset(text: str, earliest: int, latest: int) -> int:
+    if text == "earliest":
+        return earliest
+    if text == "latest":
+        return latest
+    try:
+        offset = int(text)
+    except ValueError:
+        offset = -1
+    if offset < 0:
+        raise OptionError(f"--from must be 'earliest', 'latest' or an offset >= 0; got {text!r}.")
+    return max(offset, earliest)
+
+
+def _print_event(event: Event, *, as_json: bool) -> None:
+    row = {"offset": event.offset, "timestamp_ms": event.timestamp_ms, "key": event.key,
+           "value": event.value, "headers": event.headers}
+    if as_json:
+        emit_line(row)
+        return
+    if isinstance(event.value, str):
+        value = event.value
+    elif isinstance(event.value, bytes):
+        value = repr(event.value)
+    else:
+        value = json.dumps(event.value, ensure_ascii=False)
+    key = "" if event.key is None else f" key={event.key!r}"
+    sys.stdout.write(f"{event.offset}\t{event.timestamp_ms}{key}\t{value}\n")
+    sys.stdout.flush()
+
+
+def _parse_value(text: str, value_format: str) -> Any:
+    if value_format == "text":
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"VALUE is not valid JSON ({exc}); got {text!r}.") from exc
+
+
+def _headers(pairs: list[str]) -> dict[str, str] | None:
+    headers = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise OptionError(f"--header must look like NAME=VALUE; got {pair!r}.")
+        headers[name] = value
+    return headers or None
+
+
+def _open_input(name: str) -> contextlib.AbstractContextManager[TextIO]:
+    if name == "-":
+        return contextlib.nullcontext(sys.stdin)
+    try:
+        return open(name, encoding="utf-8")
+    except OSError as exc:
+        raise OptionError(f"cannot read --ndjson file {name!r}: {exc.strerror}.") from exc
+
+
+def _ndjson_values(stream: TextIO, name: str) -> Iterator[Any]:
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise OptionError(f"{name} line {number} is not valid JSON: {exc}.") from exc
+
+
+def _batches(values: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for value in values:
+        batch.append(value)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

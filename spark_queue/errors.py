@@ -1,0 +1,61 @@
+"""One exception hierarchy for the whole project.
+
+Every error the project raises on purpose derives from :class:`SparkQueueError`
+and mixes in the builtin that fits, so callers can catch either. Messages stand
+alone: Spark wraps connector exceptions and only the text reaches the user, so
+each names what was wrong, the value, and what to do.
+"""
+
+from __future__ import annotations
+
+
+class SparkQueueError(Exception):
+    """Base class of every error raised by spark_queue."""
+
+
+class StoreError(SparkQueueError):
+    """The store file cannot be used as asked."""
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """The store file does not exist and creating it was not allowed."""
+
+
+class NotAStoreError(StoreError):
+    """The file is not SQLite, or is SQLite but not a spark_queue store."""
+
+
+class SchemaVersionError(StoreError):
+    """The file was written by a newer spark_queue than this one."""
+
+
+class StoreBusyError(StoreError, TimeoutError):
+    """Another connection held the write lock past the busy timeout."""
+
+
+class StoreFullError(StoreError, OSError):
+    """The disk (or the file's page limit) is full; the transaction was rolled back."""
+
+
+class InvalidNameError(SparkQueueError, ValueError):
+    """A topic, queue or consumer name breaks the naming rule."""
+
+
+class PayloadError(SparkQueueError, ValueError):
+    """A value, key or header cannot be stored as JSON text, text or bytes."""
+
+
+class OffsetRangeError(SparkQueueError, ValueError):
+    """An offset or offset range is negative, inverted or otherwise invalid."""
+
+
+class UnknownTopicError(SparkQueueError, LookupError):
+    """The named topic does not exist in the store."""
+
+
+class DataLossError(SparkQueueError, LookupError):
+    """Offsets that were asked for have been removed by retention."""
+
+
+class OptionError(SparkQueueError, ValueError):
+    """A connector or CLI option has a value outside what is allowed."""

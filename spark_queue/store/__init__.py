@@ -1,0 +1,27 @@
+"""The store: one SQLite file holding topics (append-only logs) and queues.
+
+This package imports only apsw and pyarrow, never pyspark: it is the library
+a producer service or a worker uses on its own.
+"""
+
+from spark_queue.store.codec import BYTES, JSON, TEXT
+from spark_queue.store.connection import DURABILITY_LEVELS
+from spark_queue.store.consumers import ConsumerInfo
+from spark_queue.store.core import Store
+from spark_queue.store.maintenance import CheckReport
+from spark_queue.store.retention import PruneResult
+from spark_queue.store.topics import Event, Record, TopicInfo
+
+__all__ = [
+    "BYTES",
+    "DURABILITY_LEVELS",
+    "JSON",
+    "TEXT",
+    "CheckReport",
+    "ConsumerInfo",
+    "Event",
+    "PruneResult",
+    "Record",
+    "Store",
+    "TopicInfo",
+]

@@ -1,0 +1,78 @@
+"""How Python values become stored payloads, and back.
+
+=====================  ==========================  ==================  ============
+Python value           stored ``value``            ``value_type``      read back as
+=====================  ==========================  ==================  ============
+``bytes``/bytearray    BLOB, as is                 0 (bytes)           ``bytes``
+``str``                TEXT, as is                 1 (text)            ``str``
+anything else          TEXT, compact JSON (UTF-8)  2 (json)            ``json.loads``
+=====================  ==========================  ==================  ============
+
+"Anything else" must be JSON-serializable by the standard library: dict (str
+keys), list, tuple (read back as a list), int, float (finite), bool and None.
+Keys are ``str``, ``bytes`` or None, stored as TEXT/BLOB/NULL. Headers are a
+mapping of ``str`` to ``str``, stored as a JSON object in TEXT, or NULL.
+Nothing is ever pickled: any SQLite client in any language reads these rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from spark_queue.errors import PayloadError
+
+BYTES, TEXT, JSON = 0, 1, 2
+VALUE_TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def encode_value(value: Any) -> tuple[Any, int]:
+    """Return ``(stored, value_type)`` for ``value``; raise PayloadError if it cannot be stored."""
+    if isinstance(value, str):
+        return value, TEXT
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value), BYTES
+    try:
+        return _dumps(value), JSON
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(
+            f"value of type {type(value).__name__} cannot be stored: {exc}. Publish str, "
+            "bytes, or a JSON-serializable object (dict, list, int, float, bool, None)."
+        ) from exc
+
+
+def decode_value(stored: Any, value_type: int) -> Any:
+    if value_type == JSON:
+        return json.loads(stored)
+    return stored
+
+
+def encode_key(key: Any) -> str | bytes | None:
+    if key is None or isinstance(key, (str, bytes)):
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise PayloadError(f"key must be str, bytes or None; got {type(key).__name__} {key!r}.")
+
+
+def encode_headers(headers: Mapping[str, str] | None) -> str | None:
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise PayloadError(
+            f"headers must be a mapping of str to str; got {type(headers).__name__}."
+        )
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise PayloadError(
+                f"headers must map str to str; got {name!r}: {value!r} "
+                f"({type(name).__name__} to {type(value).__name__})."
+            )
+    return _dumps(dict(headers)) if headers else None
+
+
+def decode_headers(stored: str | None) -> dict[str, str] | None:
+    return None if stored is None else json.loads(stored)

@@ -1,0 +1,222 @@
+"""The :class:`Store` handle: one apsw connection to one store file.
+
+Each method states its transaction and its guarantee. A Store belongs to one
+thread and one process (apsw connections must not cross a fork); open one per
+worker thread or process. Spark-side code opens a Store inside the method
+that runs in a worker and closes it before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import apsw
+import pyarrow as pa
+
+from spark_queue.store import arrow_read, consumers, maintenance, retention, topics
+from spark_queue.store.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    open_connection,
+    read_transaction,
+    translate_errors,
+    write_transaction,
+)
+from spark_queue.store.schema import ensure_schema
+from spark_queue.store.topics import Event, Record, TopicInfo
+
+
+class Store:
+    """A spark_queue store file, opened with the store's pragmas and schema checks.
+
+    >>> with Store("events.sqlite") as store:           # doctest: +SKIP
+    ...     store.publish_many("clicks", [{"user": 1}, {"user": 2}])
+    ...     store.read("clicks", 0, limit=10)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        durability: str = "normal",
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.readonly = readonly
+        self.conn = open_connection(
+            self.path,
+            create=create,
+            readonly=readonly,
+            durability=durability,
+            busy_timeout_ms=busy_timeout_ms,
+        )
+        try:
+            with translate_errors():
+                ensure_schema(self.conn, self.path, readonly=readonly)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (BEGIN IMMEDIATE) around the block: all of it commits or none."""
+        with write_transaction(self.conn) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """Run the block's reads against one consistent snapshot of the file."""
+        with read_transaction(self.conn):
+            yield self
+
+    # -- topics ----------------------------------------------------------
+    def create_topic(self, topic: str) -> None:
+        """Create ``topic`` if it does not exist (one transaction; idempotent)."""
+        with self.write():
+            topics.ensure_topic(self.conn, topic)
+
+    def publish(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        key: str | bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
+        """Append one event in its own transaction; returns its offset (durable on return)."""
+        return self.publish_many(topic, [Record(value, key, headers, timestamp_ms)])[0]
+
+    def publish_many(self, topic: str, items: Iterable[Any]) -> range:
+        """Append values or :class:`Record` items in ONE transaction; returns their offsets.
+
+        All items get consecutive offsets and become visible together, or, on
+        any error (a bad payload, a crash), none of them is stored.
+        """
+        with self.write():
+            return topics.append(self.conn, topic, items)
+
+    def read(
+        self, topic: str, start: int = 0, end: int | None = None, limit: int | None = None
+    ) -> list[Event]:
+        """Events in ``[start, end)`` (at most ``limit``), decoded; one read statement."""
+        with translate_errors():
+            return topics.read(self.conn, topic, start, end, limit)
+
+    def read_arrow(
+        self,
+        topic: str,
+        start: int = 0,
+        end: int | None = None,
+        limit: int | None = None,
+        payload_format: str = "binary",
+    ) -> pa.Table:
+        """Events in ``[start, end)`` as Arrow (payloads undecoded); one read statement."""
+        with translate_errors():
+            return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
+
+    def bounds(self, topic: str) -> tuple[int, int]:
+        """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
+        with read_transaction(self.conn):
+            return topics.bounds(self.conn, topic)
+
+    def earliest_offset(self, topic: str) -> int:
+        return self.bounds(topic)[0]
+
+    def latest_offset(self, topic: str) -> int:
+        return self.bounds(topic)[1]
+
+    def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
+        """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
+        with read_transaction(self.conn):
+            return topics.offset_for_timestamp(self.conn, topic, timestamp_ms)
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic with its earliest and latest offsets and event count."""
+        with read_transaction(self.conn):
+            return topics.list_topics(self.conn)
+
+    def has_topic(self, topic: str) -> bool:
+        return any(info.name == topic for info in self.topics())
+
+    # -- consumers -------------------------------------------------------
+    def commit_offsets(
+        self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
+    ) -> dict[str, int]:
+        """Save next-offsets for ``consumer`` in one transaction; never moves back unless ``reset``."""
+        with self.write():
+            return consumers.commit(self.conn, consumer, offsets, reset=reset)
+
+    def committed_offsets(self, consumer: str) -> dict[str, int]:
+        """The saved next-offsets of ``consumer`` by topic."""
+        with read_transaction(self.conn):
+            return consumers.committed(self.conn, consumer)
+
+    def consumers(self, topic: str | None = None) -> list[consumers.ConsumerInfo]:
+        """Consumers with their offsets and lag, from one snapshot."""
+        with read_transaction(self.conn):
+            return consumers.list_consumers(self.conn, topic)
+
+    def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
+        with self.write():
+            return consumers.delete(self.conn, consumer, topic)
+
+    # -- retention and maintenance --------------------------------------
+    def set_retention(
+        self, topic: str, *, max_age_ms: int | None = None, max_rows: int | None = None
+    ) -> None:
+        """Store the topic's default retention limits (used by :meth:`prune`)."""
+        with self.write():
+            retention.set_retention(self.conn, topic, max_age_ms=max_age_ms, max_rows=max_rows)
+
+    def prune(
+        self,
+        topic: str | None = None,
+        *,
+        max_age_ms: int | None = None,
+        max_rows: int | None = None,
+        force: bool = False,
+        at_ms: int | None = None,
+    ) -> list[retention.PruneResult]:
+        """Apply retention to one topic or all, each topic in its own transaction.
+
+        Never deletes at or above the lowest saved consumer offset unless ``force``.
+        """
+        names = [topic] if topic is not None else [t.name for t in self.topics()]
+        results = []
+        for name in names:
+            with self.write():
+                results.append(
+                    retention.prune(
+                        self.conn, name, max_age_ms=max_age_ms, max_rows=max_rows,
+                        force=force, at_ms=at_ms,
+                    )
+                )
+        return results
+
+    def backup(self, dest_path: str | os.PathLike[str]) -> int:
+        """Write a consistent copy of the store to a new file while writers continue."""
+        with translate_errors():
+            return maintenance.backup(self.conn, dest_path)
+
+    def check(self) -> maintenance.CheckReport:
+        """Integrity check (SQLite's and the store's own dense-offset invariant)."""
+        with translate_errors():
+            return maintenance.check(self.conn)

@@ -1,0 +1,206 @@
+"""Topics: append-only logs with dense offsets, and reads by offset range.
+
+Offsets are dense per topic: the first event is 0 and each next one is +1,
+assigned inside the writing transaction. SQLite lets one writer in at a time,
+so a reader never sees offset N+1 while N is invisible (no holes, no late
+fills); ``tests/store/test_concurrency.py`` guards this with several processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue.errors import OffsetRangeError, PayloadError, UnknownTopicError
+from spark_queue.store.codec import (
+    decode_headers,
+    decode_value,
+    encode_headers,
+    encode_key,
+    encode_value,
+)
+from spark_queue.store.names import validate_name
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One event to publish, when a key, headers or a timestamp go with the value."""
+
+    value: Any
+    key: str | bytes | None = None
+    headers: Mapping[str, str] | None = None
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One stored event, as read back."""
+
+    topic: str
+    offset: int
+    timestamp_ms: int
+    key: str | bytes | None
+    value: Any
+    headers: dict[str, str] | None
+
+
+class TopicInfo(NamedTuple):
+    name: str
+    earliest: int
+    latest: int
+    count: int
+    created_ms: int
+    retention_ms: int | None
+    retention_rows: int | None
+
+
+def topic_id(conn: apsw.Connection, topic: str) -> int:
+    """The id of an existing topic; UnknownTopicError names it otherwise."""
+    row = conn.execute(
+        "SELECT id FROM sq_topics WHERE name = ?", (validate_name(topic),)
+    ).fetchone()
+    if row is None:
+        raise UnknownTopicError(f"topic {topic!r} does not exist in this store.")
+    return row[0]
+
+
+def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
+    """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
+    validate_name(topic)
+    conn.execute(
+        "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+        (topic, now_ms()),
+    )
+    return conn.execute(
+        "SELECT id, next_offset FROM sq_topics WHERE name = ?", (topic,)
+    ).fetchone()
+
+
+def _rows(
+    tid: int, first: int, items: Iterable[Any], ts_ms: int, counter: list[int]
+) -> Iterator[tuple]:
+    offset = first
+    for item in items:
+        try:
+            row = _encode(tid, offset, item, ts_ms)
+        except PayloadError as exc:
+            raise PayloadError(f"item {offset - first} of the batch: {exc}") from exc
+        yield row
+        offset += 1
+    counter[0] = offset
+
+
+def _encode(tid: int, offset: int, item: Any, ts_ms: int) -> tuple:
+    if type(item) is Record:
+        value, vtype = encode_value(item.value)
+        return (
+            tid,
+            offset,
+            ts_ms if item.timestamp_ms is None else int(item.timestamp_ms),
+            encode_key(item.key),
+            value,
+            vtype,
+            encode_headers(item.headers),
+        )
+    value, vtype = encode_value(item)
+    return (tid, offset, ts_ms, None, value, vtype, None)
+
+
+def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
+    """Append ``items`` (values or Records) at the topic's next offsets; caller holds the write lock.
+
+    Returns the assigned offsets. Items are encoded while they stream into
+    SQLite, so a large batch is never copied into an intermediate list.
+    """
+    tid, first = ensure_topic(conn, topic)
+    counter = [first]
+    conn.executemany(
+        "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        _rows(tid, first, items, now_ms(), counter),
+    )
+    end = counter[0]
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return range(first, end)
+
+
+def check_range(start: int, end: int | None, limit: int | None) -> None:
+    if not isinstance(start, int) or start < 0:
+        raise OffsetRangeError(f"start offset must be an integer >= 0; got {start!r}.")
+    if end is not None and (not isinstance(end, int) or end < start):
+        raise OffsetRangeError(
+            f"end offset must be an integer >= start ({start}); got {end!r}. "
+            "Ranges are [start, end): end is exclusive."
+        )
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise OffsetRangeError(f"limit must be an integer >= 0; got {limit!r}.")
+
+
+def range_bounds(start: int, end: int | None, limit: int | None) -> int:
+    """The exclusive upper offset of ``[start, end)`` capped to ``limit`` rows (offsets are dense)."""
+    check_range(start, end, limit)
+    upper = (1 << 62) if end is None else end
+    if limit is not None:
+        upper = min(upper, start + limit)
+    return upper
+
+
+def read(
+    conn: apsw.Connection, topic: str, start: int, end: int | None = None, limit: int | None = None
+) -> list[Event]:
+    """Events with ``start <= offset < end``, at most ``limit`` of them, in offset order."""
+    upper = range_bounds(start, end, limit)
+    tid = topic_id(conn, topic)
+    return [
+        Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers))
+        for off, ts, key, value, vtype, headers in conn.execute(
+            "SELECT offset, ts_ms, key, value, value_type, headers FROM sq_events "
+            "WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset",
+            (tid, start, upper),
+        )
+    ]
+
+
+def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
+    """``(earliest, latest)``: the first stored offset and the next offset to be assigned.
+
+    When retention removed every event, earliest == latest.
+    """
+    tid = topic_id(conn, topic)
+    latest = conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)).fetchone()[0]
+    first = conn.execute(
+        "SELECT offset FROM sq_events WHERE topic_id = ? ORDER BY offset LIMIT 1", (tid,)
+    ).fetchone()
+    return (latest if first is None else first[0]), latest
+
+
+def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -> int:
+    """The first offset whose timestamp is at or after ``timestamp_ms`` (latest if none)."""
+    tid = topic_id(conn, topic)
+    row = conn.execute(
+        "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?",
+        (tid, int(timestamp_ms)),
+    ).fetchone()
+    return bounds(conn, topic)[1] if row[0] is None else row[0]
+
+
+def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
+    rows = conn.execute(
+        "SELECT t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
+        "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
+        "t.retention_ms, t.retention_rows FROM sq_topics t ORDER BY t.name"
+    ).fetchall()
+    # Retention only ever removes a prefix, so the count is latest - earliest.
+    return [
+        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows)
+        for name, first, latest, created, r_ms, r_rows in rows
+    ]
