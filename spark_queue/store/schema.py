@@ -31,13 +31,15 @@ CREATE TABLE sq_topics (
     retention_rows INTEGER CHECK (retention_rows IS NULL OR retention_rows > 0)
 );
 
--- value_type: 0 = bytes (BLOB), 1 = text, 2 = JSON text.
+-- value_type: 0 = bytes (BLOB), 1 = text, 2 = JSON text. key and value are
+-- declared BLOB for "no affinity": SQLite keeps each value exactly as bound
+-- (a column declared ANY would turn the JSON text '0' into the integer 0).
 CREATE TABLE sq_events (
     topic_id   INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
     offset     INTEGER NOT NULL,
     ts_ms      INTEGER NOT NULL,
-    key        ANY,
-    value      ANY,
+    key        BLOB,
+    value      BLOB,
     value_type INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
     headers    TEXT,
     PRIMARY KEY (topic_id, offset)

@@ -1,0 +1,73 @@
+"""Consumer offsets and retention."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_queue.errors import OffsetRangeError, OptionError
+
+
+def test_offset_save_is_monotonic(store):
+    store.publish_many("t", range(10))
+    assert store.commit_offsets("c", {"t": 5}) == {"t": 5}
+    assert store.commit_offsets("c", {"t": 3}) == {"t": 5}
+    assert store.committed_offsets("c") == {"t": 5}
+    assert store.commit_offsets("c", {"t": 3}, reset=True) == {"t": 3}
+    assert store.commit_offsets("c", {"t": 10}) == {"t": 10}
+
+
+def test_offset_save_beyond_latest_is_rejected(store):
+    store.publish_many("t", range(3))
+    with pytest.raises(OffsetRangeError, match="from 0 to the topic's latest offset 3; got 4"):
+        store.commit_offsets("c", {"t": 4})
+    assert store.committed_offsets("c") == {}
+
+
+def test_consumers_report_lag(store):
+    store.publish_many("a", range(10))
+    store.publish_many("b", range(4))
+    store.commit_offsets("c1", {"a": 7, "b": 4})
+    store.commit_offsets("c2", {"a": 2})
+    lags = {(c.consumer, c.topic): c.lag for c in store.consumers()}
+    assert lags == {("c1", "a"): 3, ("c2", "a"): 8, ("c1", "b"): 0}
+    assert [c.consumer for c in store.consumers("b")] == ["c1"]
+
+
+def test_retention_never_deletes_at_or_above_lowest_consumer_offset(store):
+    store.publish_many("t", range(100))
+    store.commit_offsets("slow", {"t": 20})
+    store.commit_offsets("fast", {"t": 90})
+    result = store.prune("t", max_rows=10)[0]
+    assert (result.deleted, result.earliest_after, result.held_by) == (20, 20, "slow")
+    assert store.bounds("t") == (20, 100)
+    forced = store.prune("t", max_rows=10, force=True)[0]
+    assert (forced.deleted, forced.earliest_after) == (70, 90)
+    assert [e.offset for e in store.read("t")][0] == 90
+
+
+def test_retention_by_age_deletes_a_prefix_only(store):
+    for ts in (1000, 2000, 3000, 2500, 4000):
+        store.publish("t", ts, timestamp_ms=ts)
+    # Offsets below the first event young enough go; the late 2500 stays
+    # because deleting it would leave a hole.
+    result = store.prune("t", max_age_ms=1000, at_ms=4000)[0]
+    assert result.deleted == 2
+    assert [e.value for e in store.read("t")] == [3000, 2500, 4000]
+    assert store.check().ok
+
+
+def test_stored_retention_applies_and_prune_reports_per_topic(store):
+    store.publish_many("a", range(50))
+    store.publish_many("b", range(5))
+    store.set_retention("a", max_rows=10)
+    results = {r.topic: r.deleted for r in store.prune()}
+    assert results == {"a": 40, "b": 0}
+    with pytest.raises(OptionError, match="positive integer"):
+        store.set_retention("a", max_rows=0)
+
+
+def test_retention_of_everything_keeps_latest_offset(store):
+    store.publish_many("t", range(5))
+    store.prune("t", max_rows=0)
+    assert store.bounds("t") == (5, 5)
+    assert store.publish("t", "next") == 5
