@@ -1,0 +1,38 @@
+"""``python -m spark_queue.bench {store,queue,source,sink}``: side-by-side benchmarks.
+
+Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
+modules that need pyspark import it only when chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCHMARKS = {
+    "store": "publish-many and range reads vs raw apsw",
+    "queue": "enqueue and claim+ack vs raw apsw and peer queues",
+    "source": "Spark source vs the rate source and the raw store read",
+    "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spark_queue.bench")
+    sub = parser.add_subparsers(dest="name", required=True)
+    for name, help_text in BENCHMARKS.items():
+        try:
+            module = importlib.import_module(f"spark_queue.bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"spark_queue.bench.{name}":
+                raise
+            continue
+        p = sub.add_parser(name, help=help_text)
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    args = parser.parse_args(argv)
+    return args.run(args) or 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
