@@ -33,7 +33,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=cmd_topics)
 
-    p = sub.add_parser("publish", help="publish one value, or NDJSON lines from a file or stdin")
+    p = sub.add_parser("publish", help="publish one value, or NDJSON lines from a file or stdin (creates the store if missing)")
     common(p)
     p.add_argument("topic")
     p.add_argument("value", nargs="?", help="the value to publish (omit with --ndjson)")
@@ -116,7 +116,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
     if args.batch_size <= 0:
         raise OptionError(f"--batch-size must be a positive integer; got {args.batch_size}.")
-    with open_store(args) as store:
+    with Store(args.path, create=True) as store:
         if args.ndjson is not None:
             first = last = None
             with _open_input(args.ndjson) as stream:
@@ -137,9 +137,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_tail(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         raise OptionError(f"--limit must be >= 0; got {args.limit}.")
+    start = _parse_start(args.start)
     with open_store(args, readonly=True) as store:
         earliest, latest = store.bounds(args.topic)
-        position = _start_offset(args.start, earliest, latest)
+        position = {"earliest": earliest, "latest": latest}.get(start, start)
+        position = max(position, earliest)
         remaining = args.limit
         while remaining is None or remaining > 0:
             events = store.read(args.topic, position, limit=min(remaining or 1000, 1000))
@@ -187,18 +189,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _start_offset(text: str, earliest: int, latest: int) -> int:
-    if text == "earliest":
-        return earliest
-    if text == "latest":
-        return latest
+def _parse_start(text: str) -> str | int:
+    if text in ("earliest", "latest"):
+        return text
     try:
         offset = int(text)
     except ValueError:
         offset = -1
     if offset < 0:
         raise OptionError(f"--from must be 'earliest', 'latest' or an offset >= 0; got {text!r}.")
-    return max(offset, earliest)
+    return offset
 
 
 def _print_event(event: Event, *, as_json: bool) -> None:

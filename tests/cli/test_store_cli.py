@@ -1,0 +1,96 @@
+"""The sqliteq CLI over the store: output for people and scripts, one error boundary."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from spark_queue.cli import main
+from spark_queue.store import Store
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_init_publish_topics_tail_round_trip(capsys, store_path):
+    assert run(capsys, "init", store_path)[0] == 0
+    code, out, _ = run(capsys, "publish", store_path, "t", '{"a": 1}', "--value-format", "json",
+                       "--key", "k", "--header", "h=v", "--json")
+    assert code == 0 and json.loads(out) == {"topic": "t", "offset": 0}
+    run(capsys, "publish", store_path, "t", "plain")
+    code, out, _ = run(capsys, "topics", store_path, "--json")
+    assert json.loads(out)[0] | {"name": "t"} == json.loads(out)[0]
+    assert (json.loads(out)[0]["latest"], json.loads(out)[0]["count"]) == (2, 2)
+    code, out, _ = run(capsys, "tail", store_path, "t", "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(e["offset"], e["key"], e["value"], e["headers"]) for e in lines] == [
+        (0, "k", {"a": 1}, {"h": "v"}), (1, None, "plain", None)]
+    code, out, _ = run(capsys, "tail", store_path, "t", "--from", "1")
+    assert out.split("\t")[0] == "1" and out.rstrip().endswith("plain")
+
+
+def test_publish_ndjson_from_stdin_in_batches(capsys, store_path, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f'{{"n": {i}}}\n' for i in range(25))))
+    code, out, _ = run(capsys, "publish", store_path, "t", "--ndjson", "-", "--batch-size", "10",
+                       "--json")
+    assert code == 0 and json.loads(out) == {"topic": "t", "published": 25, "first_offset": 0}
+    with Store(store_path) as store:
+        assert [e.value["n"] for e in store.read("t")] == list(range(25))
+
+
+def test_bad_ndjson_line_is_named_and_batch_not_stored(capsys, store_path, tmp_path):
+    source = tmp_path / "in.ndjson"
+    source.write_text('{"ok": 1}\nnot json\n')
+    Store(store_path).close()
+    code, _, err = run(capsys, "publish", store_path, "t", "--ndjson", str(source))
+    assert code == 1 and "line 2 is not valid JSON" in err
+    with Store(store_path) as store:
+        assert not store.has_topic("t")
+
+
+def test_consumers_and_prune_tables(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", range(10))
+        store.commit_offsets("c", {"t": 4})
+    code, out, _ = run(capsys, "consumers", store_path)
+    assert out.splitlines()[0].split() == ["consumer", "topic", "next_offset", "latest", "lag",
+                                           "updated_ms"]
+    assert out.splitlines()[1].split()[:5] == ["c", "t", "4", "10", "6"]
+    code, out, _ = run(capsys, "prune", store_path, "--max-rows", "2", "--json")
+    assert json.loads(out) == [{"topic": "t", "deleted": 4, "earliest_before": 0,
+                                "earliest_after": 4, "held_by": "c"}]
+
+
+def test_backup_and_check(capsys, store_path, tmp_path):
+    with Store(store_path) as store:
+        store.publish_many("t", range(10))
+    dest = str(tmp_path / "b.sqlite")
+    assert run(capsys, "backup", store_path, dest)[0] == 0
+    code, out, _ = run(capsys, "check", dest, "--json")
+    assert code == 0 and json.loads(out) == {"ok": True, "problems": []}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["topics", "{missing}"], "does not exist; create it with `sqliteq init"),
+        (["publish", "{store}", "bad name", "v"], "invalid topic name 'bad name'"),
+        (["publish", "{store}", "t"], "either a VALUE or --ndjson FILE"),
+        (["publish", "{store}", "t", "{{", "--value-format", "json"], "VALUE is not valid JSON"),
+        (["publish", "{store}", "t", "v", "--header", "novalue"], "NAME=VALUE"),
+        (["tail", "{store}", "t", "--from", "soon"], "'earliest', 'latest' or an offset"),
+        (["tail", "{store}", "nope"], "topic 'nope' does not exist"),
+    ],
+)
+def test_errors_exit_1_with_one_line_message(capsys, store_path, tmp_path, argv, message):
+    Store(store_path).close()
+    argv = [a.format(store=store_path, missing=str(tmp_path / "missing.sqlite")) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert message in err
+    assert err.startswith(f"sqliteq {argv[0]}: ") and err.count("\n") == 1
