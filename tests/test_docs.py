@@ -1,0 +1,42 @@
+"""The README documents what the code offers, and CI runs what the README says."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+
+import pytest
+
+from spark_queue.cli import build_parser
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, list[str]]]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                nested = _commands(sub, f"{prefix}{name} ")
+                flags = [opt for a in sub._actions for opt in a.option_strings
+                         if opt.startswith("--") and opt not in ("--help", "--json")]
+                found.extend(nested or [(f"{prefix}{name}", flags)])
+    return found
+
+
+@pytest.mark.parametrize(("command", "flags"), _commands(build_parser()))
+def test_every_cli_command_and_flag_is_in_the_readme(command, flags):
+    assert f"sqliteq {command}" in README, f"README lacks `sqliteq {command}`"
+    section = README[README.index(f"sqliteq {command}"):]
+    missing = [flag for flag in flags if flag not in README]
+    assert not missing, f"README lacks {missing} of `sqliteq {command}` ({section[:60]!r})"
+
+
+def test_ci_runs_the_readme_test_command():
+    block = re.search(r"```bash\n(.*?)```", README[README.index("## The two commands"):], re.S)
+    test_command = next(line.split("#")[0].strip() for line in block.group(1).splitlines()
+                        if "test" in line)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_command in [line.strip() for line in ci.splitlines()]
