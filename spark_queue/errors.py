@@ -59,3 +59,28 @@ class DataLossError(SparkQueueError, LookupError):
 
 class OptionError(SparkQueueError, ValueError):
     """A connector or CLI option has a value outside what is allowed."""
+
+
+class UnknownQueueError(SparkQueueError, LookupError):
+    """The named queue does not exist in the store."""
+
+
+class UnknownJobError(SparkQueueError, LookupError):
+    """No job (or dead letter) with that id exists in the queue."""
+
+
+class QueueConfigError(SparkQueueError, ValueError):
+    """A queue setting or job option is outside what is allowed."""
+
+
+class StaleLeaseError(SparkQueueError, LookupError):
+    """The lease token presented no longer holds the job (it expired and was re-claimed,
+    or the job was acked, released or removed); nothing was changed."""
+
+
+class QueueFullError(SparkQueueError, TimeoutError):
+    """The queue is at its ``max_size`` and stayed full for as long as the caller would wait."""
+
+
+class QueueBatchTooLargeError(QueueFullError, ValueError):
+    """A batch has more jobs than the queue's ``max_size``: it could never fit."""

@@ -9,6 +9,9 @@ from spark_queue.store.connection import DURABILITY_LEVELS
 from spark_queue.store.consumers import ConsumerInfo
 from spark_queue.store.core import Store
 from spark_queue.store.maintenance import CheckReport
+from spark_queue.store.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queue_handle import Queue
+from spark_queue.store.queues import Job, LeaseResult, NackResult, NewJob, QueueConfig, enqueue_rows
 from spark_queue.store.retention import PruneResult
 from spark_queue.store.topics import Event, Record, TopicInfo
 
@@ -20,8 +23,17 @@ __all__ = [
     "CheckReport",
     "ConsumerInfo",
     "Event",
+    "Job",
+    "JobInfo",
+    "LeaseResult",
+    "NackResult",
+    "NewJob",
     "PruneResult",
+    "Queue",
+    "QueueConfig",
+    "QueueStats",
     "Record",
     "Store",
     "TopicInfo",
+    "enqueue_rows",
 ]

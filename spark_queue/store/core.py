@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import pyarrow as pa
 
-from spark_queue.store import arrow_read, consumers, maintenance, retention, topics
+from spark_queue.store import arrow_read, consumers, maintenance, queue_admin, retention, topics
 from spark_queue.store.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     open_connection,
@@ -24,6 +24,7 @@ from spark_queue.store.connection import (
     translate_errors,
     write_transaction,
 )
+from spark_queue.store.queue_handle import Queue
 from spark_queue.store.schema import ensure_schema
 from spark_queue.store.topics import Event, Record, TopicInfo
 
@@ -220,3 +221,42 @@ class Store:
         """Integrity check (SQLite's and the store's own dense-offset invariant)."""
         with translate_errors():
             return maintenance.check(self.conn)
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes whenever another connection commits.
+
+        Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
+        """
+        return self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+
+    # -- queues (spark_queue/store/queues.py, queue_admin.py) -----------
+    def queue(self, name: str, **settings: Any) -> Queue:
+        """A handle on work queue ``name``; with settings, create or configure it first.
+
+        Configuring is one transaction. Without settings nothing is written: the
+        first enqueue creates the queue with the defaults.
+        """
+        handle = Queue(self, name)
+        if settings:
+            handle.configure(**settings)
+        return handle
+
+    def queues(self) -> list[queue_admin.QueueConfig]:
+        """Every queue's settings, by name."""
+        with read_transaction(self.conn), translate_errors():
+            return queue_admin.list_queues(self.conn)
+
+    def queue_stats(self) -> list[queue_admin.QueueStats]:
+        """Ready/leased/delayed/dead counts and oldest ready age of each queue (one snapshot)."""
+        with read_transaction(self.conn), translate_errors():
+            return queue_admin.stats(self.conn)
+
+    def delete_queue(self, name: str) -> int:
+        """Remove a queue with its jobs and dead letters (one transaction); returns jobs removed."""
+        with self.write() as conn:
+            return queue_admin.delete_queue(conn, name)
+
+    def sweep_expired(self) -> int:
+        """Delete jobs past their TTL in every queue (one transaction); returns how many."""
+        with self.write() as conn:
+            return queue_admin.sweep_expired(conn)

@@ -63,7 +63,67 @@ CREATE TABLE sq_sink_commits (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1_STREAMS]
+# Queues (spark_queue/store/queues.py). A job row is ready when lease_token
+# IS NULL and available_at <= now, delayed when available_at is later, and
+# leased while lease_token is set; then available_at is the lease expiry, so
+# an expired lease is claimable again by the same index scan, with no reaper.
+# ``value`` is declared BLOB (no affinity): a non-STRICT column declared ANY
+# has NUMERIC affinity and would turn the text payload "123" into an integer.
+_V2_QUEUES = """
+CREATE TABLE sq_queues (
+    id                    INTEGER PRIMARY KEY,
+    name                  TEXT NOT NULL UNIQUE,
+    created_ms            INTEGER NOT NULL,
+    visibility_timeout_ms INTEGER NOT NULL DEFAULT 30000 CHECK (visibility_timeout_ms > 0),
+    max_attempts          INTEGER NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
+    backoff_base_ms       INTEGER NOT NULL DEFAULT 1000 CHECK (backoff_base_ms >= 0),
+    backoff_cap_ms        INTEGER NOT NULL DEFAULT 300000 CHECK (backoff_cap_ms >= 0),
+    max_size              INTEGER CHECK (max_size IS NULL OR max_size > 0)
+);
+
+-- AUTOINCREMENT: a job id is never reused, so (id, lease_token) fences for good.
+CREATE TABLE sq_jobs (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    available_at    INTEGER NOT NULL,
+    lease_token     INTEGER,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    max_attempts    INTEGER CHECK (max_attempts IS NULL OR max_attempts > 0),
+    expires_at      INTEGER,
+    idempotency_key TEXT,
+    enqueued_ms     INTEGER NOT NULL,
+    value           BLOB,
+    value_type      INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    last_error      TEXT
+);
+
+CREATE INDEX sq_jobs_claim ON sq_jobs (queue_id, priority DESC, available_at);
+CREATE UNIQUE INDEX sq_jobs_idempotency ON sq_jobs (queue_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX sq_jobs_expiry ON sq_jobs (queue_id, expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE sq_dead_jobs (
+    id              INTEGER PRIMARY KEY,
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    priority        INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL,
+    max_attempts    INTEGER,
+    expires_at      INTEGER,
+    idempotency_key TEXT,
+    enqueued_ms     INTEGER NOT NULL,
+    dead_ms         INTEGER NOT NULL,
+    value           BLOB,
+    value_type      INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    last_error      TEXT
+);
+
+CREATE INDEX sq_dead_jobs_queue ON sq_dead_jobs (queue_id, dead_ms);
+CREATE UNIQUE INDEX sq_dead_jobs_idempotency ON sq_dead_jobs (queue_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+"""
+
+MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES]
 
 
 def latest_version() -> int:

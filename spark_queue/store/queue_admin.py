@@ -1,0 +1,343 @@
+"""Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
+
+The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues`.
+Functions that write expect the caller to hold the write transaction; the
+read-only ones expect one read snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
+from spark_queue.store.codec import decode_value
+from spark_queue.store.queues import QueueConfig, ensure_queue, get_queue
+from spark_queue.store.topics import now_ms as _clock_ms
+
+# Settings a caller may change, with the smallest value each allows.
+SETTINGS = {
+    "visibility_timeout_ms": 1,
+    "max_attempts": 1,
+    "backoff_base_ms": 0,
+    "backoff_cap_ms": 0,
+    "max_size": 1,
+}
+DEFAULTS = {
+    "visibility_timeout_ms": 30_000,
+    "max_attempts": 5,
+    "backoff_base_ms": 1_000,
+    "backoff_cap_ms": 300_000,
+    "max_size": None,
+}
+JOB_STATES = ("ready", "delayed", "leased", "dead")
+
+
+class QueueStats(NamedTuple):
+    queue: str
+    ready: int
+    leased: int
+    delayed: int
+    dead: int
+    oldest_ready_age_ms: int | None
+
+
+class JobInfo(NamedTuple):
+    """One job as an operator sees it (``state`` is one of :data:`JOB_STATES`)."""
+
+    id: int
+    queue: str
+    state: str
+    payload: Any
+    priority: int
+    attempts: int
+    max_attempts: int | None
+    enqueued_ms: int
+    available_at_ms: int | None
+    expires_ms: int | None
+    idempotency_key: str | None
+    last_error: str | None
+    dead_ms: int | None = None
+
+
+def require_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
+    config = get_queue(conn, queue)
+    if config is None:
+        raise UnknownQueueError(
+            f"queue {queue!r} does not exist in this store; list queues with "
+            "`sqliteq queue list PATH`, or enqueue to create it."
+        )
+    return config
+
+
+def configure(conn: apsw.Connection, queue: str, settings: dict[str, Any]) -> QueueConfig:
+    """Create ``queue`` if missing and set the given settings (``None`` only for ``max_size``)."""
+    for name, value in settings.items():
+        if name not in SETTINGS:
+            raise QueueConfigError(
+                f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
+            )
+        if value is None and name == "max_size":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < SETTINGS[name]:
+            raise QueueConfigError(
+                f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]}"
+                f"{' or None' if name == 'max_size' else ''}; got {value!r}."
+            )
+    config = ensure_queue(conn, queue)
+    for name, value in settings.items():
+        # ``name`` is one of the fixed SETTINGS keys checked above, never user text.
+        conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, config.id))
+    return get_queue(conn, queue)
+
+
+def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
+    rows = conn.execute(
+        "SELECT id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
+        "max_size, created_ms FROM sq_queues ORDER BY name"
+    ).fetchall()
+    return [QueueConfig(*row) for row in rows]
+
+
+def delete_queue(conn: apsw.Connection, queue: str) -> int:
+    """Remove the queue with all its jobs and dead letters; returns how many jobs went."""
+    config = require_queue(conn, queue)
+    jobs = conn.execute(
+        "SELECT (SELECT count(*) FROM sq_jobs WHERE queue_id = ?) + "
+        "(SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?)",
+        (config.id, config.id),
+    ).fetchone()[0]
+    conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_queues WHERE id = ?", (config.id,))
+    return jobs
+
+
+def stats(
+    conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
+) -> list[QueueStats]:
+    """Counts per queue (one scan of its jobs); expired leases count as ready (claimable)."""
+    now = _clock_ms() if now_ms is None else now_ms
+    configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
+    result = []
+    for config in configs:
+        ready, leased, delayed, oldest = conn.execute(
+            "SELECT coalesce(sum(available_at <= ?), 0), "
+            "coalesce(sum(lease_token IS NOT NULL AND available_at > ?), 0), "
+            "coalesce(sum(lease_token IS NULL AND available_at > ?), 0), "
+            "min(CASE WHEN available_at <= ? THEN available_at END) "
+            "FROM sq_jobs WHERE queue_id = ? AND (expires_at IS NULL OR expires_at > ?)",
+            (now, now, now, now, config.id, now),
+        ).fetchone()
+        dead = conn.execute(
+            "SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (config.id,)
+        ).fetchone()[0]
+        age = None if oldest is None else max(0, now - oldest)
+        result.append(QueueStats(config.name, ready, leased, delayed, dead, age))
+    return result
+
+
+_JOB_COLUMNS = (
+    "id, priority, attempts, max_attempts, enqueued_ms, available_at, lease_token, expires_at, "
+    "idempotency_key, value, value_type, last_error"
+)
+
+
+def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
+    id_, prio, attempts, max_att, enq, avail, token, exp, key, value, vtype, err = row
+    if token is not None and avail > now:
+        state = "leased"
+    elif avail > now:
+        state = "delayed"
+    else:
+        state = "ready"
+    return JobInfo(
+        id_,
+        config.name,
+        state,
+        decode_value(value, vtype),
+        prio,
+        attempts,
+        config.max_attempts if max_att is None else max_att,
+        enq,
+        avail,
+        exp,
+        key,
+        err,
+    )
+
+
+def _dead_info(config: QueueConfig, row: tuple) -> JobInfo:
+    id_, prio, attempts, max_att, enq, dead_ms, exp, key, value, vtype, err = row
+    return JobInfo(
+        id_,
+        config.name,
+        "dead",
+        decode_value(value, vtype),
+        prio,
+        attempts,
+        config.max_attempts if max_att is None else max_att,
+        enq,
+        None,
+        exp,
+        key,
+        err,
+        dead_ms,
+    )
+
+
+_DEAD_COLUMNS = (
+    "id, priority, attempts, max_attempts, enqueued_ms, dead_ms, expires_at, idempotency_key, "
+    "value, value_type, last_error"
+)
+
+
+def peek(
+    conn: apsw.Connection, queue: str, limit: int = 10, *, now_ms: int | None = None
+) -> list[JobInfo]:
+    """The next jobs in claim order (due first), without leasing them."""
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    rows = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE queue_id = ? "
+        "AND (expires_at IS NULL OR expires_at > ?) "
+        "ORDER BY priority DESC, available_at, id LIMIT ?",
+        (config.id, now, limit),
+    ).fetchall()
+    return [_job_info(config, row, now) for row in rows]
+
+
+def purge(
+    conn: apsw.Connection, queue: str, *, include_leased: bool = False, now_ms: int | None = None
+) -> int:
+    """Delete the queue's ready and delayed jobs (and leased ones if asked); returns how many."""
+    config = require_queue(conn, queue)
+    if include_leased:
+        conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
+    else:
+        now = _clock_ms() if now_ms is None else now_ms
+        conn.execute(
+            "DELETE FROM sq_jobs WHERE queue_id = ? AND (lease_token IS NULL OR available_at <= ?)",
+            (config.id, now),
+        )
+    return conn.changes()
+
+
+def sweep_expired(
+    conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
+) -> int:
+    """Delete jobs whose TTL passed and that no live lease holds; returns how many.
+
+    Claims never deliver an expired job, sweeping or not; sweeping frees the space.
+    """
+    now = _clock_ms() if now_ms is None else now_ms
+    configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
+    removed = 0
+    for config in configs:
+        conn.execute(
+            "DELETE FROM sq_jobs WHERE queue_id = ? AND expires_at <= ? "
+            "AND (lease_token IS NULL OR available_at <= ?)",
+            (config.id, now, now),
+        )
+        removed += conn.changes()
+    return removed
+
+
+def dead_letters(conn: apsw.Connection, queue: str, limit: int | None = None) -> list[JobInfo]:
+    """Dead letters of ``queue``, oldest death first."""
+    config = require_queue(conn, queue)
+    rows = conn.execute(
+        f"SELECT {_DEAD_COLUMNS} FROM sq_dead_jobs WHERE queue_id = ? ORDER BY dead_ms, id LIMIT ?",
+        (config.id, -1 if limit is None else limit),
+    ).fetchall()
+    return [_dead_info(config, row) for row in rows]
+
+
+def requeue_dead(
+    conn: apsw.Connection,
+    queue: str,
+    job_ids: Iterable[int] | None = None,
+    *,
+    now_ms: int | None = None,
+) -> list[int]:
+    """Move dead letters (all, or these ids) back to ready with their attempts reset.
+
+    The job keeps its id, payload, priority and idempotency key; a TTL that
+    has passed is cleared so the requeued job can run.
+    """
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    if job_ids is None:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM sq_dead_jobs WHERE queue_id = ? ORDER BY id", (config.id,)
+            )
+        ]
+    else:
+        ids = list(job_ids)
+    moved = []
+    for job_id in ids:
+        row = conn.execute(
+            "INSERT INTO sq_jobs (id, queue_id, priority, available_at, attempts, max_attempts, "
+            "expires_at, idempotency_key, enqueued_ms, value, value_type, last_error) "
+            "SELECT id, queue_id, priority, ?, 0, max_attempts, "
+            "CASE WHEN expires_at > ? THEN expires_at END, idempotency_key, enqueued_ms, value, "
+            "value_type, last_error FROM sq_dead_jobs WHERE id = ? AND queue_id = ? RETURNING id",
+            (now, now, int(job_id), config.id),
+        ).fetchone()
+        if row is None:
+            raise UnknownJobError(f"queue {queue!r} has no dead letter with id {job_id}.")
+        conn.execute("DELETE FROM sq_dead_jobs WHERE id = ?", (job_id,))
+        moved.append(row[0])
+    return moved
+
+
+def purge_dead(conn: apsw.Connection, queue: str, job_ids: Iterable[int] | None = None) -> int:
+    """Delete dead letters of ``queue`` (all, or these ids); returns how many."""
+    config = require_queue(conn, queue)
+    if job_ids is None:
+        conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+        return conn.changes()
+    removed = 0
+    for job_id in job_ids:
+        conn.execute(
+            "DELETE FROM sq_dead_jobs WHERE id = ? AND queue_id = ?", (int(job_id), config.id)
+        )
+        removed += conn.changes()
+    return removed
+
+
+def get_job(
+    conn: apsw.Connection, queue: str, job_id: int, *, now_ms: int | None = None
+) -> JobInfo:
+    """The job with ``job_id`` in the queue or its dead letters; UnknownJobError otherwise."""
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    row = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE id = ? AND queue_id = ?", (job_id, config.id)
+    ).fetchone()
+    if row is not None:
+        return _job_info(config, row, now)
+    row = conn.execute(
+        f"SELECT {_DEAD_COLUMNS} FROM sq_dead_jobs WHERE id = ? AND queue_id = ?",
+        (job_id, config.id),
+    ).fetchone()
+    if row is not None:
+        return _dead_info(config, row)
+    raise UnknownJobError(
+        f"queue {queue!r} has no job with id {job_id} (it may have been acked, expired or removed)."
+    )
+
+
+def remove_job(conn: apsw.Connection, queue: str, job_id: int) -> str:
+    """Delete one job (queued, leased or dead); returns the state it was in."""
+    config = require_queue(conn, queue)
+    for table, state in (("sq_jobs", "queued"), ("sq_dead_jobs", "dead")):
+        # ``table`` is one of two constants, never user text.
+        conn.execute(f"DELETE FROM {table} WHERE id = ? AND queue_id = ?", (job_id, config.id))
+        if conn.changes():
+            return state
+    raise UnknownJobError(f"queue {queue!r} has no job with id {job_id}.")

@@ -1,0 +1,523 @@
+"""Work queues: the hot path (enqueue, claim, ack, nack, release, extend).
+
+Delivery is at-least-once. A claim is one ``UPDATE ... RETURNING`` that
+leases up to N ready jobs, ordered ``priority DESC, available_at, id``, for a
+visibility timeout and stamps them with a fresh random lease token. Ack, nack,
+release and extend must present ``(job id, token)``: a worker whose lease
+expired and whose job another worker re-claimed holds a stale token, and its
+calls change nothing (fencing). A late ack whose token still matches (the
+lease expired but nobody re-claimed the job yet) is accepted: the work is done.
+
+Row states (one table, one claim index; see ``schema._V2_QUEUES``):
+
+=========  ==========================================  =====================
+state      condition                                   ``available_at`` is
+=========  ==========================================  =====================
+ready      ``lease_token IS NULL``, due                when it became ready
+delayed    ``lease_token IS NULL``, not due yet        when it becomes ready
+leased     ``lease_token`` set, not expired            the lease expiry
+=========  ==========================================  =====================
+
+A lease that expired without ack or nack makes its job claimable again by the
+same index scan, so no reaper is needed; the next claim counts the attempt.
+Every function here takes a connection whose caller holds the write
+transaction (``write_transaction``); :class:`~spark_queue.store.queue_handle.Queue`
+wraps them one transaction each.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue.errors import (
+    PayloadError,
+    QueueBatchTooLargeError,
+    QueueConfigError,
+    QueueFullError,
+)
+from spark_queue.store.codec import decode_value, encode_value
+from spark_queue.store.names import validate_name
+from spark_queue.store.topics import now_ms as _clock_ms
+
+# The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
+_MAX_MS = 1 << 62
+
+
+class NewJob(NamedTuple):
+    """One job to enqueue. ``None`` for ``max_attempts`` means the queue's setting.
+
+    ``payload`` is stored as the codec stores event values (str as text, bytes
+    as bytes, anything else as JSON). ``delay_ms`` holds the job back;
+    ``ttl_ms`` drops it if it is not done that long after enqueue;
+    ``idempotency_key`` makes a duplicate enqueue return the original id.
+    """
+
+    payload: Any
+    priority: int = 0
+    delay_ms: int = 0
+    idempotency_key: str | None = None
+    max_attempts: int | None = None
+    ttl_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed (or peeked) job. ``lease_token`` is what ack/nack/extend must present."""
+
+    id: int
+    queue: str
+    payload: Any
+    priority: int
+    attempts: int
+    max_attempts: int
+    enqueued_ms: int
+    lease_token: int | None
+    lease_expires_ms: int | None
+    expires_ms: int | None = None
+    idempotency_key: str | None = None
+    last_error: str | None = None
+
+    @property
+    def lease(self) -> tuple[int, int | None]:
+        return (self.id, self.lease_token)
+
+
+class QueueConfig(NamedTuple):
+    id: int
+    name: str
+    visibility_timeout_ms: int
+    max_attempts: int
+    backoff_base_ms: int
+    backoff_cap_ms: int
+    max_size: int | None
+    created_ms: int
+
+
+class LeaseResult(NamedTuple):
+    """What a batch ack/nack/release/extend did: ids changed, ids whose token was stale."""
+
+    done: list[int]
+    rejected: list[int]
+
+
+class NackResult(NamedTuple):
+    retried: list[int]
+    dead: list[int]
+    rejected: list[int]
+
+
+Lease = Job | tuple[int, int]
+
+_CONFIG_COLUMNS = (
+    "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
+    "max_size, created_ms"
+)
+
+
+def get_queue(conn: apsw.Connection, queue: str) -> QueueConfig | None:
+    row = conn.execute(
+        f"SELECT {_CONFIG_COLUMNS} FROM sq_queues WHERE name = ?", (validate_name(queue, "queue"),)
+    ).fetchone()
+    return None if row is None else QueueConfig(*row)
+
+
+def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
+    """The queue's settings; created with the defaults if missing (caller holds the write lock)."""
+    config = get_queue(conn, queue)
+    if config is not None:
+        return config
+    conn.execute("INSERT INTO sq_queues (name, created_ms) VALUES (?, ?)", (queue, _clock_ms()))
+    return get_queue(conn, queue)
+
+
+# -- enqueue -------------------------------------------------------------
+def _int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_MS:
+        raise QueueConfigError(
+            f"job {job_index} of the batch: {name} must be an integer >= {low}"
+            f"{' or None' if allow_none else ''}; got {value!r}."
+        )
+    return value
+
+
+def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
+    if not isinstance(job, NewJob):
+        job = NewJob(job)
+    try:
+        value, vtype = encode_value(job.payload)
+    except PayloadError as exc:
+        raise PayloadError(f"job {index} of the batch: {exc}") from exc
+    priority = job.priority
+    if isinstance(priority, bool) or not isinstance(priority, int) or abs(priority) >= _MAX_MS:
+        raise QueueConfigError(
+            f"job {index} of the batch: priority must be an integer; got {priority!r}."
+        )
+    delay = _int_option(index, "delay_ms", job.delay_ms or 0, 0, False)
+    ttl = _int_option(index, "ttl_ms", job.ttl_ms, 1, True)
+    max_attempts = _int_option(index, "max_attempts", job.max_attempts, 1, True)
+    key = job.idempotency_key
+    if key is not None and (not isinstance(key, str) or not key):
+        raise QueueConfigError(
+            f"job {index} of the batch: idempotency_key must be a non-empty str or None; "
+            f"got {key!r}."
+        )
+    return (
+        queue_id,
+        priority,
+        now + delay,
+        max_attempts,
+        None if ttl is None else now + ttl,
+        key,
+        now,
+        value,
+        vtype,
+    )
+
+
+_INSERT = (
+    "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
+    "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def enqueue_rows(
+    conn: apsw.Connection, queue: str, rows: Iterable[NewJob | Any], *, now_ms: int | None = None
+) -> list[int]:
+    """Insert jobs into ``queue`` inside the caller's write transaction; return their ids.
+
+    The queue is created with the default settings if missing. Rows are
+    :class:`NewJob` items or bare payloads. A row whose ``idempotency_key``
+    is already held in this queue (by a queued, leased or dead job, or by an
+    earlier row of the same batch) is not inserted; its id is the original's.
+    Raises :class:`QueueFullError` if the queue has a ``max_size`` that the
+    batch would exceed (the caller's transaction is untouched: nothing was
+    inserted), :class:`QueueBatchTooLargeError` if it could never fit.
+    """
+    config = ensure_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    encoded = [_encode_row(i, job, config.id, now) for i, job in enumerate(rows)]
+    if not encoded:
+        return []
+    if config.max_size is not None:
+        check_capacity(conn, config, len(encoded))
+    if all(row[5] is None for row in encoded):
+        return [row[0] for row in conn.executemany(_INSERT + " RETURNING id", encoded)]
+    ids = []
+    for row in encoded:
+        key = row[5]
+        if key is not None:
+            existing = _job_id_for_key(conn, config.id, key)
+            if existing is not None:
+                ids.append(existing)
+                continue
+        ids.append(conn.execute(_INSERT + " RETURNING id", row).fetchone()[0])
+    return ids
+
+
+def _job_id_for_key(conn: apsw.Connection, queue_id: int, key: str) -> int | None:
+    row = conn.execute(
+        "SELECT id FROM sq_jobs WHERE queue_id = ? AND idempotency_key = ? "
+        "UNION ALL SELECT id FROM sq_dead_jobs WHERE queue_id = ? AND idempotency_key = ? LIMIT 1",
+        (queue_id, key, queue_id, key),
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def queue_size(conn: apsw.Connection, queue_id: int) -> int:
+    """Jobs in the queue (ready, delayed and leased; not dead letters)."""
+    return conn.execute("SELECT count(*) FROM sq_jobs WHERE queue_id = ?", (queue_id,)).fetchone()[
+        0
+    ]
+
+
+def check_capacity(conn: apsw.Connection, config: QueueConfig, adding: int) -> None:
+    if config.max_size is None:
+        return
+    if adding > config.max_size:
+        raise QueueBatchTooLargeError(
+            f"a batch of {adding} jobs can never fit queue {config.name!r} (max_size "
+            f"{config.max_size}); split it into batches of at most {config.max_size}."
+        )
+    size = queue_size(conn, config.id)
+    if size + adding > config.max_size:
+        raise QueueFullError(
+            f"queue {config.name!r} holds {size} of max_size {config.max_size} jobs; no room "
+            f"for {adding} more. Wait for workers to drain it (enqueue with wait_ms), or "
+            "raise max_size."
+        )
+
+
+# -- claim -----------------------------------------------------------------
+_CLAIM = (
+    "UPDATE sq_jobs SET lease_token = ?, available_at = ?, attempts = attempts + 1 "
+    "WHERE id IN (SELECT id FROM sq_jobs WHERE queue_id = ? AND available_at <= ? "
+    "AND (expires_at IS NULL OR expires_at > ?) "
+    "ORDER BY priority DESC, available_at, id LIMIT ?) "
+    "RETURNING id, priority, attempts, max_attempts, enqueued_ms, expires_at, "
+    "idempotency_key, value, value_type, last_error"
+)
+
+
+def new_token() -> int:
+    """A random 63-bit lease token: unguessable, and never 0 or NULL."""
+    return secrets.randbits(63) or 1
+
+
+def claim(
+    conn: apsw.Connection,
+    queue: str,
+    limit: int,
+    *,
+    lease_ms: int | None = None,
+    now_ms: int | None = None,
+) -> list[Job]:
+    """Lease up to ``limit`` due jobs for ``lease_ms`` (default: the queue's visibility timeout).
+
+    Returns them ordered ``priority DESC, id``, all under one token. A job
+    whose previous lease expired on its last allowed attempt is moved to the
+    dead letters instead of being delivered again. An unknown queue has no jobs.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise QueueConfigError(f"claim limit must be a positive integer; got {limit!r}.")
+    config = get_queue(conn, queue)
+    if config is None:
+        return []
+    lease_ms = _lease_ms(config, lease_ms)
+    now = _clock_ms() if now_ms is None else now_ms
+    expires = now + lease_ms
+    token = new_token()
+    jobs: list[Job] = []
+    while len(jobs) < limit:
+        rows = conn.execute(
+            _CLAIM, (token, expires, config.id, now, now, limit - len(jobs))
+        ).fetchall()
+        exhausted = []
+        for id_, prio, attempts, max_att, enq, exp, key, value, vtype, last_error in rows:
+            allowed = config.max_attempts if max_att is None else max_att
+            if attempts > allowed:
+                exhausted.append((id_, attempts - 1, last_error))
+                continue
+            jobs.append(
+                Job(
+                    id_,
+                    config.name,
+                    decode_value(value, vtype),
+                    prio,
+                    attempts,
+                    allowed,
+                    enq,
+                    token,
+                    expires,
+                    exp,
+                    key,
+                    last_error,
+                )
+            )
+        if not exhausted:
+            break
+        for id_, attempts, last_error in exhausted:
+            error = f"the lease of attempt {attempts} expired without ack or nack"
+            if last_error:
+                error += f"; last error before it: {last_error}"
+            bury(conn, [id_], error, now, attempts=attempts)
+        if len(rows) < limit:
+            break
+    jobs.sort(key=lambda j: (-j.priority, j.id))
+    return jobs
+
+
+def _lease_ms(config: QueueConfig, lease_ms: int | None) -> int:
+    if lease_ms is None:
+        return config.visibility_timeout_ms
+    if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 0 < lease_ms < _MAX_MS:
+        raise QueueConfigError(f"lease_ms must be a positive integer; got {lease_ms!r}.")
+    return lease_ms
+
+
+# -- ack / nack / release / extend ---------------------------------------
+def lease_pairs(leases: Iterable[Lease]) -> list[tuple[int, int]]:
+    """``(id, token)`` pairs from Jobs or pairs; a job without a token can never match."""
+    pairs = []
+    for lease in leases:
+        if isinstance(lease, Job):
+            pairs.append((lease.id, -1 if lease.lease_token is None else lease.lease_token))
+        else:
+            job_id, token = lease
+            pairs.append((int(job_id), int(token)))
+    return pairs
+
+
+def _queue_id(conn: apsw.Connection, queue: str) -> int:
+    config = get_queue(conn, queue)
+    return -1 if config is None else config.id
+
+
+def ack(conn: apsw.Connection, queue: str, leases: Iterable[Lease]) -> LeaseResult:
+    """Delete the jobs whose token still matches; the others are reported as rejected."""
+    pairs = lease_pairs(leases)
+    qid = _queue_id(conn, queue)
+    done = (
+        [
+            row[0]
+            for row in conn.executemany(
+                "DELETE FROM sq_jobs WHERE id = ? AND lease_token = ? AND queue_id = ? "
+                "RETURNING id",
+                [(job_id, token, qid) for job_id, token in pairs],
+            )
+        ]
+        if pairs
+        else []
+    )
+    return LeaseResult(done, _rejected(pairs, done))
+
+
+def _rejected(pairs: Sequence[tuple[int, int]], done: Sequence[int]) -> list[int]:
+    ok = set(done)
+    return [job_id for job_id, _ in pairs if job_id not in ok]
+
+
+def backoff_ms(config: QueueConfig, attempts: int, rng: random.Random | None = None) -> int:
+    """Delay before retry number ``attempts``: exponential from the base, capped, with jitter.
+
+    ``base * 2**(attempts-1)`` capped at ``backoff_cap_ms``, then "equal
+    jitter": a uniform pick in the upper half, so retries of a failing batch
+    spread out but never come back at once.
+    """
+    exponent = min(max(attempts - 1, 0), 62)
+    delay = min(config.backoff_cap_ms, config.backoff_base_ms << exponent)
+    half = delay // 2
+    return half + (rng or random).randint(0, delay - half)
+
+
+def nack(
+    conn: apsw.Connection,
+    queue: str,
+    leases: Iterable[Lease],
+    error: str | None = None,
+    *,
+    delay_ms: int | None = None,
+    now_ms: int | None = None,
+) -> NackResult:
+    """Give the jobs back for a retry after a backoff, or to the dead letters at max attempts.
+
+    ``error`` is kept as the job's ``last_error``. ``delay_ms`` replaces the
+    computed backoff. Stale tokens are rejected and change nothing.
+    """
+    pairs = lease_pairs(leases)
+    config = get_queue(conn, queue)
+    if config is None:
+        return NackResult([], [], [job_id for job_id, _ in pairs])
+    if delay_ms is not None:
+        _int_option(0, "delay_ms", delay_ms, 0, False)
+    now = _clock_ms() if now_ms is None else now_ms
+    retried, dead = [], []
+    for job_id, token in pairs:
+        row = conn.execute(
+            "SELECT attempts, coalesce(max_attempts, ?) FROM sq_jobs "
+            "WHERE id = ? AND lease_token = ? AND queue_id = ?",
+            (config.max_attempts, job_id, token, config.id),
+        ).fetchone()
+        if row is None:
+            continue
+        attempts, allowed = row
+        if attempts >= allowed:
+            bury(conn, [job_id], error, now)
+            dead.append(job_id)
+            continue
+        wait = backoff_ms(config, attempts) if delay_ms is None else delay_ms
+        conn.execute(
+            "UPDATE sq_jobs SET lease_token = NULL, available_at = ?, last_error = ? WHERE id = ?",
+            (now + wait, error, job_id),
+        )
+        retried.append(job_id)
+    return NackResult(retried, dead, _rejected(pairs, retried + dead))
+
+
+def release(
+    conn: apsw.Connection,
+    queue: str,
+    leases: Iterable[Lease],
+    *,
+    count_attempt: bool = False,
+    now_ms: int | None = None,
+) -> LeaseResult:
+    """Return leased jobs to ready at once, without backoff.
+
+    Unless ``count_attempt``, the claim's attempt is given back: use this for
+    jobs a worker claimed but never started (shutdown).
+    """
+    pairs = lease_pairs(leases)
+    qid = _queue_id(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    back = 0 if count_attempt else 1
+    done = (
+        [
+            row[0]
+            for row in conn.executemany(
+                "UPDATE sq_jobs SET lease_token = NULL, available_at = ?, "
+                "attempts = max(attempts - ?, 0) WHERE id = ? AND lease_token = ? AND queue_id = ? "
+                "RETURNING id",
+                [(now, back, job_id, token, qid) for job_id, token in pairs],
+            )
+        ]
+        if pairs
+        else []
+    )
+    return LeaseResult(done, _rejected(pairs, done))
+
+
+def extend(
+    conn: apsw.Connection,
+    queue: str,
+    leases: Iterable[Lease],
+    *,
+    lease_ms: int | None = None,
+    now_ms: int | None = None,
+) -> LeaseResult:
+    """Heartbeat: the leases whose token still matches now expire ``lease_ms`` from now."""
+    pairs = lease_pairs(leases)
+    config = get_queue(conn, queue)
+    if config is None or not pairs:
+        return LeaseResult([], [job_id for job_id, _ in pairs])
+    expires = (_clock_ms() if now_ms is None else now_ms) + _lease_ms(config, lease_ms)
+    done = [
+        row[0]
+        for row in conn.executemany(
+            "UPDATE sq_jobs SET available_at = ? WHERE id = ? AND lease_token = ? AND queue_id = ? "
+            "RETURNING id",
+            [(expires, job_id, token, config.id) for job_id, token in pairs],
+        )
+    ]
+    return LeaseResult(done, _rejected(pairs, done))
+
+
+def bury(
+    conn: apsw.Connection,
+    job_ids: Iterable[int],
+    error: str | None,
+    now: int,
+    *,
+    attempts: int | None = None,
+) -> int:
+    """Move jobs to the dead letters with ``error`` as their last error; returns how many moved."""
+    moved = 0
+    for job_id in job_ids:
+        conn.execute(
+            "INSERT INTO sq_dead_jobs (id, queue_id, priority, attempts, max_attempts, expires_at, "
+            "idempotency_key, enqueued_ms, dead_ms, value, value_type, last_error) "
+            "SELECT id, queue_id, priority, coalesce(?, attempts), max_attempts, expires_at, "
+            "idempotency_key, enqueued_ms, ?, value, value_type, coalesce(?, last_error) "
+            "FROM sq_jobs WHERE id = ?",
+            (attempts, now, error, job_id),
+        )
+        conn.execute("DELETE FROM sq_jobs WHERE id = ?", (job_id,))
+        moved += conn.changes()
+    return moved
