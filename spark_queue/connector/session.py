@@ -1,0 +1,93 @@
+"""A local SparkSession for the demo, the notebooks and scripts, built from ``conf/``.
+
+Where a session already exists (Databricks, a notebook kernel, spark-submit)
+it is used as it is. Otherwise one is built from ``conf/spark-defaults.conf``
+with ``conf/log4j2.properties`` for the driver's logging and, when asked,
+Delta Lake through ``delta.configure_spark_with_delta_pip`` (Spark resolves
+Delta's jars from Maven Central on the first start; to run offline, set
+``spark.jars`` in the conf file to local copies of those jars and pass
+``delta=False``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+import spark_queue
+
+log = logging.getLogger(__name__)
+
+CONF_DIR_ENV = "SPARK_QUEUE_CONF_DIR"
+
+
+def conf_dir() -> pathlib.Path:
+    """``$SPARK_QUEUE_CONF_DIR``, else the checkout's ``conf/`` next to the package."""
+    if os.environ.get(CONF_DIR_ENV):
+        return pathlib.Path(os.environ[CONF_DIR_ENV])
+    return pathlib.Path(spark_queue.__file__).resolve().parent.parent / "conf"
+
+
+def read_spark_defaults(path: pathlib.Path) -> dict[str, str]:
+    """Parse Spark's ``key value`` conf format (comments with #, blank lines ignored)."""
+    settings = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.partition(" ")
+        if not value.strip():
+            raise ValueError(f"{path}:{number}: expected 'key value'; got {line!r}.")
+        settings[key] = value.strip()
+    return settings
+
+
+def ensure_python_workers() -> None:
+    """Make Spark's Python workers run this interpreter, which has pyarrow and spark_queue."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def get_or_create(
+    app_name: str = "spark_queue",
+    *,
+    delta: bool = True,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """The active SparkSession, or a new local one configured from ``conf/``."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        spark_queue.register(active)
+        return active
+    ensure_python_workers()
+    settings: dict[str, str] = {}
+    directory = conf_dir()
+    defaults = directory / "spark-defaults.conf"
+    if defaults.is_file():
+        settings.update(read_spark_defaults(defaults))
+    else:
+        log.warning("no %s; starting Spark with its built-in defaults", defaults)
+    log4j = directory / "log4j2.properties"
+    if log4j.is_file():
+        settings.setdefault(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"
+        )
+    if not delta:
+        settings = {k: v for k, v in settings.items() if "delta" not in v.lower()
+                    and "delta" not in k.lower()}
+    settings.update(conf or {})
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if delta:
+        from delta import configure_spark_with_delta_pip
+
+        builder = configure_spark_with_delta_pip(builder)
+    session = builder.getOrCreate()
+    spark_queue.register(session)
+    return session
