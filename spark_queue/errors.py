@@ -37,6 +37,10 @@ class StoreFullError(StoreError, OSError):
     """The disk (or the file's page limit) is full; the transaction was rolled back."""
 
 
+class CorruptStoreError(StoreError):
+    """SQLite found the file damaged; ``sqliteq check`` and a backup restore are the way out."""
+
+
 class InvalidNameError(SparkQueueError, ValueError):
     """A topic, queue or consumer name breaks the naming rule."""
 
@@ -84,3 +88,7 @@ class QueueFullError(SparkQueueError, TimeoutError):
 
 class QueueBatchTooLargeError(QueueFullError, ValueError):
     """A batch has more jobs than the queue's ``max_size``: it could never fit."""
+
+
+class SinkSchemaError(SparkQueueError, ValueError):
+    """The DataFrame written to the ``sqliteq`` sink has no usable column or a column of a wrong type."""

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from spark_queue.cli.output import emit, emit_line, emit_object
 from spark_queue.errors import OptionError
 from spark_queue.store import DURABILITY_LEVELS, Event, Store
+from spark_queue.store.maintenance import check_file
 
 DEFAULT_BATCH_SIZE = 10_000
 
@@ -183,8 +184,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
-        report = store.check()
+    report = check_file(args.path)
     emit_object({"ok": report.ok, "problems": report.problems}, as_json=args.json)
     return 0 if report.ok else 1
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import apsw
 
 from spark_queue.errors import (
+    CorruptStoreError,
     NotAStoreError,
     StoreBusyError,
     StoreError,
@@ -65,10 +66,7 @@ def open_connection(
         ) from exc
     except apsw.CorruptError as exc:
         conn.close()
-        raise NotAStoreError(
-            f"store file {path!r} is damaged ({exc}); run `sqliteq check {path}` "
-            "and restore it from a backup made with `sqliteq backup`."
-        ) from exc
+        raise CorruptStoreError(damaged_message(path, exc)) from exc
     except BaseException:
         conn.close()
         raise
@@ -131,9 +129,18 @@ def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
             conn.execute("COMMIT")
 
 
+def damaged_message(path: str | None, exc: BaseException) -> str:
+    where = f"store file {path!r}" if path else "the store file"
+    target = path or "PATH"
+    return (
+        f"{where} is damaged ({exc}); run `sqliteq check {target}` to see what is wrong, "
+        "and restore the last copy made with `sqliteq backup`."
+    )
+
+
 @contextlib.contextmanager
-def translate_errors() -> Iterator[None]:
-    """Turn SQLite's lock and disk-full errors into the project's named errors."""
+def translate_errors(path: str | None = None) -> Iterator[None]:
+    """Turn SQLite's lock, disk-full and corruption errors into the project's named errors."""
     try:
         yield
     except (apsw.BusyError, apsw.LockedError) as exc:
@@ -141,6 +148,8 @@ def translate_errors() -> Iterator[None]:
             "the store is locked by another writer and the busy timeout ran out; "
             "retry, or raise busy_timeout_ms."
         ) from exc
+    except apsw.CorruptError as exc:
+        raise CorruptStoreError(damaged_message(path, exc)) from exc
     except apsw.FullError as exc:
         raise StoreFullError(
             "the disk holding the store is full (or the file hit its page limit); "

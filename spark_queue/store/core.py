@@ -56,7 +56,7 @@ class Store:
             busy_timeout_ms=busy_timeout_ms,
         )
         try:
-            with translate_errors():
+            with translate_errors(self.path):
                 ensure_schema(self.conn, self.path, readonly=readonly)
         except BaseException:
             self.conn.close()

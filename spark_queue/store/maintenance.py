@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import apsw
 
-from spark_queue.errors import StoreError
+from spark_queue.errors import StoreError, StoreNotFoundError
 from spark_queue.store.connection import open_connection, read_transaction
 
 _BACKUP_PAGES_PER_STEP = 1024
@@ -38,6 +38,27 @@ def backup(conn: apsw.Connection, dest_path: str | os.PathLike[str]) -> int:
     finally:
         dest.close()
     return pages
+
+
+def check_file(path: str | os.PathLike[str]) -> CheckReport:
+    """Check a store file that may be too damaged to open as a :class:`Store`.
+
+    Opens it read-only with no schema checks, so a damaged file still gets a
+    report of what SQLite finds instead of an error at open.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise StoreNotFoundError(f"store file {path!r} does not exist.")
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        return CheckReport(False, [f"cannot open {path!r}: {exc}"])
+    try:
+        return check(conn)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        return CheckReport(False, [f"{path!r}: {exc}"])
+    finally:
+        conn.close()
 
 
 def check(conn: apsw.Connection) -> CheckReport:
