@@ -9,8 +9,9 @@ fills); ``tests/store/test_concurrency.py`` guards this with several processes.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 import apsw
@@ -18,6 +19,7 @@ import apsw
 from spark_queue.errors import OffsetRangeError, PayloadError, UnknownTopicError
 from spark_queue.store.codec import (
     TEXT,
+    VALUE_TYPE_NAMES,
     decode_headers,
     decode_value,
     encode_headers,
@@ -136,6 +138,104 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
     return range(first, end)
+
+
+class EncodedChunk(NamedTuple):
+    """Columns of events already in their stored form (see :mod:`spark_queue.store.codec`).
+
+    The Spark sink encodes on the executors and hands the driver these
+    columns; :func:`append_encoded` zips them straight into SQLite, so no
+    per-row object is built besides the row tuple itself. ``topics`` is used
+    only by :func:`append_routed`.
+    """
+
+    values: Sequence[Any]
+    value_type: int
+    keys: Sequence[str | bytes | None] | None = None
+    headers: Sequence[str | None] | None = None
+    topics: Sequence[str | None] | None = None
+
+
+_INSERT_EVENT = (
+    "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def append_encoded(
+    conn: apsw.Connection, topic: str, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
+) -> range:
+    """Append pre-encoded chunks at the topic's next offsets; caller holds the write lock.
+
+    Returns the assigned offsets. Rows stream from the chunks into one
+    ``executemany``: nothing is copied into an intermediate list.
+    """
+    tid, first = ensure_topic(conn, topic)
+    ts = now_ms() if ts_ms is None else int(ts_ms)
+    counter = [first]
+
+    def chunk_rows() -> Iterator[Iterator[tuple]]:
+        for chunk in chunks:
+            if chunk.value_type not in VALUE_TYPE_NAMES:
+                raise PayloadError(f"unknown value_type {chunk.value_type!r} in an encoded chunk.")
+            n = len(chunk.values)
+            start = counter[0]
+            counter[0] = start + n
+            yield zip(
+                repeat(tid, n),
+                range(start, start + n),
+                repeat(ts, n),
+                repeat(None, n) if chunk.keys is None else chunk.keys,
+                chunk.values,
+                repeat(chunk.value_type, n),
+                repeat(None, n) if chunk.headers is None else chunk.headers,
+            )
+
+    conn.executemany(_INSERT_EVENT, chain.from_iterable(chunk_rows()))
+    end = counter[0]
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return range(first, end)
+
+
+def append_routed(
+    conn: apsw.Connection, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
+) -> dict[str, range]:
+    """Append pre-encoded rows, each to the topic named in ``chunk.topics``; caller holds the write lock.
+
+    Topics are created on first use. Returns each topic's assigned offsets
+    (consecutive per topic, as in :func:`append`). A null or invalid topic
+    name raises and, with the caller's transaction, stores nothing.
+    """
+    ts = now_ms() if ts_ms is None else int(ts_ms)
+    state: dict[str, list[int]] = {}  # topic -> [id, first offset, next offset]
+
+    def rows() -> Iterator[tuple]:
+        for chunk in chunks:
+            n = len(chunk.values)
+            if chunk.topics is None:
+                raise PayloadError("append_routed needs chunk.topics (one topic per row).")
+            keys = repeat(None, n) if chunk.keys is None else chunk.keys
+            headers = repeat(None, n) if chunk.headers is None else chunk.headers
+            vtype = chunk.value_type
+            for topic, key, value, header in zip(chunk.topics, keys, chunk.values, headers):
+                entry = state.get(topic)
+                if entry is None:
+                    if topic is None:
+                        raise PayloadError(
+                            "a row has a null topic; every row needs its topic column set "
+                            "(or set the sink's 'topic' option)."
+                        )
+                    tid, first = ensure_topic(conn, topic)
+                    entry = state[topic] = [tid, first, first]
+                yield (entry[0], entry[2], ts, key, value, vtype, header)
+                entry[2] += 1
+
+    conn.executemany(_INSERT_EVENT, rows())
+    for tid, first, end in state.values():
+        if end != first:
+            conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return {topic: range(first, end) for topic, (_, first, end) in state.items()}
 
 
 def check_range(start: int, end: int | None, limit: int | None) -> None:

@@ -1,0 +1,248 @@
+"""The sink's writers: tasks pack rows, the driver commits them exactly once.
+
+Which process runs what (pyspark 4.2):
+
+- ``write(iterator)`` runs in an executor's Python worker, once per task. It
+  encodes the task's Arrow batches (:mod:`~spark_queue.connector.sink_encode`)
+  into one Arrow IPC stream and returns it in a
+  :class:`~spark_queue.connector.commit_message.SqliteQueueCommitMessage`,
+  with the streaming query id and batch id read from the task's local
+  properties. It never opens the store.
+- ``commit(messages[, batchId])`` runs on the driver, in a Python process
+  started for that commit (no state survives between batches). It opens the
+  store, writes every row of every message and the sink-ledger entry in ONE
+  transaction (:func:`spark_queue.store.sinks.commit_batch`), and closes it.
+  A batch id already in the ledger for this sink is skipped.
+- ``abort`` writes nothing: rows only ever reach the file in ``commit``.
+
+Writers hold parsed options and the column layout only (both picklable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from itertools import repeat
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+
+from spark_queue.connector.commit_message import SqliteQueueCommitMessage
+from spark_queue.connector.sink_encode import encode_batch
+from spark_queue.connector.sink_options import FORMAT, SinkOptions
+from spark_queue.connector.sink_schema import JSON, SinkLayout
+from spark_queue.errors import SparkQueueError
+from spark_queue.store import sinks, topics
+from spark_queue.store.core import Store
+from spark_queue.store.queues import NewJob, enqueue_rows
+
+logger = logging.getLogger(__name__)
+
+# Local properties Spark sets on every task of a micro-batch (MicroBatchExecution).
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+# Crash-test hooks (tests/spark/test_sink_crash.py). With TEST_DIR set, each
+# commit appends a JSON line to <dir>/commits.jsonl; with HOLD_BATCH too, the
+# commit of that batch id, once durable, touches <dir>/held-<id> and blocks
+# until the test SIGKILLs the driver: the window between the sink's commit
+# and Spark's commit log entry, held open.
+TEST_DIR_ENV = "SPARK_QUEUE_SINK_TEST_DIR"
+TEST_HOLD_BATCH_ENV = "SPARK_QUEUE_SINK_TEST_HOLD_BATCH"
+
+
+class _SinkWriter:
+    """What the batch and streaming writers share: task packing and the driver commit."""
+
+    streaming = False
+
+    def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
+        self.options = options
+        self.layout = layout
+
+    # -- executor --------------------------------------------------------
+    def _pack(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        context = TaskContext.get()
+        query_id = batch_id = None
+        partition_id = 0
+        if context is not None:
+            partition_id = context.partitionId()
+            if self.streaming:
+                query_id = context.getLocalProperty(QUERY_ID_PROPERTY)
+                raw_batch = context.getLocalProperty(BATCH_ID_PROPERTY)
+                batch_id = None if raw_batch is None else int(raw_batch)
+        rows = 0
+        sink = writer = None
+        for batch in iterator:
+            if batch.num_rows == 0:
+                continue
+            encoded = encode_batch(batch, self.layout)
+            if writer is None:
+                sink = pa.BufferOutputStream()
+                writer = pa.ipc.new_stream(sink, encoded.schema)
+            writer.write_batch(encoded)
+            rows += batch.num_rows
+        payload = None
+        if writer is not None:
+            writer.close()
+            payload = sink.getvalue().to_pybytes()
+        return SqliteQueueCommitMessage(query_id, batch_id, partition_id, rows, payload)
+
+    # -- driver ----------------------------------------------------------
+    def _commit(
+        self,
+        messages: list[SqliteQueueCommitMessage | None],
+        sink_id: str | None,
+        batch_id: int | None,
+    ) -> sinks.SinkCommit:
+        present = [m for m in messages if m is not None]
+        started = time.monotonic()
+        store = Store(
+            self.options.path,
+            durability=self.options.durability,
+            busy_timeout_ms=self.options.busy_timeout_ms,
+        )
+        try:
+            result = sinks.commit_batch(
+                store.conn, sink_id, batch_id, lambda conn: self._write_rows(conn, present)
+            )
+        finally:
+            store.close()
+        logger.info(
+            "%s sink %s batch %s: %s %d rows in %.3fs",
+            FORMAT, sink_id, batch_id, "skipped, already committed;" if result.skipped else "wrote",
+            sum(m.rows for m in present), time.monotonic() - started,
+        )
+        _test_hook(result)
+        return result
+
+    def _write_rows(self, conn, messages: list[SqliteQueueCommitMessage]) -> int:
+        batches = _batches(messages)
+        layout, options = self.layout, self.options
+        if layout.target == "queue":
+            return len(enqueue_rows(conn, options.queue, _jobs(batches, layout)))
+        chunks = (_chunk(batch, layout.value_type) for batch in batches)
+        if options.topic is not None:
+            return len(topics.append_encoded(conn, options.topic, chunks))
+        return sum(len(r) for r in topics.append_routed(conn, chunks).values())
+
+
+class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
+    """``df.write.format("sqliteq")``: the whole job lands in one transaction."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        return self._pack(iterator)
+
+    def commit(self, messages: list[SqliteQueueCommitMessage | None]) -> None:
+        self._commit(messages, self.options.sink_id, self.options.batch_id)
+
+    def abort(self, messages: list[SqliteQueueCommitMessage | None]) -> None:
+        logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT)
+
+
+class SqliteQueueStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
+    """``df.writeStream.format("sqliteq")``: each micro-batch exactly once, via the ledger."""
+
+    streaming = True
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        return self._pack(iterator)
+
+    def commit(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
+        present = [m for m in messages if m is not None]
+        for message in present:
+            if message.batch_id is not None and message.batch_id != batchId:
+                raise SparkQueueError(
+                    f"{FORMAT} sink: a task wrote micro-batch {message.batch_id} but Spark "
+                    f"commits batch {batchId}; refusing to commit rows under the wrong id."
+                )
+        sink_id = self.options.sink_id
+        if sink_id is None:
+            query_ids = {m.query_id for m in present if m.query_id is not None}
+            if len(query_ids) > 1:
+                raise SparkQueueError(
+                    f"{FORMAT} sink: tasks of batch {batchId} report different query ids "
+                    f"{sorted(query_ids)}; set option 'sinkId' to name the sink."
+                )
+            if not query_ids:
+                if any(m.rows for m in present):
+                    raise SparkQueueError(
+                        f"{FORMAT} sink: the tasks of batch {batchId} did not see Spark's "
+                        f"'{QUERY_ID_PROPERTY}' property; set option 'sinkId' to name the sink."
+                    )
+                return  # no task, no rows: nothing to write and no id to record it under
+            sink_id = query_ids.pop()
+        self._commit(messages, sink_id, batchId)
+
+    def abort(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
+        logger.warning("%s sink: micro-batch %d aborted; nothing was written.", FORMAT, batchId)
+
+
+def _batches(messages: list[SqliteQueueCommitMessage]) -> Iterator[pa.RecordBatch]:
+    """Every encoded batch of every message, read zero-copy; each message is dropped once read."""
+    for message in messages:
+        payload, message.arrow_ipc = message.arrow_ipc, None
+        if payload:
+            yield from pa.ipc.open_stream(pa.py_buffer(payload))
+        del payload
+
+
+def _chunk(batch: pa.RecordBatch, value_type: int) -> topics.EncodedChunk:
+    names = batch.schema.names
+    return topics.EncodedChunk(
+        values=batch.column("value").to_pylist(),
+        value_type=value_type,
+        keys=batch.column("key").to_pylist() if "key" in names else None,
+        headers=batch.column("headers").to_pylist() if "headers" in names else None,
+        topics=batch.column("topic").to_pylist() if "topic" in names else None,
+    )
+
+
+def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[NewJob]:
+    # enqueue_rows stores a str payload as text: JSON rows are parsed back so
+    # the codec stores them as JSON (value_type 2), which workers decode.
+    parse = layout.value_type == JSON
+    for batch in batches:
+        n = batch.num_rows
+        names = batch.schema.names
+        values = batch.column("value").to_pylist()
+        if parse:
+            values = [None if v is None else json.loads(v) for v in values]
+
+        def column(name: str, default=None, n=n, names=names, batch=batch):
+            return batch.column(name).to_pylist() if name in names else repeat(default, n)
+
+        for payload, priority, delay_ms, key, max_attempts, ttl_ms in zip(
+            values,
+            column("priority"),
+            column("delay_ms"),
+            column("idempotency_key"),
+            column("max_attempts"),
+            column("ttl_ms"),
+        ):
+            yield NewJob(
+                payload,
+                0 if priority is None else priority,
+                0 if delay_ms is None else delay_ms,
+                key,
+                max_attempts,
+                ttl_ms,
+            )
+
+
+def _test_hook(result: sinks.SinkCommit) -> None:
+    directory = os.environ.get(TEST_DIR_ENV)
+    if not directory:
+        return
+    with open(os.path.join(directory, "commits.jsonl"), "a", encoding="utf-8") as log:
+        log.write(json.dumps(result._asdict()) + "\n")
+    hold = os.environ.get(TEST_HOLD_BATCH_ENV)
+    if hold is not None and not result.skipped and result.batch_id == int(hold):
+        with open(os.path.join(directory, f"held-{result.batch_id}"), "w") as marker:
+            marker.write(str(os.getpid()))
+        while True:  # the test SIGKILLs the driver now
+            time.sleep(1)

@@ -1,0 +1,117 @@
+"""The sink ledger: a batch's rows and its ledger entry commit together, replays are skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_queue.errors import InvalidNameError, OffsetRangeError, PayloadError
+from spark_queue.store import sinks, topics
+from spark_queue.store.codec import BYTES, JSON, TEXT
+
+
+def publish(conn, topic, values):
+    return len(topics.append_encoded(conn, topic, [topics.EncodedChunk(values, TEXT)]))
+
+
+def test_a_batch_and_its_ledger_entry_commit_together(store):
+    result = sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a", "b"]))
+    assert result == sinks.SinkCommit("q1", 0, 2, False, 0)
+    entry = sinks.ledger_entry(store.conn, "q1")
+    assert (entry.last_batch_id, entry.rows) == (0, 2)
+    assert [e.value for e in store.read("t")] == ["a", "b"]
+
+
+def test_a_replayed_batch_is_skipped_and_writes_nothing(store):
+    sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a"]))
+    sinks.commit_batch(store.conn, "q1", 1, lambda c: publish(c, "t", ["b"]))
+    before = sinks.ledger_entry(store.conn, "q1")
+    called = []
+    for replay in (0, 1):
+        result = sinks.commit_batch(store.conn, "q1", replay, lambda c: called.append(1) or 1)
+        assert result.skipped and result.rows == 0 and result.last_batch_id == 1
+    assert not called, "a skipped batch must not even run its writer"
+    assert sinks.ledger_entry(store.conn, "q1") == before
+    assert [e.value for e in store.read("t")] == ["a", "b"]
+
+
+def test_ledger_rows_count_every_row_the_sink_wrote(store):
+    for batch, values in enumerate([["a"], ["b", "c"], []]):
+        sinks.commit_batch(store.conn, "s", batch, lambda c, v=values: publish(c, "t", v))
+    assert sinks.ledger_entry(store.conn, "s").rows == 3
+    assert sinks.ledger_entry(store.conn, "s").last_batch_id == 2
+
+
+def test_sinks_are_independent(store):
+    sinks.commit_batch(store.conn, "a", 5, lambda c: publish(c, "t", ["x"]))
+    result = sinks.commit_batch(store.conn, "b", 0, lambda c: publish(c, "t", ["y"]))
+    assert not result.skipped
+    assert [e.sink_id for e in sinks.list_ledger(store.conn)] == ["a", "b"]
+
+
+def test_a_failing_batch_leaves_neither_rows_nor_ledger_entry(store):
+    def write(conn):
+        publish(conn, "t", ["a", "b"])
+        raise PayloadError("boom")
+
+    with pytest.raises(PayloadError):
+        sinks.commit_batch(store.conn, "q1", 0, write)
+    assert sinks.ledger_entry(store.conn, "q1") is None
+    assert not store.has_topic("t")
+    # ...and the same batch id commits afterwards.
+    assert not sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a"])).skipped
+
+
+def test_a_one_off_write_has_no_ledger_entry(store):
+    result = sinks.commit_batch(store.conn, None, None, lambda c: publish(c, "t", ["a"]))
+    assert result == sinks.SinkCommit(None, None, 1, False, None)
+    assert sinks.list_ledger(store.conn) == []
+
+
+@pytest.mark.parametrize(("sink_id", "batch_id"), [("s", None), (None, 0), ("s", -1), ("s", True)])
+def test_sink_id_and_batch_id_go_together(store, sink_id, batch_id):
+    with pytest.raises(OffsetRangeError):
+        sinks.commit_batch(store.conn, sink_id, batch_id, lambda c: 0)
+
+
+def test_sink_ids_follow_the_naming_rule(store):
+    with pytest.raises(InvalidNameError, match="invalid sink name"):
+        sinks.commit_batch(store.conn, "no spaces", 0, lambda c: 0)
+
+
+def test_encoded_chunks_get_dense_offsets_across_chunks(store):
+    with store.write() as conn:
+        store_range = topics.append_encoded(
+            conn,
+            "t",
+            [
+                topics.EncodedChunk(["a", "b"], TEXT, keys=["k1", None], headers=['{"h":"1"}', None]),
+                topics.EncodedChunk([b"\x00", b"\x01"], BYTES),
+                topics.EncodedChunk(['{"n":1}'], JSON),
+            ],
+            ts_ms=1234,
+        )
+    assert store_range == range(0, 5)
+    events = store.read("t")
+    assert [e.offset for e in events] == [0, 1, 2, 3, 4]
+    assert [e.value for e in events] == ["a", "b", b"\x00", b"\x01", {"n": 1}]
+    assert (events[0].key, events[0].headers, events[0].timestamp_ms) == ("k1", {"h": "1"}, 1234)
+    assert store.latest_offset("t") == 5
+
+
+def test_routed_rows_get_dense_offsets_per_topic(store):
+    store.publish("b", "existing")
+    with store.write() as conn:
+        ranges = topics.append_routed(
+            conn, [topics.EncodedChunk(["1", "2", "3", "4"], TEXT, topics=["a", "b", "a", "b"])]
+        )
+    assert ranges == {"a": range(0, 2), "b": range(1, 3)}
+    assert [e.value for e in store.read("a")] == ["1", "3"]
+    assert [(e.offset, e.value) for e in store.read("b")] == [(0, "existing"), (1, "2"), (2, "4")]
+
+
+@pytest.mark.parametrize("bad", [None, "bad name"])
+def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
+    with pytest.raises((PayloadError, InvalidNameError)):
+        with store.write() as conn:
+            topics.append_routed(conn, [topics.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
+    assert not store.has_topic("a")
