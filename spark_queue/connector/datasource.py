@@ -6,8 +6,13 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from spark_queue import FORMAT_NAME
+from spark_queue.connector.batch_reader import SqliteQueueBatchReader
+from spark_queue.connector.offsets import check_store_exists
 from spark_queue.connector.sink_options import SinkOptions
 from spark_queue.connector.sink_schema import plan_layout
+from spark_queue.connector.source_options import parse_source_options
+from spark_queue.connector.source_schema import check_user_schema, default_schema
+from spark_queue.connector.stream_reader import SqliteQueueStreamReader
 from spark_queue.connector.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
 from spark_queue.errors import OptionError
 
@@ -17,7 +22,105 @@ class SqliteQueueDataSource(DataSource):
 
     Reading
     -------
-    (source manual: to be written with the source)
+    ``spark.readStream.format("sqliteq")`` streams topics by offset into
+    checkpointed micro-batches; ``spark.read.format("sqliteq")`` reads an
+    offset range once::
+
+        (spark.readStream.format("sqliteq")
+           .option("path", "/data/app.sqlite").option("topic", "clicks")
+           .option("maxRowsPerTrigger", 10000).load())
+        spark.read.format("sqliteq").option("topics", "a,b").load("/data/app.sqlite")
+
+    Options (names case-insensitive; an unknown name fails, with the
+    closest known name as a hint; every value is validated on the driver: at
+    ``load()`` when Spark asks for the default schema, otherwise when the
+    query is planned, before any task runs):
+
+    - ``path`` (required): the store file. It must exist; a reader never
+      creates one.
+    - ``topic`` | ``topics`` | ``topicPattern`` (exactly one): one topic, a
+      comma list, or a Python regular expression matched against whole topic
+      names. A subscribed topic that does not exist yet is read from offset 0
+      once it appears, so topics created while a ``topicPattern`` query runs
+      are picked up from their first event.
+    - ``startingOffsets`` (default ``earliest``): ``earliest`` (the first
+      stored event), ``latest`` (streams only), ``committed`` (the offsets
+      saved by ``consumer``; earliest for topics it never saved), or JSON
+      ``{"topic": offset}`` with ``-2`` = earliest and ``-1`` = latest;
+      subscribed topics left out start at earliest, topics not subscribed are
+      an error. Applies to a new query only: a restart resumes from its
+      checkpoint. The default is ``earliest``, unlike Kafka's ``latest`` for
+      streams, because a store is a durable buffer whose point is to be
+      read in full.
+    - ``startingTimestamp``: instead of ``startingOffsets``, start each topic
+      at its first event stamped at or after this time (milliseconds since
+      the epoch, or ISO-8601; without a zone it is UTC).
+    - ``endingOffsets`` (batch reads only, default ``latest``): ``latest`` or
+      JSON ``{"topic": offset}`` (exclusive; ``-1`` = latest).
+    - ``consumer``: a consumer name. After each micro-batch the source saves
+      its end offsets under this name in the store (``commit``), which holds
+      retention back and shows lag in ``sqliteq consumers``. Spark's
+      checkpoint stays the source of truth: Spark commits a batch only while
+      planning the next, so saved offsets trail the checkpoint by up to one
+      batch, and a new query with ``startingOffsets=committed`` re-reads at
+      most that batch (at-least-once across checkpoints).
+    - ``maxRowsPerTrigger`` (alias ``maxOffsetsPerTrigger``; streams only):
+      at most this many rows per micro-batch, shared among topics in
+      proportion to their backlog. Respected by ``availableNow`` triggers.
+    - ``minRowsPerTrigger`` (streams only) and ``maxTriggerDelay`` (default
+      ``15m``; ``500ms``, ``2s``, ``15m``, ``1h``): wait until this many rows
+      are available, or until ``maxTriggerDelay`` has passed since the last
+      micro-batch, whichever comes first (the source keeps the clock).
+      ``availableNow`` runs ignore the minimum so they always finish;
+      ``once`` triggers read everything.
+    - ``failOnDataLoss`` (default ``true``): when retention removed offsets a
+      query still needs, fail naming the topic, the requested and the
+      earliest offsets; ``false`` logs a warning and continues from the
+      earliest offset.
+    - ``includeHeaders`` (default ``false``): add Kafka's ``headers`` column,
+      ``array<struct<key: string, value: binary>>``.
+    - ``keyFormat`` / ``valueFormat`` (default ``binary``, as Kafka):
+      ``binary`` or ``string`` (UTF-8 text; a binary payload that is not
+      UTF-8 then fails naming its offsets).
+    - ``mode`` (default ``FAILFAST``) and ``columnNameOfCorruptRecord``
+      (default ``_corrupt_record``), for user schemas: see below.
+    - ``rowsPerPartition`` (default 100000) and ``minPartitions`` (default
+      1): a range is split into Spark partitions of at most
+      ``rowsPerPartition`` rows, and into at least ``minPartitions`` when it
+      has that many rows. Offsets are dense, so splits are exact.
+    - ``readPath`` (default ``auto``): ``executor`` or ``auto``, executors
+      open the store file themselves (fast; local and local-cluster masters,
+      or a single machine); ``driver``: the driver reads each range and
+      ships it inside the partitions as Arrow IPC, for executors that cannot
+      reach the driver's disk. Shipped rows pass through driver memory and
+      task serialization: bound batches with ``maxRowsPerTrigger``.
+      ``auto`` checks on the executor that it sees the driver's very file
+      (same host, same device and inode) and otherwise fails the task with a
+      message to set ``readPath=driver``; ``executor`` skips that check (a
+      shared mount). The Python planner cannot see the executors' hosts, so
+      ``auto`` cannot ship rows by itself.
+
+    Default schema (Kafka's, so ``format("kafka")`` can be swapped for
+    ``format("sqliteq")``): ``key``, ``value`` (binary or string),
+    ``topic`` string, ``partition`` int (always 0), ``offset`` long,
+    ``timestamp`` timestamp (the event's publish time), ``timestampType``
+    int (0, create time), and ``headers`` with ``includeHeaders``.
+
+    User schema: with ``.schema("id LONG, user STRING")`` each value is
+    decoded as one JSON object into those columns (extra fields are ignored,
+    missing ones are null; a null value gives an all-null row). A value that
+    is not one JSON object, or whose fields do not convert to the column
+    types, is malformed: ``FAILFAST`` fails the query naming the topic and
+    offset; ``PERMISSIVE`` yields nulls and puts the raw text in the
+    ``columnNameOfCorruptRecord`` column if the schema has it (a STRING).
+
+    Guarantees: offsets are ``{topic: next_offset}`` in Spark's checkpoint;
+    a replayed micro-batch reads exactly the same rows (offsets are dense
+    and immutable; only retention removes them, see ``failOnDataLoss``).
+    ``availableNow`` reads what existed when the query started, in batches
+    that respect ``maxRowsPerTrigger``. ``StreamingQueryProgress`` reports
+    the latest offsets per topic (``sources[0].latestOffset``), so lag is
+    ``latestOffset - endOffset``. Reads hand Spark Arrow record batches.
 
     Writing
     -------
@@ -98,6 +201,26 @@ class SqliteQueueDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        """Driver, at ``load()`` without a user schema: validate the read options; Kafka's shape."""
+        options = parse_source_options(self.options, streaming=None)
+        check_store_exists(options)
+        return default_schema(options)
+
+    def reader(self, schema: StructType) -> SqliteQueueBatchReader:
+        """Driver, when a batch read is planned: validate options and schema."""
+        options = parse_source_options(self.options, streaming=False)
+        check_user_schema(schema, options)
+        check_store_exists(options)
+        return SqliteQueueBatchReader(options, schema)
+
+    def streamReader(self, schema: StructType) -> SqliteQueueStreamReader:
+        """Driver, at query start: validate options and schema (before any task runs)."""
+        options = parse_source_options(self.options, streaming=True)
+        check_user_schema(schema, options)
+        check_store_exists(options)
+        return SqliteQueueStreamReader(options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""

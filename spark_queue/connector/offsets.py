@@ -1,0 +1,147 @@
+"""Driver-side offset planning: where a read starts, how far it may go, what was lost.
+
+Offsets are JSON dicts ``{topic: next_offset}`` with sorted keys (Spark
+compares offsets by their JSON text, so the order must be stable). A
+subscribed topic missing from a dict is at offset 0: topics created while a
+``topicPattern`` (or a named topic created after start) query runs are read
+from their first event. All store access here runs on the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from spark_queue.connector.source_options import (
+    EARLIEST_SENTINEL,
+    FORMAT,
+    LATEST_SENTINEL,
+    SourceOptions,
+)
+from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
+from spark_queue.store import Store
+
+log = logging.getLogger("spark_queue.connector")
+
+Bounds = dict[str, tuple[int, int]]  # topic -> (earliest, latest)
+
+
+def open_store(options: SourceOptions) -> Store:
+    """Open the store named by ``path``; a missing file is an error (a reader never creates one)."""
+    if not os.path.exists(options.path):
+        raise StoreNotFoundError(
+            f"{FORMAT} option 'path' names {options.path!r}, which does not exist on this "
+            "machine; create the store first (`sqliteq init`, or publish to it) or fix the path."
+        )
+    return Store(options.path, create=False)
+
+
+def check_store_exists(options: SourceOptions) -> None:
+    open_store(options).close()
+
+
+def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:
+    """``(earliest, latest)`` of every existing subscribed topic, from one snapshot."""
+    return {
+        info.name: (info.earliest, info.latest)
+        for info in store.topics()
+        if options.subscribes(info.name)
+    }
+
+
+def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
+    return {topic: offsets[topic] for topic in sorted(offsets)}
+
+
+def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> dict[str, int]:
+    """Resolve ``startingOffsets`` / ``startingTimestamp`` against the store now."""
+    kind = options.starting
+    if kind == "earliest":
+        start = {t: earliest for t, (earliest, _) in bounds.items()}
+    elif kind == "latest":
+        start = {t: latest for t, (_, latest) in bounds.items()}
+    elif kind == "committed":
+        saved = store.committed_offsets(options.consumer)
+        start = {t: saved.get(t, earliest) for t, (earliest, _) in bounds.items()}
+    elif kind == "timestamp":
+        start = {
+            t: store.offset_for_timestamp(t, options.starting_timestamp_ms) for t in bounds
+        }
+    else:  # json
+        given = options.starting_offsets
+        start = {}
+        for topic in set(bounds) | set(given):
+            earliest, latest = bounds.get(topic, (0, 0))
+            offset = given.get(topic, EARLIEST_SENTINEL)
+            if offset == EARLIEST_SENTINEL:
+                offset = earliest
+            elif offset == LATEST_SENTINEL:
+                offset = latest
+            elif topic in bounds and offset > latest:
+                raise OptionError(
+                    f"{FORMAT} option 'startingOffsets' asks for offset {offset} of topic "
+                    f"{topic!r}, beyond its latest offset {latest}; use an offset from "
+                    f"{earliest} to {latest}, or -1 for latest."
+                )
+            start[topic] = offset
+    return sorted_offsets(start)
+
+
+def ending_offsets(options: SourceOptions, bounds: Bounds) -> dict[str, int]:
+    """Resolve ``endingOffsets`` (batch reads) against the store now."""
+    end = {t: latest for t, (_, latest) in bounds.items()}
+    for topic, offset in options.ending_offsets.items():
+        latest = bounds.get(topic, (0, 0))[1]
+        if offset == LATEST_SENTINEL:
+            offset = latest
+        elif offset > latest:
+            raise OptionError(
+                f"{FORMAT} option 'endingOffsets' asks for offset {offset} of topic {topic!r}, "
+                f"beyond its latest offset {latest}; use at most {latest}, or -1 for latest."
+            )
+        end[topic] = offset
+    return sorted_offsets(end)
+
+
+def effective_start(
+    topic: str, requested: int, earliest: int, options: SourceOptions
+) -> int:
+    """``requested``, or ``earliest`` when retention removed ``[requested, earliest)``.
+
+    With failOnDataLoss (the default) a gap raises DataLossError naming the
+    topic and both offsets; otherwise it logs a warning and skips ahead.
+    """
+    if requested >= earliest:
+        return requested
+    message = (
+        f"{FORMAT} source: topic {topic!r} offsets [{requested}, {earliest}) were removed by "
+        f"retention before they were read (requested offset {requested}, earliest available "
+        f"offset {earliest})."
+    )
+    if options.fail_on_data_loss:
+        raise DataLossError(
+            message + " Set failOnDataLoss=false to skip to the earliest offset, or keep "
+            "events longer (a saved consumer offset holds retention back)."
+        )
+    log.warning("%s Skipping to offset %d (failOnDataLoss=false).", message, earliest)
+    return earliest
+
+
+def cap_rows(available: dict[str, int], max_rows: int) -> dict[str, int]:
+    """Share ``max_rows`` among topics in proportion to their available rows.
+
+    Returns rows admitted per topic: each at most its available count, the
+    total exactly ``min(max_rows, sum(available))``.
+    """
+    total = sum(available.values())
+    if total <= max_rows:
+        return dict(available)
+    admitted = {t: (rows * max_rows) // total for t, rows in available.items()}
+    left = max_rows - sum(admitted.values())
+    for topic in sorted(available, key=lambda t: (-(available[t] - admitted[t]), t)):
+        if left == 0:
+            break
+        if admitted[topic] < available[topic]:
+            admitted[topic] += 1
+            left -= 1
+    return admitted
