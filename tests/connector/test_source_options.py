@@ -1,0 +1,213 @@
+"""The source options parser, without Spark: defaults, case, and every rejection message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spark_queue.connector.source_options import (
+    OPTION_NAMES,
+    SOURCE_OPTIONS,
+    parse_source_options,
+)
+from spark_queue.errors import OptionError, SparkQueueError
+
+BASE = {"path": "/data/s.sqlite", "topic": "clicks"}
+
+
+def parse(streaming=True, **extra):
+    return parse_source_options({**BASE, **extra}, streaming=streaming)
+
+
+def rejects(match, streaming=True, base=BASE, **extra):
+    with pytest.raises(OptionError, match=match) as info:
+        parse_source_options({**base, **extra}, streaming=streaming)
+    return str(info.value)
+
+
+def test_defaults_are_the_documented_ones():
+    opts = parse()
+    assert opts.path == "/data/s.sqlite" and opts.topics == ("clicks",)
+    assert opts.starting == "earliest" and opts.ending == "latest"
+    assert opts.max_rows_per_trigger is None and opts.min_rows_per_trigger is None
+    assert opts.max_trigger_delay_ms == 15 * 60_000
+    assert opts.fail_on_data_loss is True and opts.include_headers is False
+    assert (opts.key_format, opts.value_format) == ("binary", "binary")
+    assert opts.mode == "FAILFAST" and opts.corrupt_record_column == "_corrupt_record"
+    assert (opts.rows_per_partition, opts.min_partitions) == (100_000, 1)
+    assert opts.read_path == "auto"
+    defaults = {spec.name: spec.default for spec in SOURCE_OPTIONS}
+    assert defaults["startingOffsets"] == "earliest" and defaults["readPath"] == "auto"
+
+
+def test_option_names_are_case_insensitive_as_spark_lowercases_them():
+    opts = parse_source_options(
+        {"PATH": "/x", "topics": "a, b", "maxrowspertrigger": "10", "FAILONDATALOSS": "False"},
+        streaming=True,
+    )
+    assert opts.topics == ("a", "b")
+    assert opts.max_rows_per_trigger == 10 and opts.fail_on_data_loss is False
+
+
+def test_errors_share_the_project_base_and_value_error():
+    with pytest.raises(SparkQueueError):
+        parse(maxRowsPerTrigger="0")
+    with pytest.raises(ValueError):
+        parse(maxRowsPerTrigger="0")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1.5", ""])
+def test_max_rows_per_trigger_must_be_a_positive_integer(value):
+    message = rejects("maxRowsPerTrigger", maxRowsPerTrigger=value)
+    assert message == (
+        f"sqliteq option 'maxRowsPerTrigger' must be a positive integer; got '{value}'."
+    )
+
+
+def test_alias_max_offsets_per_trigger_and_not_both():
+    assert parse(maxOffsetsPerTrigger="7").max_rows_per_trigger == 7
+    rejects("both set", maxRowsPerTrigger="5", maxOffsetsPerTrigger="6")
+    rejects("'maxOffsetsPerTrigger' must be a positive integer; got 'x'", maxOffsetsPerTrigger="x")
+
+
+def test_unknown_starting_offsets_names_value_and_allowed():
+    message = rejects("startingOffsets", startingOffsets="newest")
+    assert "'newest'" in message and "earliest, latest, committed" in message
+
+
+def test_missing_path_is_rejected():
+    rejects("'path' is required", base={"topic": "t"})
+    rejects("'path' is required", base={"topic": "t", "path": "  "})
+
+
+def test_missing_topic_is_rejected():
+    message = rejects("exactly one of", base={"path": "/x"})
+    assert "'topic', 'topics' or 'topicPattern'" in message and "none was given" in message
+
+
+def test_topic_and_topic_pattern_together_are_rejected():
+    message = rejects("exactly one of", topicPattern="c.*")
+    assert "got topic, topicPattern" in message
+
+
+def test_unknown_topic_in_json_offsets_is_rejected():
+    message = rejects("names topic 'other'", startingOffsets='{"other": 3}')
+    assert "topic=clicks" in message
+    rejects("names topic 'zz'", streaming=False, endingOffsets='{"zz": 3}')
+    pattern = {"path": "/x", "topicPattern": "c.*"}
+    assert parse_source_options(
+        {**pattern, "startingOffsets": '{"clicks": 4}'}, streaming=True
+    ).starting_offsets == {"clicks": 4}
+    rejects("names topic 'dogs'", base=pattern, startingOffsets='{"dogs": 4}')
+
+
+@pytest.mark.parametrize(
+    "value", ['{"clicks": -3}', '{"clicks": 1.5}', '{"clicks": "1"}', "[1]", "{}", "{bad"]
+)
+def test_malformed_json_offsets_are_rejected(value):
+    rejects("'startingOffsets' must be .*JSON object", startingOffsets=value)
+
+
+def test_json_offsets_accept_kafka_sentinels():
+    opts = parse(startingOffsets=json.dumps({"clicks": -1}))
+    assert opts.starting == "json" and opts.starting_offsets == {"clicks": -1}
+
+
+def test_committed_needs_a_consumer():
+    rejects("needs the option 'consumer'", startingOffsets="committed")
+    assert parse(startingOffsets="COMMITTED", consumer="c1").starting == "committed"
+
+
+def test_batch_only_and_stream_only_options_are_kept_apart():
+    rejects("batch reads", endingOffsets="latest")
+    rejects("streaming reads only", streaming=False, maxRowsPerTrigger="5")
+    rejects("must be earliest, committed or JSON for a batch read", streaming=False,
+            startingOffsets="latest")
+    # schema() cannot tell the two apart and checks everything else.
+    assert parse(streaming=None, endingOffsets="latest").ending == "latest"
+
+
+def test_ending_offsets_json_for_batch_reads():
+    opts = parse(streaming=False, endingOffsets='{"clicks": 10}')
+    assert opts.ending == "json" and opts.ending_offsets == {"clicks": 10}
+    rejects("endingOffsets", streaming=False, endingOffsets="earliest")
+
+
+def test_min_rows_and_trigger_delay():
+    opts = parse(minRowsPerTrigger="500", maxTriggerDelay="2s")
+    assert opts.min_rows_per_trigger == 500 and opts.max_trigger_delay_ms == 2000
+    assert parse(maxTriggerDelay="250").max_trigger_delay_ms == 250
+    assert parse(maxTriggerDelay="1h").max_trigger_delay_ms == 3_600_000
+    rejects("'maxTriggerDelay' must be a duration", maxTriggerDelay="soon")
+    rejects("must not exceed", minRowsPerTrigger="10", maxRowsPerTrigger="5")
+
+
+def test_starting_timestamp_in_ms_or_iso():
+    assert parse(startingTimestamp="1700000000000").starting_timestamp_ms == 1_700_000_000_000
+    assert parse(startingTimestamp="2023-11-14T22:13:20Z").starting_timestamp_ms == (
+        1_700_000_000_000
+    )
+    # no zone means UTC
+    assert parse(startingTimestamp="2023-11-14T22:13:20").starting_timestamp_ms == (
+        1_700_000_000_000
+    )
+    rejects("'startingTimestamp' must be", startingTimestamp="yesterday")
+    rejects("give only one", startingTimestamp="0", startingOffsets="earliest")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("failOnDataLoss", "yes", "true or false"),
+        ("includeHeaders", "1", "true or false"),
+        ("keyFormat", "json", "binary or string"),
+        ("valueFormat", "text", "binary or string"),
+        ("mode", "DROPMALFORMED", "FAILFAST or PERMISSIVE"),
+        ("readPath", "network", "auto or executor or driver"),
+        ("rowsPerPartition", "0", "a positive integer"),
+        ("minPartitions", "two", "a positive integer"),
+        ("topicPattern", "(", "a valid regular expression"),
+    ],
+)
+def test_each_option_names_itself_its_value_and_what_is_allowed(name, value, allowed):
+    base = {"path": "/x"} if name == "topicPattern" else BASE
+    message = rejects(name, base=base, **{name: value})
+    assert f"sqliteq option '{name}' must be {allowed}" in message
+    assert repr(value) in message
+
+
+def test_unknown_option_is_rejected_with_a_hint():
+    message = rejects("does not know", maxRowPerTrigger="5")
+    assert "did you mean 'maxRowsPerTrigger'" in message
+
+
+def test_topics_list_is_validated():
+    rejects("no empty entries", base={"path": "/x"}, topics="a,,b")
+    rejects("distinct", base={"path": "/x"}, topics="a,a")
+    rejects("'topic' must be one topic name", topic="a,b")
+
+
+def test_subscribes_matches_whole_names_for_patterns():
+    opts = parse_source_options({"path": "/x", "topicPattern": "ev.*"}, streaming=True)
+    assert opts.subscribes("events") and not opts.subscribes("myevents")
+
+
+@given(st.integers(min_value=1, max_value=10**12))
+def test_any_positive_integer_is_accepted(value):
+    assert parse(maxRowsPerTrigger=str(value)).max_rows_per_trigger == value
+
+
+@given(st.text(max_size=12))
+def test_parser_accepts_or_raises_option_error_never_anything_else(text):
+    for name in ("maxRowsPerTrigger", "startingOffsets", "maxTriggerDelay", "startingTimestamp"):
+        try:
+            parse(**{name: text})
+        except OptionError as exc:
+            assert f"'{name}'" in str(exc)
+
+
+def test_option_list_has_no_duplicates():
+    assert len({n.lower() for n in OPTION_NAMES}) == len(OPTION_NAMES)
