@@ -1,0 +1,327 @@
+"""The sqliteq sink from Spark: what lands in the file, exactly once, and what fails at start."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import functions as F
+
+import spark_queue
+from spark_queue.store import Store, sinks
+
+
+@pytest.fixture(autouse=True)
+def _registered(spark):
+    spark_queue.register(spark)
+
+
+def _events(path, topic):
+    with Store(path) as store:
+        return store.read(topic)
+
+
+def _ledger(path):
+    with Store(path) as store:
+        return sinks.list_ledger(store.conn)
+
+
+def _json_input(tmp_path, batches):
+    """A directory of JSON-lines files, one per future micro-batch (maxFilesPerTrigger=1)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i, rows in enumerate(batches):
+        part = src / f"part-{i:03d}.json"
+        part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(part, (1_700_000_000 + i, 1_700_000_000 + i))  # the file source orders by mtime
+    return str(src)
+
+
+def _run_stream(df, path, checkpoint, **options):
+    writer = df.writeStream.format("sqliteq").option("path", path)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return query
+
+
+# -- streaming -------------------------------------------------------------
+def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
+    spark, tmp_path, store_path
+):
+    src = _json_input(tmp_path, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]])
+    df = (
+        spark.readStream.schema("k STRING, v STRING").option("maxFilesPerTrigger", 1).json(src)
+        .select(F.col("k").alias("key"), F.col("v").alias("value"))
+    )
+    query = _run_stream(df, store_path, str(tmp_path / "ck"), topic="out")
+
+    events = _events(store_path, "out")
+    assert sorted((e.key, e.value) for e in events) == [("a", "1"), ("b", "2"), ("c", "3")]
+    assert [e.offset for e in events] == [0, 1, 2]
+    (entry,) = _ledger(store_path)
+    assert (entry.sink_id, entry.last_batch_id, entry.rows) == (str(query.id), 1, 3)
+
+
+def test_restart_from_checkpoint_continues_and_never_rewrites(spark, tmp_path, store_path):
+    src = _json_input(tmp_path, [[{"n": 1}], [{"n": 2}]])
+    stream = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", 1).json(src)
+    checkpoint = str(tmp_path / "ck")
+    _run_stream(stream, store_path, checkpoint, topic="out")
+    (tmp_path / "in" / "part-900.json").write_text('{"n": 3}\n')
+    _run_stream(stream, store_path, checkpoint, topic="out")
+    assert sorted(e.value["n"] for e in _events(store_path, "out")) == [1, 2, 3]
+    (entry,) = _ledger(store_path)
+    assert (entry.last_batch_id, entry.rows) == (2, 3)
+
+
+def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, store_path):
+    src = _json_input(tmp_path, [[{"n": 1}]])
+    stream = spark.readStream.schema("n LONG").json(src)
+    _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out", sinkId="nightly")
+    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [("nightly", 0, 1)]
+
+
+def test_complete_mode_appends_the_whole_result_each_trigger(spark, tmp_path, store_path):
+    src = _json_input(tmp_path, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
+    counts = (
+        spark.readStream.schema("g STRING").option("maxFilesPerTrigger", 1).json(src)
+        .groupBy("g").count()
+    )
+    writer = (
+        counts.writeStream.format("sqliteq").outputMode("complete")
+        .option("path", store_path).option("topic", "counts")
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True)
+    )
+    query = writer.start()
+    query.awaitTermination()
+    values = [e.value for e in _events(store_path, "counts")]
+    assert sorted(values[:2], key=lambda v: v["g"]) == [{"g": "a", "count": 1}, {"g": "b", "count": 1}]
+    assert sorted(values[2:], key=lambda v: v["g"]) == [{"g": "a", "count": 2}, {"g": "b", "count": 1}]
+
+
+def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(spark, tmp_path, store_path):
+    src = _json_input(tmp_path, [[{"value": 1}]])
+    stream = spark.readStream.schema("value LONG").json(src)
+    with pytest.raises(StreamingQueryException, match=r"column 'value' is the payload and must be string or binary; got bigint"):
+        _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out")
+    with Store(store_path) as store:
+        assert not store.has_topic("out")
+
+
+# -- batch: payload shapes ---------------------------------------------------
+def test_value_key_and_map_headers_are_stored_as_given(spark, store_path):
+    df = spark.createDataFrame(
+        [("k1", "v1", {"h": "x"}), (None, "v2", None)],
+        "key STRING, value STRING, headers MAP<STRING, STRING>",
+    )
+    df.coalesce(1).write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
+    events = _events(store_path, "t")
+    assert [(e.key, e.value, e.headers) for e in events] == [("k1", "v1", {"h": "x"}), (None, "v2", None)]
+
+
+def test_binary_value_and_kafka_style_headers(spark, store_path):
+    df = spark.createDataFrame(
+        [(bytearray(b"\x00\xff"), bytearray(b"k"), [("trace", bytearray(b"abc")), ("n", bytearray(b"1"))])],
+        "value BINARY, key BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
+    )
+    df.write.format("sqliteq").mode("append").option("path", store_path).option("topic", "t").save()
+    (event,) = _events(store_path, "t")
+    assert (event.value, event.key, event.headers) == (b"\x00\xff", b"k", {"trace": "abc", "n": "1"})
+
+
+def test_without_a_value_column_each_row_becomes_one_json_object(spark, store_path):
+    df = spark.sql(
+        "SELECT 1 AS id, 'ann' AS name, CAST(2.50 AS DECIMAL(5,2)) AS price, "
+        "DATE'2024-03-01' AS day, TIMESTAMP_NTZ'2024-03-01 10:00:00' AS at, "
+        "CAST('NaN' AS DOUBLE) AS ratio, array(1, 2) AS xs, map('a', 1) AS m, "
+        "named_struct('x', 1.5D, 'when', DATE'2024-01-02') AS s, CAST(NULL AS STRING) AS missing, "
+        "'the-key' AS key"
+    )
+    df.write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
+    (event,) = _events(store_path, "t")
+    assert event.key == "the-key"
+    assert event.value == {
+        "id": 1, "name": "ann", "price": "2.50", "day": "2024-03-01", "at": "2024-03-01T10:00:00",
+        "ratio": "NaN", "xs": [1, 2], "m": {"a": 1}, "s": {"x": 1.5, "when": "2024-01-02"},
+        "missing": None,
+    }
+
+
+def test_a_topic_column_routes_rows_with_dense_offsets_per_topic(spark, store_path):
+    df = spark.createDataFrame(
+        [("a", "1"), ("b", "2"), ("a", "3"), ("c", "4")], "topic STRING, value STRING"
+    )
+    df.write.format("sqliteq").mode("append").save(store_path)
+    assert sorted(e.value for e in _events(store_path, "a")) == ["1", "3"]
+    assert [e.offset for e in _events(store_path, "a")] == [0, 1]
+    assert [e.value for e in _events(store_path, "b")] == ["2"]
+    assert [e.value for e in _events(store_path, "c")] == ["4"]
+
+
+def test_the_topic_option_overrides_a_topic_column(spark, store_path):
+    df = spark.createDataFrame([("a", "1")], "topic STRING, value STRING")
+    df.write.format("sqliteq").mode("append").option("topic", "fixed").save(store_path)
+    assert [e.value for e in _events(store_path, "fixed")] == ["1"]
+    with Store(store_path) as store:
+        assert not store.has_topic("a")
+
+
+def test_a_null_topic_in_a_routed_row_fails_the_job_and_writes_nothing(spark, store_path):
+    df = spark.createDataFrame([("a", "1"), (None, "2")], "topic STRING, value STRING")
+    with pytest.raises(Exception, match="null topic"):
+        df.coalesce(1).write.format("sqliteq").mode("append").save(store_path)
+    with Store(store_path) as store:
+        assert not store.has_topic("a")
+
+
+def test_batch_id_option_makes_a_batch_write_exactly_once(spark, store_path):
+    df = spark.createDataFrame([("1",), ("2",)], "value STRING")
+    for _ in range(2):
+        (df.write.format("sqliteq").mode("append").option("topic", "t")
+         .option("sinkId", "daily").option("batchId", 7).save(store_path))
+    assert sorted(e.value for e in _events(store_path, "t")) == ["1", "2"]
+    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [("daily", 7, 2)]
+
+
+# -- queue mode --------------------------------------------------------------
+def _jobs(path, queue):
+    with Store(path) as store:
+        return store.conn.execute(
+            "SELECT j.priority, j.available_at - j.enqueued_ms, j.expires_at - j.enqueued_ms, "
+            "j.idempotency_key, j.max_attempts, j.value, j.value_type FROM sq_jobs j "
+            "JOIN sq_queues q ON q.id = j.queue_id WHERE q.name = ? ORDER BY j.id",
+            (queue,),
+        ).fetchall()
+
+
+def test_queue_columns_become_job_properties(spark, store_path):
+    df = spark.createDataFrame(
+        [("a", 5, 60_000, "k-a", 3, 3_600_000), ("b", None, None, None, None, None)],
+        "value STRING, priority INT, delay_ms LONG, idempotency_key STRING, max_attempts SHORT, "
+        "ttl_ms LONG",
+    )
+    df.coalesce(1).write.format("sqliteq").mode("append").option("queue", "work").save(store_path)
+    assert _jobs(store_path, "work") == [
+        (5, 60_000, 3_600_000, "k-a", 3, "a", 1),
+        (0, 0, None, None, None, "b", 1),
+    ]
+
+
+def test_queue_rows_without_value_are_json_jobs_without_the_job_columns(spark, store_path):
+    df = spark.createDataFrame([(1, "x", 9)], "id INT, name STRING, priority INT")
+    df.write.format("sqliteq").mode("append").option("queue", "work").save(store_path)
+    ((priority, _, _, _, _, value, vtype),) = _jobs(store_path, "work")
+    assert (priority, json.loads(value), vtype) == (9, {"id": 1, "name": "x"}, 2)
+
+
+def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
+    spark, tmp_path, store_path
+):
+    src = _json_input(
+        tmp_path,
+        [
+            [{"value": "first", "idempotency_key": "k1"}, {"value": "dup", "idempotency_key": "k1"},
+             {"value": "other", "idempotency_key": "k2"}],
+            [{"value": "again", "idempotency_key": "k1"}, {"value": "new", "idempotency_key": "k3"}],
+        ],
+    )
+    stream = (
+        spark.readStream.schema("value STRING, idempotency_key STRING")
+        .option("maxFilesPerTrigger", 1).json(src).coalesce(1)
+    )
+    _run_stream(stream, store_path, str(tmp_path / "ck"), queue="work")
+    jobs = _jobs(store_path, "work")
+    assert sorted((key, value) for _, _, _, key, _, value, _ in jobs) == [
+        ("k1", "first"), ("k2", "other"), ("k3", "new")
+    ]
+    (entry,) = _ledger(store_path)
+    assert entry.last_batch_id == 1
+
+
+# -- save modes ----------------------------------------------------------------
+def test_overwrite_fails_at_start_naming_append(spark, store_path):
+    df = spark.createDataFrame([("1",)], "value STRING")
+    with pytest.raises(Exception, match=r"supports mode\('append'\) only; got overwrite"):
+        df.write.format("sqliteq").mode("overwrite").option("topic", "t").save(store_path)
+    with Store(store_path) as store:
+        assert not store.has_topic("t")
+
+
+@pytest.mark.parametrize("mode", ["ignore", "errorifexists"])
+def test_spark_rejects_ignore_and_errorifexists_naming_the_supported_modes(spark, store_path, mode):
+    df = spark.createDataFrame([("1",)], "value STRING")
+    with pytest.raises(AnalysisException, match="Append.*Overwrite"):
+        df.write.format("sqliteq").mode(mode).option("topic", "t").save(store_path)
+
+
+# -- schema problems fail at start -------------------------------------------
+SCHEMA_PROBLEMS = [
+    ("value INT", {"topic": "t"}, r"column 'value' is the payload and must be string or binary; got int"),
+    ("key DOUBLE, value STRING", {"topic": "t"}, r"column 'key' is the event key and must be string or binary; got double"),
+    ("headers MAP<STRING, INT>, value STRING", {"topic": "t"}, r"column 'headers' holds the event headers and must be map<string,string>"),
+    ("topic INT, value STRING", {}, r"column 'topic' routes rows to topics and must be string; got int"),
+    ("value STRING", {}, r"needs a destination: option 'topic' \(publish\), option 'queue'"),
+    ("key STRING, headers MAP<STRING,STRING>", {"topic": "t"}, r"no column to write"),
+    ("id INT, blob BINARY", {"topic": "t"}, r"column 'blob' of type binary cannot be written into the row's JSON value"),
+    ("id INT, m MAP<INT, STRING>", {"topic": "t"}, r"column 'm' is map<int,string>, which has no JSON form"),
+    ("id INT, s STRUCT<b: BINARY>", {"topic": "t"}, r"column 's.b' of type binary"),
+    ("id INT, d INTERVAL DAY", {"topic": "t"}, r"column 'd' of type interval day"),
+    ("value STRING, priority STRING", {"queue": "q"}, r"queue column 'priority' sets the job's priority and must be tinyint, smallint, int or bigint; got string"),
+    ("value STRING, delay_ms DOUBLE", {"queue": "q"}, r"queue column 'delay_ms'.*got double"),
+    ("value STRING, idempotency_key INT", {"queue": "q"}, r"queue column 'idempotency_key'.*must be string; got int"),
+    ("value STRING, ttl_ms STRING", {"queue": "q"}, r"queue column 'ttl_ms'"),
+    ("value STRING, max_attempts DECIMAL(3,0)", {"queue": "q"}, r"queue column 'max_attempts'"),
+]
+
+
+@pytest.mark.parametrize(("ddl", "options", "message"), SCHEMA_PROBLEMS, ids=[p[0] for p in SCHEMA_PROBLEMS])
+def test_schema_problems_fail_at_start_naming_the_column(spark, store_path, ddl, options, message):
+    df = spark.createDataFrame([], ddl)
+    writer = df.write.format("sqliteq").mode("append")
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    with pytest.raises(Exception, match=message):
+        writer.save(store_path)
+
+
+# -- one transaction -----------------------------------------------------------
+@pytest.mark.slow
+def test_a_million_row_batch_write_is_one_transaction(spark, store_path):
+    with Store(store_path) as store:
+        store.create_topic("big")
+    seen: set[int] = set()
+    reads = [0]
+    done = threading.Event()
+
+    def reader():
+        with Store(store_path) as store:
+            while not done.is_set():
+                seen.add(store.conn.execute(
+                    "SELECT count(*) FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id "
+                    "WHERE t.name = 'big'").fetchone()[0])
+                reads[0] += 1
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        df = spark.range(1_000_000, numPartitions=4).select(
+            F.format_string("%010d-%s", "id", F.lit("x" * 80)).alias("value")
+        )
+        df.write.format("sqliteq").mode("append").option("topic", "big").save(store_path)
+    finally:
+        done.set()
+        thread.join()
+    assert seen <= {0, 1_000_000}, f"a reader saw a partial batch: {sorted(seen)}"
+    assert 0 in seen and reads[0] > 10
+    with Store(store_path) as store:
+        assert store.bounds("big") == (0, 1_000_000)
+        last = store.read("big", 999_999)[0].value
+    assert last.startswith("0000999999-") or len(last) == 91
