@@ -1,0 +1,52 @@
+"""Helpers for the source tests: run a stream to its end and collect what each batch saw."""
+
+from __future__ import annotations
+
+import json
+
+TIMEOUT_S = 180
+
+
+def stream(spark, path, **options):
+    reader = spark.readStream.format("sqliteq").option("path", path)
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def run_available_now(spark, path, checkpoint, columns=("topic", "offset"), **options):
+    """Run an availableNow query to its end; return ([(batch_id, rows)], the query)."""
+    batches = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, [tuple(row) for row in df.select(*columns).collect()]))
+
+    query = (
+        stream(spark, path, **options)
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(TIMEOUT_S), "availableNow query did not finish"
+    finally:
+        query.stop()
+    return batches, query
+
+
+def source_progress(query):
+    """(numInputRows, latestOffset dict, endOffset dict) of each recorded trigger."""
+    result = []
+    for progress in query.recentProgress:
+        source = progress["sources"][0]
+        latest = source.get("latestOffset")
+        end = source.get("endOffset")
+        result.append(
+            (
+                progress["numInputRows"],
+                json.loads(latest) if isinstance(latest, str) else latest,
+                json.loads(end) if isinstance(end, str) else end,
+            )
+        )
+    return result

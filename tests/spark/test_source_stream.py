@@ -1,0 +1,219 @@
+"""The streaming source end to end in the shared local[2] session."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from spark_queue.store import Record, Store
+from tests.spark.source_helpers import TIMEOUT_S, run_available_now, source_progress, stream
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return str(tmp_path / "checkpoint")
+
+
+def offsets_of(batches):
+    return [row[1] for _, rows in batches for row in rows]
+
+
+def test_available_now_reads_each_offset_once_within_max_rows_and_restarts_exactly(
+    spark, store, store_path, ckpt
+):
+    store.publish_many("events", ({"n": i} for i in range(10_000)))
+    batches, query = run_available_now(
+        spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000
+    )
+    assert sorted(offsets_of(batches)) == list(range(10_000))
+    assert max(len(rows) for _, rows in batches) <= 1000
+    progress = source_progress(query)
+    assert sum(rows for rows, _, _ in progress) == 10_000
+    assert max(rows for rows, _, _ in progress) <= 1000
+
+    store.publish_many("events", ({"n": i} for i in range(5_000)))
+    batches, _ = run_available_now(
+        spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000
+    )
+    assert sorted(offsets_of(batches)) == list(range(10_000, 15_000))
+    assert max(len(rows) for _, rows in batches) <= 1000
+
+
+def test_progress_reports_the_source_latest_offset_for_lag(spark, store, store_path, ckpt):
+    store.publish_many("events", range(2_500))
+    _, query = run_available_now(spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000)
+    progress = [p for p in source_progress(query) if p[0] > 0]
+    assert [p[0] for p in progress] == [1000, 1000, 500]
+    # Lag = latestOffset - endOffset: 1500 after the first batch, 0 at the end.
+    first_rows, first_latest, first_end = progress[0]
+    assert first_latest == {"events": 2500} and first_end == {"events": 1000}
+    assert progress[-1][1] == progress[-1][2] == {"events": 2500}
+
+
+def test_driver_shipped_read_path_in_local_mode(spark, store, store_path, ckpt):
+    store.publish_many("events", ({"n": i} for i in range(3_000)))
+    batches, _ = run_available_now(
+        spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000, readPath="driver",
+        rowsPerPartition=400,
+    )
+    assert sorted(offsets_of(batches)) == list(range(3_000))
+    assert max(len(rows) for _, rows in batches) <= 1000
+
+
+def test_consumer_commits_and_committed_start_resumes_at_saved_offsets(
+    spark, store, store_path, tmp_path
+):
+    store.publish_many("events", range(3_000))
+    run_available_now(
+        spark, store_path, str(tmp_path / "c1"), topic="events", consumer="app",
+        maxRowsPerTrigger=1000,
+    )
+    saved = store.committed_offsets("app")["events"]
+    # Spark commits batch N while planning N+1: saved offsets trail by up to one batch.
+    assert 2_000 <= saved <= 3_000
+    store.publish_many("events", range(500))
+    batches, _ = run_available_now(
+        spark, store_path, str(tmp_path / "c2"), topic="events", consumer="app",
+        startingOffsets="committed",
+    )
+    assert sorted(offsets_of(batches)) == list(range(saved, 3_500))
+
+
+def test_fail_on_data_loss_names_topic_requested_and_earliest(spark, store, store_path, tmp_path):
+    store.publish_many("events", range(100))
+    store.prune("events", max_rows=40)  # earliest is now 60
+    with pytest.raises(StreamingQueryException) as info:
+        run_available_now(
+            spark, store_path, str(tmp_path / "strict"), topic="events",
+            startingOffsets='{"events": 10}',
+        )
+    message = str(info.value)
+    assert "'events'" in message and "requested offset 10" in message
+    assert "earliest available offset 60" in message
+
+    batches, _ = run_available_now(
+        spark, store_path, str(tmp_path / "lenient"), topic="events",
+        startingOffsets='{"events": 10}', failOnDataLoss="false",
+    )
+    assert sorted(offsets_of(batches)) == list(range(60, 100))
+
+
+def test_topics_created_while_a_pattern_query_runs_are_read_from_offset_zero(
+    spark, store, store_path, ckpt
+):
+    store.publish_many("ev-1", range(3))
+    query = (
+        stream(spark, store_path, topicPattern="ev-.*")
+        .writeStream.format("memory").queryName("pattern_topics")
+        .option("checkpointLocation", ckpt).start()
+    )
+    try:
+        query.processAllAvailable()
+        store.publish_many("ev-2", range(4))
+        store.publish_many("other", range(4))
+        store.publish_many("ev-1", range(2))
+        query.processAllAvailable()
+        rows = spark.sql("SELECT topic, offset FROM pattern_topics").collect()
+    finally:
+        query.stop()
+    assert sorted(tuple(r) for r in rows) == [("ev-1", i) for i in range(5)] + [
+        ("ev-2", i) for i in range(4)
+    ]
+
+
+def test_min_rows_per_trigger_waits_for_rows_or_the_delay(spark, store, store_path, ckpt):
+    batches = []
+    arrived = threading.Event()
+
+    def collect(df, batch_id):
+        count = df.count()
+        if count:
+            batches.append((time.monotonic(), count))
+            arrived.set()
+
+    before_start = time.monotonic()
+    query = (
+        stream(spark, store_path, topic="events", minRowsPerTrigger=500, maxTriggerDelay="2s")
+        .writeStream.foreachBatch(collect).option("checkpointLocation", ckpt)
+        .trigger(processingTime="100 milliseconds").start()
+    )
+    try:
+        store.publish_many("events", range(200))
+        # Fewer than 500 rows: nothing until the 2 s delay (counted from the query's start).
+        assert arrived.wait(TIMEOUT_S)
+        first_at, first_rows = batches[0]
+        assert first_rows == 200
+        assert first_at - before_start >= 2.0
+        # 500 rows: the minimum is met, they go in one batch.
+        arrived.clear()
+        store.publish_many("events", range(500))
+        assert arrived.wait(TIMEOUT_S)
+        assert batches[1][1] == 500
+    finally:
+        query.stop()
+
+
+def test_min_rows_per_trigger_holds_a_small_backlog(spark, store, store_path, ckpt):
+    store.create_topic("events")
+    seen = []
+
+    query = (
+        stream(spark, store_path, topic="events", minRowsPerTrigger=500, maxTriggerDelay="10m")
+        .writeStream.foreachBatch(lambda df, _: seen.append(df.count()))
+        .option("checkpointLocation", ckpt).start()
+    )
+    try:
+        store.publish_many("events", range(499))
+        query.processAllAvailable()
+        assert sum(seen) == 0
+        store.publish_many("events", range(1))
+        query.processAllAvailable()
+        assert sum(seen) == 500 and max(seen) == 500
+    finally:
+        query.stop()
+
+
+def test_starting_offsets_latest_and_timestamp(spark, store, store_path, tmp_path):
+    store.publish_many("events", [Record(i, timestamp_ms=1_000 + i) for i in range(10)])
+    batches, _ = run_available_now(
+        spark, store_path, str(tmp_path / "a"), topic="events", startingOffsets="latest"
+    )
+    assert offsets_of(batches) == []
+    store.publish_many("events", [Record(i, timestamp_ms=5_000 + i) for i in range(5)])
+    batches, _ = run_available_now(
+        spark, store_path, str(tmp_path / "b"), topic="events",
+        startingTimestamp="1970-01-01T00:00:05.002Z",
+    )
+    assert sorted(offsets_of(batches)) == [12, 13, 14]
+    batches, _ = run_available_now(
+        spark, store_path, str(tmp_path / "c"), topic="events", startingOffsets='{"events": 7}'
+    )
+    assert sorted(offsets_of(batches)) == list(range(7, 15))
+
+
+def test_bad_option_fails_the_stream_at_load(spark, store_path):
+    Store(store_path).close()
+    with pytest.raises(Exception, match="'maxRowsPerTrigger' must be a positive integer; got '0'"):
+        stream(spark, store_path, topic="t", maxRowsPerTrigger=0)
+    with pytest.raises(Exception, match="'endingOffsets'.*batch reads"):
+        stream(spark, store_path, topic="t", endingOffsets="latest").writeStream.format(
+            "noop"
+        ).start().awaitTermination(TIMEOUT_S)
+
+
+def test_bad_option_with_a_user_schema_fails_at_start_before_any_task(spark, store_path, ckpt):
+    Store(store_path).close()
+    df = (
+        spark.readStream.format("sqliteq").schema("id LONG")
+        .option("path", store_path).option("topic", "t").option("startingOffsets", "newest")
+        .load()
+    )
+    with pytest.raises(Exception, match="'startingOffsets' must be .*got 'newest'"):
+        query = df.writeStream.format("noop").option("checkpointLocation", ckpt).start()
+        try:
+            query.awaitTermination(TIMEOUT_S)
+        finally:
+            query.stop()
