@@ -183,7 +183,7 @@ def test_nack_backoff_grows_exponentially_with_jitter_up_to_the_cap(store):
 
 
 def test_nack_delays_the_retry_and_keeps_the_error(store):
-    q = store.queue("q", backoff_base_ms=1000, backoff_cap_ms=1000)
+    store.queue("q", backoff_base_ms=1000, backoff_cap_ms=1000)
     enqueue_at(store, "q", ["a"])
     job = claim_at(store, "q", 1, T0)[0]
     with store.write() as conn:

@@ -1,0 +1,127 @@
+"""Prometheus text exposition of a store: queue depths, topic offsets, consumer lag.
+
+:func:`render` reads one snapshot of the file; :func:`serve` answers
+``GET /metrics`` (and ``/``) over HTTP, opening a read-only store per request
+so no connection crosses threads.
+
+Metrics (all gauges; labels in brackets):
+
+- ``sqliteq_queue_jobs{queue, state}``: jobs ready / leased / delayed / dead
+- ``sqliteq_queue_oldest_ready_age_seconds{queue}``: how long the oldest claimable job waited
+- ``sqliteq_topic_latest_offset{topic}``: the next offset the topic will assign
+- ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
+- ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
+- ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+
+from spark_queue.store import Store
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_HELP = {
+    "sqliteq_queue_jobs": "Jobs in a queue by state (ready, leased, delayed, dead).",
+    "sqliteq_queue_oldest_ready_age_seconds": "Age of the oldest claimable job (0 if none).",
+    "sqliteq_topic_latest_offset": "The next offset a topic will assign.",
+    "sqliteq_topic_earliest_offset": "The first offset a topic still stores.",
+    "sqliteq_consumer_offset": "A consumer's saved next offset.",
+    "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
+}
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _sample(name: str, labels: dict[str, str], value: float) -> str:
+    inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+    number = repr(float(value)) if isinstance(value, float) else str(int(value))
+    return f"{name}{{{inner}}} {number}"
+
+
+def render(store: Store) -> str:
+    """All metrics of ``store`` as Prometheus text, read from one snapshot."""
+    samples: dict[str, list[str]] = {name: [] for name in _HELP}
+    with store.snapshot():
+        for stats in store.queue_stats():
+            for state in ("ready", "leased", "delayed", "dead"):
+                samples["sqliteq_queue_jobs"].append(
+                    _sample("sqliteq_queue_jobs", {"queue": stats.queue, "state": state},
+                            getattr(stats, state)))
+            age = (stats.oldest_ready_age_ms or 0) / 1000
+            samples["sqliteq_queue_oldest_ready_age_seconds"].append(
+                _sample("sqliteq_queue_oldest_ready_age_seconds", {"queue": stats.queue}, age))
+        for topic in store.topics():
+            samples["sqliteq_topic_latest_offset"].append(
+                _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest))
+            samples["sqliteq_topic_earliest_offset"].append(
+                _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest))
+        for consumer in store.consumers():
+            labels = {"consumer": consumer.consumer, "topic": consumer.topic}
+            samples["sqliteq_consumer_offset"].append(
+                _sample("sqliteq_consumer_offset", labels, consumer.next_offset))
+            samples["sqliteq_consumer_lag"].append(
+                _sample("sqliteq_consumer_lag", labels, consumer.lag))
+    return "".join(_lines(samples))
+
+
+def _lines(samples: dict[str, list[str]]) -> Iterator[str]:
+    for name, lines in samples.items():
+        yield f"# HELP {name} {_HELP[name]}\n# TYPE {name} gauge\n"
+        for line in lines:
+            yield line + "\n"
+
+
+def render_path(path: str | os.PathLike[str]) -> str:
+    """Open ``path`` read-only, render, close."""
+    with Store(path, create=False, readonly=True) as store:
+        return render(store)
+
+
+class MetricsServer(http.server.ThreadingHTTPServer):
+    """Serves ``render_path(path)`` at ``/metrics`` and ``/``; ``port=0`` picks a free port."""
+
+    daemon_threads = True
+
+    def __init__(self, path: str | os.PathLike[str], host: str = "127.0.0.1", port: int = 9464):
+        self.store_path = os.fspath(path)
+        super().__init__((host, port), _MetricsHandler)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def serve_in_thread(self) -> threading.Thread:
+        thread = threading.Thread(target=self.serve_forever, name="sq-metrics", daemon=True)
+        thread.start()
+        return thread
+
+
+class _MetricsHandler(http.server.BaseHTTPRequestHandler):
+    server: MetricsServer
+
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+        if self.path.split("?")[0] not in ("/", "/metrics"):
+            self.send_error(404, "metrics are at /metrics")
+            return
+        try:
+            body = render_path(self.server.store_path).encode("utf-8")
+        except Exception as exc:  # report on the scrape; keep serving
+            self.send_error(500, f"cannot read store: {exc}")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        import logging
+
+        logging.getLogger("spark_queue.metrics").info("%s " + format, self.address_string(), *args)

@@ -1,0 +1,411 @@
+"""Run a handler function over a queue: claim, heartbeat, ack/nack, graceful shutdown.
+
+::
+
+    def send_email(job):            # raises to fail the job
+        deliver(job.payload)
+
+    Worker("app.sqlite", "emails", send_email, concurrency=4).run()
+
+or ``sqliteq worker app.sqlite mymodule:send_email --queue emails --concurrency 4``.
+
+Threads: ``concurrency`` slot threads each open their own
+:class:`~spark_queue.store.Store` (a connection never crosses threads), claim
+up to ``batch_size`` jobs, run the handler on each in turn and ack the batch;
+a handler exception nacks the job with its traceback as the error (retry with
+backoff, dead letters at max attempts). One heartbeat thread extends the
+leases of every claimed, unacked job every ``heartbeat_ms`` (a third of the
+lease by default), so long jobs keep their lease.
+
+Delivery is at-least-once: a job whose worker dies is claimed again after its
+lease expires. Handlers should be idempotent.
+
+Idle slots wait by watching ``PRAGMA data_version`` (it changes when any
+other connection commits) with a back-off from 1 ms to 50 ms, and claim at
+least every ``idle_poll_max_ms`` so delayed jobs and expired leases are picked
+up without a write to wake them.
+
+Shutdown: SIGTERM or SIGINT (handlers only set a flag) or :meth:`Worker.stop`
+stops claiming; claimed jobs not started yet are released at once (their
+attempt not counted); running jobs get ``grace_ms`` to finish and be acked.
+When the grace period ends, leases still held are released (the attempt
+counted) and :meth:`Worker.run` returns, leaving the handler threads behind
+as daemons: the process should exit (the CLI does). A second signal ends the
+grace period at once. A busy or locked store is retried with back-off, never
+fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from spark_queue.errors import QueueConfigError, StoreBusyError
+from spark_queue.store import Job, Store
+
+log = logging.getLogger("spark_queue.worker")
+
+T = TypeVar("T")
+Handler = Callable[[Job], Any]
+
+_IDLE_STEP_MIN_S = 0.001
+_IDLE_STEP_MAX_S = 0.05
+_BUSY_STEP_MAX_S = 1.0
+
+
+@dataclass
+class WorkerStats:
+    """What one :meth:`Worker.run` did."""
+
+    acked: int = 0
+    failed: int = 0
+    released: int = 0
+    lost_leases: int = 0
+    by_slot: dict[int, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "acked": self.acked,
+            "failed": self.failed,
+            "released": self.released,
+            "lost_leases": self.lost_leases,
+        }
+
+
+class _InFlight:
+    """Claimed, unacked jobs of this worker (for heartbeats and shutdown), under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[int, tuple[Job, bool]] = {}
+
+    def add(self, jobs: list[Job]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._jobs[job.id] = (job, False)
+
+    def start(self, job: Job) -> None:
+        with self._lock:
+            self._jobs[job.id] = (job, True)
+
+    def discard(self, jobs: list[Job]) -> None:
+        with self._lock:
+            for job in jobs:
+                self._jobs.pop(job.id, None)
+
+    def snapshot(self) -> list[tuple[Job, bool]]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def take_all(self) -> list[tuple[Job, bool]]:
+        with self._lock:
+            taken = list(self._jobs.values())
+            self._jobs.clear()
+            return taken
+
+
+class Worker:
+    """A consumer loop over one queue of one store file (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        queue: str,
+        handler: Handler,
+        *,
+        concurrency: int = 1,
+        batch_size: int = 1,
+        lease_ms: int | None = None,
+        heartbeat_ms: int | None = None,
+        grace_ms: int = 30_000,
+        idle_poll_max_ms: int = 500,
+        until_empty: bool = False,
+        durability: str = "normal",
+        busy_timeout_ms: int = 5_000,
+    ) -> None:
+        for name, value, low in (
+            ("concurrency", concurrency, 1),
+            ("batch_size", batch_size, 1),
+            ("grace_ms", grace_ms, 0),
+            ("idle_poll_max_ms", idle_poll_max_ms, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise QueueConfigError(f"worker {name} must be an integer >= {low}; got {value!r}.")
+        for name, value in (("lease_ms", lease_ms), ("heartbeat_ms", heartbeat_ms)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise QueueConfigError(f"worker {name} must be a positive integer; got {value!r}.")
+        self.path = os.fspath(path)
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.lease_ms = lease_ms
+        self.heartbeat_ms = heartbeat_ms
+        self.grace_ms = grace_ms
+        self.idle_poll_max_ms = idle_poll_max_ms
+        self.until_empty = until_empty
+        self._store_options = {"durability": durability, "busy_timeout_ms": busy_timeout_ms}
+        self.stats = WorkerStats()
+        self._stats_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._finished = threading.Event()
+        self._signal: int | None = None
+        self._signals_seen = 0
+        self._inflight = _InFlight()
+        self._slots_done = 0
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+
+    # -- public --------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the worker to stop (thread-safe): stop claiming, finish within the grace period."""
+        self._stopping.set()
+        self._wake()
+
+    def run(self) -> WorkerStats:
+        """Run until stopped (signal or :meth:`stop`) or, with ``until_empty``, the queue is empty.
+
+        Installs SIGTERM/SIGINT handlers when called from the main thread and
+        restores the previous ones on return.
+        """
+        with self._open_store() as store:
+            # Creates the queue with the defaults if missing, so stats and metrics show it.
+            config = self._retry(store.queue(self.queue).configure)
+        lease = self.lease_ms or config.visibility_timeout_ms
+        heartbeat_s = (self.heartbeat_ms or max(1, lease // 3)) / 1000
+        with self._signals_installed():
+            slots = [
+                threading.Thread(target=self._slot, args=(i,), name=f"sq-worker-{i}", daemon=True)
+                for i in range(self.concurrency)
+            ]
+            beat = threading.Thread(
+                target=self._heartbeat, args=(heartbeat_s,), name="sq-heartbeat", daemon=True
+            )
+            for thread in slots:
+                thread.start()
+            beat.start()
+            log.info("worker on queue %r: %d slots, lease %d ms", self.queue, len(slots), lease)
+            clean = self._supervise(slots)
+            self._finished.set()
+            if clean:
+                beat.join()
+            else:
+                self._release_leftovers()
+        return self.stats
+
+    # -- main thread -----------------------------------------------------------
+    def _supervise(self, slots: list[threading.Thread]) -> bool:
+        """Wait for the slots to end, or the grace period after a stop; True if they all ended."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        deadline: float | None = None
+        try:
+            while True:
+                if self._signal is not None and not self._stopping.is_set():
+                    log.info("signal %d: stopping, grace %d ms", self._signal, self.grace_ms)
+                    self._stopping.set()
+                if self._stopping.is_set() and deadline is None:
+                    deadline = time.monotonic() + self.grace_ms / 1000
+                if self._signals_seen > 1:
+                    deadline = time.monotonic()
+                # A counter, not is_alive(): a slot wakes us just before its thread ends.
+                with self._stats_lock:
+                    if self._slots_done == len(slots):
+                        return True
+                timeout = None if deadline is None else deadline - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    log.warning("grace period of %d ms ended with jobs running", self.grace_ms)
+                    return False
+                selector.select(timeout)
+                with contextlib.suppress(BlockingIOError):
+                    while self._wake_r.recv(4096):
+                        pass
+        finally:
+            selector.close()
+
+    @contextlib.contextmanager
+    def _signals_installed(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        old_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+
+        def on_signal(signum: int, frame: Any) -> None:
+            # Only set flags: the supervisor loop (woken through the wakeup fd) acts.
+            self._signal = signum
+            self._signals_seen += 1
+
+        try:
+            for sig in previous:
+                signal.signal(sig, on_signal)
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            signal.set_wakeup_fd(old_fd)
+
+    def _release_leftovers(self) -> None:
+        leftovers = self._inflight.take_all()
+        if not leftovers:
+            return
+        started = [job for job, running in leftovers if running]
+        waiting = [job for job, running in leftovers if not running]
+        with self._open_store() as store:
+            q = store.queue(self.queue)
+            for jobs, counted in ((started, True), (waiting, False)):
+                if jobs:
+                    result = self._retry(lambda j=jobs, c=counted: q.release(j, count_attempt=c))
+                    self._count(released=len(result.done))
+        log.warning(
+            "released %d leases at shutdown (%d were running)", len(leftovers), len(started)
+        )
+
+    # -- slot threads ----------------------------------------------------------
+    def _slot(self, index: int) -> None:
+        try:
+            with self._open_store() as store:
+                self._slot_loop(store, index)
+        except Exception:
+            log.exception("worker slot %d crashed", index)
+        finally:
+            with self._stats_lock:
+                self._slots_done += 1
+            self._wake()
+
+    def _slot_loop(self, store: Store, index: int) -> None:
+        q = store.queue(self.queue)
+        while not self._stopping.is_set():
+            jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
+            if not jobs:
+                if self.until_empty and self._queue_drained(q):
+                    return
+                self._idle_wait(store)
+                continue
+            self._inflight.add(jobs)
+            done: list[Job] = []
+            for position, job in enumerate(jobs):
+                if self._stopping.is_set():
+                    rest = jobs[position:]
+                    result = self._retry(lambda r=rest: q.release(r))
+                    self._inflight.discard(rest)
+                    self._count(released=len(result.done))
+                    break
+                self._inflight.start(job)
+                try:
+                    self.handler(job)
+                except Exception:
+                    error = traceback.format_exc()
+                    log.warning("job %d of queue %r failed (attempt %d)", job.id, self.queue,
+                                job.attempts)
+                    result = self._retry(lambda j=job, e=error: q.nack_many([j], e))
+                    self._inflight.discard([job])
+                    self._count(failed=1, lost=len(result.rejected))
+                else:
+                    done.append(job)
+            if done:
+                result = self._retry(lambda d=done: q.ack_many(d))
+                self._inflight.discard(done)
+                self._count(acked=len(result.done), lost=len(result.rejected), slot=index)
+                if result.rejected:
+                    log.warning("lost the lease of jobs %s before ack: they will run again",
+                                result.rejected)
+
+    def _queue_drained(self, q) -> bool:
+        stats = self._retry(q.stats)
+        return stats.ready + stats.leased + stats.delayed == 0
+
+    def _idle_wait(self, store: Store) -> None:
+        """Sleep until another connection commits, with back-off, at most idle_poll_max_ms."""
+        version = store.data_version()
+        step = _IDLE_STEP_MIN_S
+        end = time.monotonic() + self.idle_poll_max_ms / 1000
+        while not self._stopping.wait(min(step, max(0.0, end - time.monotonic()))):
+            if store.data_version() != version or time.monotonic() >= end:
+                return
+            step = min(step * 2, _IDLE_STEP_MAX_S)
+
+    # -- heartbeat thread ------------------------------------------------------
+    def _heartbeat(self, every_s: float) -> None:
+        try:
+            with self._open_store() as store:
+                q = store.queue(self.queue)
+                while not self._finished.wait(every_s):
+                    jobs = [job for job, _ in self._inflight.snapshot()]
+                    if not jobs:
+                        continue
+                    result = self._retry(lambda j=jobs: q.extend(j, lease_ms=self.lease_ms))
+                    if result.rejected:
+                        log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
+        except Exception:
+            log.exception("heartbeat thread crashed; leases of long jobs may expire")
+
+    # -- helpers -------------------------------------------------------------
+    def _open_store(self) -> Store:
+        return Store(self.path, **self._store_options)
+
+    def _retry(self, operation: Callable[[], T]) -> T:
+        """Run ``operation``, retrying with back-off while the store is busy or locked."""
+        step = 0.01
+        while True:
+            try:
+                return operation()
+            except StoreBusyError:
+                log.warning("store busy; retrying in %.0f ms", step * 1000)
+                time.sleep(step)
+                step = min(step * 2, _BUSY_STEP_MAX_S)
+
+    def _count(
+        self, *, acked: int = 0, failed: int = 0, released: int = 0, lost: int = 0,
+        slot: int | None = None,
+    ) -> None:
+        with self._stats_lock:
+            self.stats.acked += acked
+            self.stats.failed += failed
+            self.stats.released += released
+            self.stats.lost_leases += lost
+            if slot is not None:
+                self.stats.by_slot[slot] = self.stats.by_slot.get(slot, 0) + acked
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            self._wake_w.send(b"\0")
+
+
+def load_handler(spec: str) -> Handler:
+    """Import ``module:function`` (the current directory is importable, like ``python -m``)."""
+    import importlib
+    import sys
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise QueueConfigError(
+            f"handler must look like 'module:function' (e.g. 'tasks:send_email'); got {spec!r}."
+        )
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise QueueConfigError(f"cannot import handler module {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise QueueConfigError(
+                f"handler module {module_name!r} has no attribute {attr!r}."
+            ) from exc
+    if not callable(target):
+        raise QueueConfigError(f"handler {spec!r} is not callable.")
+    return target
