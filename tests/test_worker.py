@@ -41,7 +41,8 @@ def test_handler_exception_nacks_with_traceback_and_dead_letters_at_max_attempts
     assert calls == [1, 2] and stats.failed == 2 and stats.acked == 0
     [dead] = q.dead_letters()
     assert dead.id == job_id
-    assert "Traceback" in dead.last_error and "ValueError: cannot process {'n': 1}" in dead.last_error
+    assert "Traceback" in dead.last_error
+    assert "ValueError: cannot process {'n': 1}" in dead.last_error
 
 
 def test_heartbeat_keeps_a_long_job_leased(store, store_path):

@@ -1,0 +1,151 @@
+"""The queue, dlq, job and metrics commands of the sqliteq CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.request
+
+from spark_queue.cli import main
+from spark_queue.metrics import MetricsServer, render
+from spark_queue.store import Store
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv: str):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_queue_add_config_show_stats_peek_purge(capsys, store_path):
+    Store(store_path).close()
+    config = run_json(capsys, "queue", "config", store_path, "jobs", "--max-attempts", "2",
+                      "--visibility-timeout-ms", "1000", "--max-size", "10")
+    assert (config["max_attempts"], config["max_size"]) == (2, 10)
+    first = run_json(capsys, "queue", "add", store_path, "jobs", '{"n": 1}', "--value-format",
+                     "json", "--priority", "3", "--idempotency-key", "k")
+    again = run_json(capsys, "queue", "add", store_path, "jobs", "other", "--idempotency-key", "k")
+    assert first["id"] == again["id"]
+    run_json(capsys, "queue", "add", store_path, "jobs", "later", "--delay-ms", "60000",
+             "--ttl-ms", "120000", "--max-attempts", "1")
+    [stats] = run_json(capsys, "queue", "stats", store_path, "jobs")
+    assert (stats["ready"], stats["delayed"]) == (1, 1)
+    assert run_json(capsys, "queue", "show", store_path, "jobs")["max_size"] == 10
+    [row] = run_json(capsys, "queue", "list", store_path)
+    assert row["queue"] == "jobs" and row["ready"] == 1
+    peek = run_json(capsys, "queue", "peek", store_path, "jobs", "--limit", "1")
+    assert peek[0]["payload"] == {"n": 1} and peek[0]["state"] == "ready"
+    assert run_json(capsys, "queue", "purge", store_path, "jobs", "--expired")["deleted"] == 0
+    assert run_json(capsys, "queue", "purge", store_path, "jobs")["deleted"] == 2
+    code, out, _ = run(capsys, "queue", "stats", store_path)
+    assert code == 0 and "oldest_ready_age_ms" in out
+
+
+def test_queue_add_ndjson_in_batches_and_the_full_queue_error(capsys, store_path, monkeypatch):
+    Store(store_path).close()
+    run(capsys, "queue", "config", store_path, "q", "--max-size", "5")
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f'{{"i": {i}}}\n' for i in range(5))))
+    result = run_json(capsys, "queue", "add", store_path, "q", "--ndjson", "-", "--batch-size", "2")
+    assert result["enqueued"] == 5
+    code, _, err = run(capsys, "queue", "add", store_path, "q", "x")
+    assert code == 1 and "max_size 5" in err
+    code, _, err = run(capsys, "queue", "config", store_path, "q", "--max-size", "2",
+                       "--no-max-size")
+    assert code == 1 and "not both" in err
+    assert run_json(capsys, "queue", "config", store_path, "q", "--no-max-size")["max_size"] is None
+
+
+def test_dlq_list_requeue_purge_and_job_get_remove(capsys, store_path):
+    with Store(store_path) as store:
+        q = store.queue("q", max_attempts=1)
+        ids = q.enqueue_many(["a", "b", "c"])
+        for job in q.claim(2):
+            q.nack(job, "handler failed")
+    dead = run_json(capsys, "dlq", "list", store_path, "q")
+    assert [d["last_error"] for d in dead] == ["handler failed"] * 2
+    assert run_json(capsys, "dlq", "requeue", store_path, "q", str(ids[0]))["ids"] == [ids[0]]
+    assert run_json(capsys, "dlq", "purge", store_path, "q")["deleted"] == 1
+    assert run_json(capsys, "job", "get", store_path, "q", str(ids[0]))["state"] == "ready"
+    removed = run_json(capsys, "job", "remove", store_path, "q", str(ids[2]))
+    assert removed["removed_from"] == "queued"
+    code, _, err = run(capsys, "job", "get", store_path, "q", str(ids[2]))
+    assert code == 1 and f"no job with id {ids[2]}" in err
+    code, _, err = run(capsys, "queue", "show", store_path, "nope")
+    assert code == 1 and "queue 'nope' does not exist" in err
+
+
+def test_worker_command_drains_a_queue(capsys, store_path, tmp_path, monkeypatch):
+    (tmp_path / "cli_handlers.py").write_text(
+        "DONE = []\ndef handle(job):\n    DONE.append(job.payload)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with Store(store_path) as store:
+        store.queue("q").enqueue_many(range(50))
+    result = run_json(capsys, "worker", store_path, "cli_handlers:handle", "--queue", "q",
+                      "--concurrency", "2", "--batch-size", "8", "--until-empty")
+    assert result["acked"] == 50
+    import cli_handlers
+
+    assert sorted(cli_handlers.DONE) == list(range(50))
+    code, _, err = run(capsys, "worker", store_path, "nomodule", "--queue", "q")
+    assert code == 1 and "module:function" in err
+
+
+def test_metrics_text_has_queue_topic_and_consumer_gauges(capsys, store_path):
+    with Store(store_path) as store:
+        store.queue("q", max_attempts=1).enqueue_many(["a", "b"])
+        store.queue("q").nack(store.queue("q").claim(1)[0], "x")
+        store.publish_many("t", range(5))
+        store.commit_offsets("c1", {"t": 2})
+    code, out, _ = run(capsys, "metrics", store_path)
+    assert code == 0
+    assert 'sqliteq_queue_jobs{queue="q",state="ready"} 1' in out
+    assert 'sqliteq_queue_jobs{queue="q",state="dead"} 1' in out
+    assert 'sqliteq_queue_oldest_ready_age_seconds{queue="q"}' in out
+    assert 'sqliteq_topic_latest_offset{topic="t"} 5' in out
+    assert 'sqliteq_consumer_lag{consumer="c1",topic="t"} 3' in out
+    assert "# TYPE sqliteq_consumer_lag gauge" in out
+
+
+def test_metrics_server_answers_scrapes_on_localhost(store_path):
+    with Store(store_path) as store:
+        store.queue("q").enqueue("a")
+        expected = render(store)
+    server = MetricsServer(store_path, port=0)
+    server.serve_in_thread()
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read().decode()
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert body.split("sqliteq_queue_oldest")[0] == expected.split("sqliteq_queue_oldest")[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_metrics_serve_runs_until_interrupted(store_path):
+    import signal
+    import subprocess
+    import sys
+
+    Store(store_path).close()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spark_queue", "metrics", store_path, "--serve", "0"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        assert "http://127.0.0.1:" in line, line
+        url = line.split()[-1]
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert b"# TYPE sqliteq_queue_jobs gauge" in response.read()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 130
