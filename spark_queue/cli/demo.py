@@ -1,67 +1,59 @@
 """``sqliteq demo``: the main job a new user runs first (README command 1).
 
-For now a store-only walk-through: a producer publishes synthetic events, a
-consumer reads them by offset and saves its position, retention trims what
-was read. The Spark pipeline replaces the middle step once the connector lands.
+A background producer publishes sensor readings into a store under
+``./spark_queue_demo``; a local Spark streams them into a Delta table and
+enqueues alerts; worker threads process the alerts. Settings come from
+``conf/demo.toml``; flags override them. pyspark is imported only here.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
-import time
 
 from spark_queue.cli.output import emit_object
-from spark_queue.store import Record, Store
-
-DEFAULT_DIR = "spark_queue_demo"
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the demo pipeline on a store under ./spark_queue_demo")
-    p.add_argument("--dir", default=DEFAULT_DIR, help=f"working directory (default {DEFAULT_DIR})")
-    p.add_argument("--events", type=int, default=100_000, help="events to produce")
+    p = sub.add_parser(
+        "demo", help="run the demo pipeline (producer -> Spark -> Delta and a queue -> workers)"
+    )
+    p.add_argument("--config", help="settings file (default: conf/demo.toml)")
+    p.add_argument("--dir", help="working directory (default from the config: spark_queue_demo)")
+    p.add_argument("--events", type=int, help="events to produce in this run")
+    p.add_argument(
+        "--duration", type=float, metavar="SECONDS",
+        help="produce for about this long (events = events_per_second x SECONDS)",
+    )
+    p.add_argument("--events-per-second", type=int, help="producer rate")
     p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    os.makedirs(args.dir, exist_ok=True)
-    path = os.path.join(args.dir, "demo.sqlite")
-    rng = random.Random(7)
-    with Store(path) as store:
-        started = time.perf_counter()
-        offsets = store.publish_many(
-            "clicks",
-            (
-                Record({"user": rng.randrange(1000), "page": f"/p/{rng.randrange(50)}"},
-                       key=f"u{i % 1000}")
-                for i in range(args.events)
-            ),
-        )
-        produced_s = time.perf_counter() - started
-        consumed, position = 0, store.committed_offsets("demo-reader").get("clicks", 0)
-        started = time.perf_counter()
-        while True:
-            batch = store.read_arrow("clicks", position, limit=10_000)
-            if batch.num_rows == 0:
-                break
-            consumed += batch.num_rows
-            position = batch.column("offset")[-1].as_py() + 1
-            store.commit_offsets("demo-reader", {"clicks": position})
-        consumed_s = time.perf_counter() - started
-        pruned = store.prune("clicks", max_rows=1000)[0]
-        earliest, latest = store.bounds("clicks")
-    emit_object(
-        {
-            "store": path,
-            "published": f"{len(offsets)} events in {produced_s:.2f}s "
-            f"({len(offsets) / max(produced_s, 1e-9):,.0f}/s)",
-            "consumed": f"{consumed} events in {consumed_s:.2f}s",
-            "pruned": f"{pruned.deleted} events (kept the newest 1000)",
-            "offsets": f"earliest {earliest}, latest {latest}",
-            "next": f"sqliteq topics {path}; sqliteq tail {path} clicks --limit 5",
-        },
-        as_json=False,
-    )
-    return 0
+    from spark_queue.connector.session import conf_dir
+    from spark_queue.demo import config as demo_config
+    from spark_queue.demo.run import run_demo
+
+    path = args.config or str(conf_dir() / "demo.toml")
+    config = demo_config.load(path, {"dir": args.dir, "events": args.events,
+                                     "events_per_second": args.events_per_second})
+    if args.duration is not None:
+        config = demo_config.load(path, {
+            "dir": config.dir, "events_per_second": config.events_per_second,
+            "events": max(1, int(config.events_per_second * args.duration)),
+        })
+    summary = run_demo(config, out=lambda line: print(line, flush=True))
+    print()
+    emit_object(summary, as_json=False)
+    store = config.store_path
+    print(f"""
+Look at the results:
+  sqliteq topics {store}
+  sqliteq consumers {store}
+  sqliteq queue stats {store}
+  sqliteq tail {store} {config.topic} --from latest --follow
+  spark.read.format("delta").load("{os.path.abspath(config.bronze_path)}").show()
+Run `make demo` again: the queries resume from their checkpoints in {config.dir}/checkpoints.""")
+    ok = summary["rows_in_delta"] == summary["events_in_topic"] == summary[
+        "distinct_offsets_in_delta"]
+    return 0 if ok else 1

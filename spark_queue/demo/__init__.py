@@ -1,0 +1,1 @@
+"""The demo pipeline behind ``make demo`` (an application of the library; imports pyspark)."""

@@ -1,0 +1,92 @@
+"""The demo's two streaming queries.
+
+1. bronze: topic -> Delta table, every event exactly once (Delta's streaming
+   sink is idempotent per batch; the checkpoint holds the offsets).
+2. alerts: topic -> per-device windowed average -> jobs in a queue, through
+   ``format("sqliteq")`` with an idempotency key per device and window.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_queue.demo.config import DemoConfig
+
+READING_SCHEMA = "device STRING, celsius DOUBLE, ts_ms LONG"
+
+
+def _source(spark: SparkSession, config: DemoConfig, consumer: str) -> DataFrame:
+    return (
+        spark.readStream.format("sqliteq")
+        .option("path", config.store_path)
+        .option("topic", config.topic)
+        .option("consumer", consumer)
+        .option("maxRowsPerTrigger", config.max_rows_per_trigger)
+        .option("valueFormat", "string")
+        .option("keyFormat", "string")
+        .load()
+    )
+
+
+def start_bronze(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
+    reading = F.from_json("value", READING_SCHEMA)
+    bronze = _source(spark, config, "demo-bronze").select(
+        "topic", "offset", "timestamp", "key", "value",
+        reading["device"].alias("device"), reading["celsius"].alias("celsius"),
+    )
+    return (
+        bronze.writeStream.format("delta")
+        .queryName("bronze")
+        .option("checkpointLocation", config.checkpoint("bronze"))
+        .trigger(processingTime=f"{config.trigger_seconds} seconds")
+        .start(config.bronze_path)
+    )
+
+
+def start_alerts(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
+    reading = F.from_json("value", READING_SCHEMA)
+    readings = (
+        _source(spark, config, "demo-alerts")
+        .select(reading.alias("r"))
+        .select("r.*")
+        .withColumn("event_time", F.timestamp_millis("ts_ms"))
+        .withWatermark("event_time", "1 second")
+    )
+    hot = (
+        readings.groupBy(F.window("event_time", f"{config.window_seconds} seconds"), "device")
+        .agg(F.avg("celsius").alias("avg_celsius"), F.count("*").alias("readings"))
+        .where(F.col("avg_celsius") > config.threshold_celsius)
+    )
+    jobs = hot.select(
+        F.concat_ws("@", "device", F.col("window.start").cast("string")).alias("idempotency_key"),
+        F.col("avg_celsius").cast("int").alias("priority"),
+        "device",
+        F.col("window.start").alias("window_start"),
+        F.round("avg_celsius", 2).alias("avg_celsius"),
+        "readings",
+    )
+    return (
+        jobs.writeStream.format("sqliteq")
+        .queryName("alerts")
+        .outputMode("append")
+        .option("path", config.store_path)
+        .option("queue", config.queue)
+        .option("checkpointLocation", config.checkpoint("alerts"))
+        .trigger(processingTime=f"{config.trigger_seconds} seconds")
+        .start()
+    )
+
+
+def end_offset(query: StreamingQuery, topic: str) -> int:
+    """The offset up to which ``query`` has committed ``topic`` (0 before its first batch)."""
+    progress = query.lastProgress
+    if not progress or not progress.get("sources"):
+        return 0
+    end = progress["sources"][0].get("endOffset") or {}
+    if isinstance(end, str):
+        import json
+
+        end = json.loads(end)
+    return int(end.get(topic, 0))

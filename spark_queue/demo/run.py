@@ -1,0 +1,124 @@
+"""Run the demo end to end: producer -> Spark (Delta bronze, alert jobs) -> workers -> summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from spark_queue.demo.config import DemoConfig
+from spark_queue.demo.producer import Producer
+from spark_queue.store import Job, Store
+from spark_queue.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def handle_alert(config: DemoConfig):
+    """The worker's handler: "notify on-call" by appending the alert to alerts.log."""
+    lock = threading.Lock()
+    path = os.path.join(config.dir, "alerts.log")
+
+    def handle(job: Job) -> None:
+        with lock, open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(job.payload, default=str) + "\n")
+
+    return handle
+
+
+def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
+    from spark_queue.connector.session import get_or_create
+    from spark_queue.demo.pipeline import end_offset, start_alerts, start_bronze
+
+    os.makedirs(config.dir, exist_ok=True)
+    with Store(config.store_path) as store:
+        store.create_topic(config.topic)
+        store.queue(config.queue, visibility_timeout_ms=10_000, max_attempts=3)
+        start_latest = store.latest_offset(config.topic)
+    out(f"store {config.store_path}: topic {config.topic!r} holds {start_latest} events; "
+        f"publishing {config.events} more at {config.events_per_second}/s")
+    producer = Producer(config.store_path, config.topic, events=config.events,
+                        events_per_second=config.events_per_second,
+                        batch_size=config.batch_size, devices=config.devices)
+
+    out("starting Spark (the first start downloads Delta's jars from Maven Central)...")
+    spark = get_or_create("spark_queue demo", delta=True)
+    bronze = start_bronze(spark, config)
+    alerts = start_alerts(spark, config)
+    producer.start()
+    worker = Worker(config.store_path, config.queue, handle_alert(config),
+                    concurrency=config.workers, batch_size=16, grace_ms=5_000)
+    worker_thread = threading.Thread(target=worker.run, name="demo-worker", daemon=True)
+    worker_thread.start()
+
+    started = time.monotonic()
+    last_print, last_published, last_bronze = started, 0, start_latest
+    try:
+        with Store(config.store_path, readonly=True) as monitor:
+            while True:
+                time.sleep(0.25)
+                for query in (bronze, alerts):
+                    if query.exception() is not None:
+                        raise query.exception()
+                latest = monitor.latest_offset(config.topic)
+                bronze_end = end_offset(bronze, config.topic)
+                now = time.monotonic()
+                if now - last_print >= config.progress_seconds:
+                    depth = _queue_row(monitor, config.queue)
+                    span = now - last_print
+                    out(f"[{now - started:6.1f}s] produced {producer.published:>7,} "
+                        f"({(producer.published - last_published) / span:,.0f}/s) | "
+                        f"bronze {(bronze_end - last_bronze) / span:,.0f} rows/s, "
+                        f"lag {latest - bronze_end:,} | alerts queue: ready {depth['ready']} "
+                        f"leased {depth['leased']} done {worker.stats.acked} "
+                        f"dead {depth['dead']}")
+                    last_print, last_published, last_bronze = now, producer.published, bronze_end
+                if producer.error is not None:
+                    raise producer.error
+                caught_up = not producer.is_alive() and bronze_end >= latest
+                if caught_up and end_offset(alerts, config.topic) >= latest:
+                    break
+                if now - started > config.max_seconds:
+                    out(f"stopping after max_seconds={config.max_seconds}: not caught up yet")
+                    break
+    finally:
+        producer.stop_requested.set()
+        for query in (bronze, alerts):
+            query.stop()
+    _drain(worker, config)
+    worker.stop()
+    worker_thread.join(timeout=10)
+
+    bronze_df = spark.read.format("delta").load(config.bronze_path)
+    with Store(config.store_path, readonly=True) as store:
+        summary = {
+            "events_in_topic": store.latest_offset(config.topic),
+            "events_produced_now": producer.published,
+            "rows_in_delta": bronze_df.count(),
+            "distinct_offsets_in_delta": bronze_df.select("offset").distinct().count(),
+            "alerts_processed_now": worker.stats.acked,
+            "alerts_queue": _queue_row(store, config.queue),
+            "seconds": round(time.monotonic() - started, 1),
+        }
+    return summary
+
+
+def _queue_row(store: Store, queue: str) -> dict[str, int]:
+    for stats in store.queue_stats():
+        if stats.queue == queue:
+            return {"ready": stats.ready, "leased": stats.leased, "delayed": stats.delayed,
+                    "dead": stats.dead}
+    return {"ready": 0, "leased": 0, "delayed": 0, "dead": 0}
+
+
+def _drain(worker: Worker, config: DemoConfig, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    with Store(config.store_path, readonly=True) as store:
+        while time.monotonic() < deadline:
+            depth = _queue_row(store, config.queue)
+            if depth["ready"] + depth["leased"] == 0:
+                return
+            time.sleep(0.2)
