@@ -63,7 +63,8 @@ class SqliteQueueDataSource(DataSource):
       checkpoint stays the source of truth: Spark commits a batch only while
       planning the next, so saved offsets trail the checkpoint by up to one
       batch, and a new query with ``startingOffsets=committed`` re-reads at
-      most that batch (at-least-once across checkpoints).
+      most that batch (at-least-once across checkpoints). Batch reads never
+      save offsets.
     - ``maxRowsPerTrigger`` (alias ``maxOffsetsPerTrigger``; streams only):
       at most this many rows per micro-batch, shared among topics in
       proportion to their backlog. Respected by ``availableNow`` triggers.

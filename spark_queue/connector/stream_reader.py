@@ -41,8 +41,8 @@ from spark_queue.connector.offsets import (
 )
 from spark_queue.connector.partition_planner import plan_partitions
 from spark_queue.connector.partition_reader import read_partition
-from spark_queue.connector.source_options import SourceOptions
-from spark_queue.errors import SparkQueueError
+from spark_queue.connector.source_options import FORMAT, SourceOptions
+from spark_queue.errors import OffsetRangeError, SparkQueueError
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -97,19 +97,31 @@ class SqliteQueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         available: dict[str, int] = {}
         begins: dict[str, int] = {}
         for topic, top in latest.items():
+            requested = start.get(topic, 0)
+            if requested > top:
+                raise OffsetRangeError(
+                    f"{FORMAT} source: the checkpoint is at offset {requested} of topic "
+                    f"{topic!r} but the store's latest offset is {top}: the store file was "
+                    "replaced or restored from an older copy. Use a new checkpoint location "
+                    "(with startingOffsets) to read this file."
+                )
             if target is not None:
-                top = min(top, target.get(topic, start.get(topic, 0)))
-            begin = effective_start(topic, start.get(topic, 0), bounds[topic][0], self.options)
+                top = min(top, target.get(topic, requested))
+            begin = effective_start(topic, requested, bounds[topic][0], self.options)
             begins[topic] = begin
             if top > begin:
                 available[topic] = top - begin
         admitted = self._admit(available, limit)
-        if not admitted:
+        # Offsets skipped over lost data (failOnDataLoss=false) move on even
+        # without rows, so the gap is reported once, not on every trigger.
+        skipped = {t: b for t, b in begins.items() if b > start.get(t, 0)}
+        if not admitted and not skipped:
             return start
-        end = dict(start)
+        end = {**start, **skipped}
         for topic, rows in admitted.items():
             end[topic] = begins[topic] + rows
-        self._last_trigger_s = self._clock()
+        if admitted:
+            self._last_trigger_s = self._clock()
         return sorted_offsets(end)
 
     def _admit(self, available: dict[str, int], limit: ReadLimit) -> dict[str, int]:

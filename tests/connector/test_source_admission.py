@@ -10,7 +10,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Read
 from spark_queue.connector.source_options import parse_source_options
 from spark_queue.connector.source_schema import default_schema
 from spark_queue.connector.stream_reader import SqliteQueueStreamReader
-from spark_queue.errors import DataLossError
+from spark_queue.errors import DataLossError, OffsetRangeError
 
 
 class FakeClock:
@@ -114,3 +114,18 @@ def test_reader_pickles_without_a_connection(store, store_path):
     reader.initialOffset()
     copy = pickle.loads(pickle.dumps(reader))
     assert copy.options == reader.options
+
+
+def test_skipping_lost_offsets_advances_even_without_new_rows(store, store_path):
+    store.publish_many("t", range(50))
+    store.prune("t", max_rows=0, force=True)  # everything gone: earliest == latest == 50
+    lenient = make_reader(store_path, topic="t", failOnDataLoss="false")
+    assert lenient.latestOffset({"t": 10}, ReadAllAvailable()) == {"t": 50}
+    assert lenient.latestOffset({"t": 50}, ReadAllAvailable()) == {"t": 50}
+
+
+def test_a_checkpoint_ahead_of_the_store_fails_clearly(store, store_path):
+    store.publish_many("t", range(5))
+    reader = make_reader(store_path, topic="t")
+    with pytest.raises(OffsetRangeError, match="checkpoint is at offset 9 .* latest offset is 5"):
+        reader.latestOffset({"t": 9}, ReadAllAvailable())
