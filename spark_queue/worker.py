@@ -15,7 +15,8 @@ up to ``batch_size`` jobs, run the handler on each in turn and ack the batch;
 a handler exception nacks the job with its traceback as the error (retry with
 backoff, dead letters at max attempts). One heartbeat thread extends the
 leases of every claimed, unacked job every ``heartbeat_ms`` (a third of the
-lease by default), so long jobs keep their lease.
+lease by default), so long jobs keep their lease, and every 30 s deletes
+jobs past their TTL.
 
 Delivery is at-least-once: a job whose worker dies is claimed again after its
 lease expires. Handlers should be idempotent.
@@ -61,6 +62,8 @@ Handler = Callable[[Job], Any]
 _IDLE_STEP_MIN_S = 0.001
 _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
+# How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
+_SWEEP_EVERY_S = 30.0
 
 
 @dataclass
@@ -341,7 +344,13 @@ class Worker:
         try:
             with self._open_store() as store:
                 q = store.queue(self.queue)
+                next_sweep = time.monotonic() + _SWEEP_EVERY_S
                 while not self._finished.wait(every_s):
+                    if time.monotonic() >= next_sweep:
+                        swept = self._retry(q.sweep_expired)
+                        if swept:
+                            log.info("swept %d jobs past their TTL", swept)
+                        next_sweep = time.monotonic() + _SWEEP_EVERY_S
                     jobs = [job for job, _ in self._inflight.snapshot()]
                     if not jobs:
                         continue

@@ -1,0 +1,280 @@
+"""Queue benchmark: enqueue and claim+ack, against bare apsw SQL and two peer queues.
+
+``python -m spark_queue.bench queue [--jobs N] [--peer-jobs N] [--repeats N] [--no-peers]``
+
+Paths, side by side in one run, each on a fresh file in a temp directory:
+
+- ``spark_queue``: the public API (``Queue.enqueue_many``, ``claim``, ``ack_many``),
+  each call one transaction, payloads encoded, ids and Job objects returned.
+- ``raw apsw``: the same statements on the same schema and pragmas with
+  pre-built parameter tuples and no Python objects per job: the limit.
+- ``persist-queue`` (``SQLiteAckQueue``, JSON serializer) and ``litequeue``:
+  neither has batch claim or batch ack, so their "batch" is B single calls
+  (litequeue's B ``done`` calls share one transaction; persist-queue commits
+  every call). Their rates use ``--peer-jobs`` jobs, since they are slower.
+
+Enqueue is 100 jobs per transaction (persist-queue commits every put).
+Claim+ack drains a pre-filled queue (filling is not timed). The backlog rows
+drain the first 1,000 jobs from queues holding 1,000 and 100,000 jobs: the
+claim index keeps claim cost independent of the backlog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+
+from spark_queue.bench.report import best_of, print_table
+from spark_queue.store import Store, queues
+from spark_queue.store.codec import TEXT
+
+RAW = "raw apsw (the limit)"
+OURS = "spark_queue"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=100_000, help="jobs per measured run")
+    parser.add_argument("--peer-jobs", type=int, default=10_000,
+                        help="jobs per run for persist-queue and litequeue (they are slower)")
+    parser.add_argument("--payload-bytes", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--no-peers", action="store_true", help="skip persist-queue and litequeue")
+
+
+def run(args: argparse.Namespace) -> int:
+    workdir = tempfile.mkdtemp(prefix="sq-bench-queue-")
+    try:
+        _Bench(args, workdir).run()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+class _Bench:
+    def __init__(self, args: argparse.Namespace, workdir: str) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.counter = 0
+        self.payload = "x" * args.payload_bytes
+
+    def path(self, suffix: str = ".sqlite") -> str:
+        self.counter += 1
+        return os.path.join(self.workdir, f"b{self.counter}{suffix}")
+
+    def rate(self, setup: Callable[[], object], body: Callable[[object], int]) -> float:
+        return best_of(self.args.repeats, setup, body)
+
+    # -- setups ------------------------------------------------------------------
+    def filled_store(self, jobs: int) -> Store:
+        store = Store(self.path())
+        q = store.queue("bench")
+        batch = [self.payload] * 1000
+        for start in range(0, jobs, 1000):
+            q.enqueue_many(batch[: min(1000, jobs - start)])
+        return store
+
+    def raw_rows(self, n: int, queue_id: int) -> list[tuple]:
+        now = queues._clock_ms()
+        return [(queue_id, 0, now, None, None, None, now, self.payload, TEXT)] * n
+
+    # -- enqueue -----------------------------------------------------------------
+    def enqueue(self) -> list[tuple[str, float, str]]:
+        n = self.args.jobs
+        batch = [self.payload] * 100
+
+        def ours(store: Store) -> int:
+            with store:
+                q = store.queue("bench")
+                for _ in range(n // 100):
+                    q.enqueue_many(batch)
+            return n // 100 * 100
+
+        def raw_setup() -> tuple[Store, list[tuple]]:
+            store = Store(self.path())
+            return store, self.raw_rows(100, store.queue("bench").configure().id)
+
+        def raw(state: tuple[Store, list[tuple]]) -> int:
+            store, rows = state
+            conn = store.conn
+            with store:
+                for _ in range(n // 100):
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(queues._INSERT, rows)
+                    conn.execute("COMMIT")
+            return n // 100 * 100
+
+        rows = [(OURS, self.rate(lambda: Store(self.path()), ours), RAW),
+                (RAW, self.rate(raw_setup, raw), RAW)]
+        if not self.args.no_peers:
+            rows += self.peer_enqueue()
+        return rows
+
+    def peer_enqueue(self) -> list[tuple[str, float, str]]:
+        from litequeue import LiteQueue
+        from persistqueue import SQLiteAckQueue
+
+        n = self.args.peer_jobs
+
+        def pq(q: SQLiteAckQueue) -> int:
+            for _ in range(n):
+                q.put(self.payload)
+            return n
+
+        def lq(q: LiteQueue) -> int:
+            for _ in range(n // 100):
+                with q.transaction("IMMEDIATE"):
+                    for _ in range(100):
+                        q.put(self.payload)
+            return n // 100 * 100
+
+        return [
+            ("persist-queue (commits every put)", self.rate(self.persist_queue, pq), RAW),
+            ("litequeue", self.rate(lambda: LiteQueue(self.path()), lq), RAW),
+        ]
+
+    def persist_queue(self):
+        from persistqueue import SQLiteAckQueue
+        from persistqueue.serializers import json as pq_json
+
+        q = SQLiteAckQueue(self.path(".pq"), serializer=pq_json)
+        # Same durability as ours (WAL + synchronous=NORMAL): its default FULL
+        # fsyncs every commit and would measure the disk, not the queue.
+        for conn in {id(c): c for c in (q._putter, q._getter)}.values():
+            conn.execute("PRAGMA synchronous=NORMAL")
+        return q
+
+    # -- claim + ack -------------------------------------------------------------
+    def claim_ack(self, batch: int) -> list[tuple[str, float, str]]:
+        n = self.args.jobs
+        rows = [(OURS, self.rate(lambda: self.filled_store(n), self._ours_drain(batch)), RAW),
+                (RAW, self.rate(lambda: self.filled_store(n), self._raw_drain(batch)), RAW)]
+        if not self.args.no_peers:
+            rows += self.peer_claim_ack(batch)
+        return rows
+
+    @staticmethod
+    def _ours_drain(batch: int, limit: int | None = None) -> Callable[[Store], int]:
+        def body(store: Store) -> int:
+            done = 0
+            with store:
+                q = store.queue("bench")
+                while limit is None or done < limit:
+                    jobs = q.claim(batch)
+                    if not jobs:
+                        break
+                    done += len(q.ack_many(jobs).done)
+            return done
+
+        return body
+
+    @staticmethod
+    def _raw_drain(batch: int, limit: int | None = None) -> Callable[[Store], int]:
+        def body(store: Store) -> int:
+            conn = store.conn
+            qid = store.queue("bench").config().id
+            done = 0
+            with store:
+                while limit is None or done < limit:
+                    now = queues._clock_ms()
+                    token = queues.new_token()
+                    conn.execute("BEGIN IMMEDIATE")
+                    ids = [row[0] for row in conn.execute(
+                        queues._CLAIM, (token, now + 30_000, qid, now, now, batch))]
+                    conn.execute("COMMIT")
+                    if not ids:
+                        break
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(
+                        "DELETE FROM sq_jobs WHERE id = ? AND lease_token = ?",
+                        [(job_id, token) for job_id in ids],
+                    )
+                    conn.execute("COMMIT")
+                    done += len(ids)
+            return done
+
+        return body
+
+    def peer_claim_ack(self, batch: int) -> list[tuple[str, float, str]]:
+        from litequeue import LiteQueue
+        from persistqueue import SQLiteAckQueue
+
+        n = self.args.peer_jobs
+
+        def pq_setup() -> SQLiteAckQueue:
+            q = self.persist_queue()
+            for _ in range(n):
+                q.put(self.payload)
+            return q
+
+        def pq(q: SQLiteAckQueue) -> int:
+            done = 0
+            while True:
+                items = []
+                for _ in range(batch):
+                    with contextlib.suppress(Exception):
+                        items.append(q.get(block=False, raw=True))
+                        continue
+                    break
+                if not items:
+                    return done
+                for item in items:
+                    q.ack(id=item["pqid"])
+                done += len(items)
+
+        def lq_setup() -> LiteQueue:
+            q = LiteQueue(self.path())
+            for _ in range(n // 100):
+                with q.transaction("IMMEDIATE"):
+                    for _ in range(100):
+                        q.put(self.payload)
+            return q
+
+        def lq(q: LiteQueue) -> int:
+            done = 0
+            while True:
+                messages = []
+                for _ in range(batch):
+                    message = q.pop()
+                    if message is None:
+                        break
+                    messages.append(message)
+                if not messages:
+                    return done
+                with q.transaction("IMMEDIATE"):
+                    for message in messages:
+                        q.done(message.message_id)
+                done += len(messages)
+
+        return [
+            (f"persist-queue ({batch} gets + {batch} acks)", self.rate(pq_setup, pq), RAW),
+            (f"litequeue ({batch} pops + {batch} dones/tx)", self.rate(lq_setup, lq), RAW),
+        ]
+
+    # -- backlog -----------------------------------------------------------------
+    def backlog(self) -> list[tuple[str, float, str]]:
+        take = 1_000
+        repeats = max(self.args.repeats, 5)
+        rows = []
+        for label, drain in ((OURS, self._ours_drain), ("raw apsw", self._raw_drain)):
+            small = best_of(repeats, lambda: self.filled_store(take), drain(128, take))
+            large = best_of(repeats, lambda: self.filled_store(100_000), drain(128, take))
+            rows.append((f"{label}, 1,000 waiting", small, f"{label}, 1,000 waiting"))
+            rows.append((f"{label}, 100,000 waiting", large, f"{label}, 1,000 waiting"))
+        return rows
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        print(f"queue benchmark: {self.args.jobs:,} jobs per run ({self.args.peer_jobs:,} for "
+              f"peers), {self.args.payload_bytes}-byte text payloads, best of "
+              f"{self.args.repeats}; rates in jobs/s")
+        print_table("enqueue, 100 jobs per transaction", self.enqueue())
+        for batch in (32, 128):
+            print_table(f"claim-batch({batch}) + ack-batch", self.claim_ack(batch))
+        print_table("claim-batch(128) + ack-batch of the first 1,000 jobs, by backlog",
+                    self.backlog())
+        print(f"\n(total {time.perf_counter() - started:.0f} s)")
