@@ -184,7 +184,7 @@ class _Bench:
                     token = queues.new_token()
                     conn.execute("BEGIN IMMEDIATE")
                     ids = [row[0] for row in conn.execute(
-                        queues._CLAIM, (token, now + 30_000, qid, now, now, batch))]
+                        queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch))]
                     conn.execute("COMMIT")
                     if not ids:
                         break

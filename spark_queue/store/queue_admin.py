@@ -56,6 +56,7 @@ class JobInfo(NamedTuple):
     max_attempts: int | None
     enqueued_ms: int
     available_at_ms: int | None
+    lease_expires_ms: int | None
     expires_ms: int | None
     idempotency_key: str | None
     last_error: str | None
@@ -124,12 +125,12 @@ def stats(
     result = []
     for config in configs:
         ready, leased, delayed, oldest = conn.execute(
-            "SELECT coalesce(sum(available_at <= ?), 0), "
-            "coalesce(sum(lease_token IS NOT NULL AND available_at > ?), 0), "
-            "coalesce(sum(lease_token IS NULL AND available_at > ?), 0), "
-            "min(CASE WHEN available_at <= ? THEN available_at END) "
-            "FROM sq_jobs WHERE queue_id = ? AND (expires_at IS NULL OR expires_at > ?)",
-            (now, now, now, now, config.id, now),
+            "SELECT coalesce(sum(NOT live AND available_at <= :now), 0), coalesce(sum(live), 0), "
+            "coalesce(sum(NOT live AND available_at > :now), 0), "
+            "min(CASE WHEN NOT live AND available_at <= :now THEN available_at END) "
+            "FROM (SELECT available_at, coalesce(lease_expires_at > :now, 0) AS live FROM sq_jobs "
+            "WHERE queue_id = :queue AND (expires_at IS NULL OR expires_at > :now))",
+            {"now": now, "queue": config.id},
         ).fetchone()
         dead = conn.execute(
             "SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (config.id,)
@@ -140,14 +141,14 @@ def stats(
 
 
 _JOB_COLUMNS = (
-    "id, priority, attempts, max_attempts, enqueued_ms, available_at, lease_token, expires_at, "
-    "idempotency_key, value, value_type, last_error"
+    "id, priority, attempts, max_attempts, enqueued_ms, available_at, lease_expires_at, "
+    "expires_at, idempotency_key, value, value_type, last_error"
 )
 
 
 def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
-    id_, prio, attempts, max_att, enq, avail, token, exp, key, value, vtype, err = row
-    if token is not None and avail > now:
+    id_, prio, attempts, max_att, enq, avail, lease_end, exp, key, value, vtype, err = row
+    if lease_end is not None and lease_end > now:
         state = "leased"
     elif avail > now:
         state = "delayed"
@@ -163,6 +164,7 @@ def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
         config.max_attempts if max_att is None else max_att,
         enq,
         avail,
+        lease_end,
         exp,
         key,
         err,
@@ -180,6 +182,7 @@ def _dead_info(config: QueueConfig, row: tuple) -> JobInfo:
         attempts,
         config.max_attempts if max_att is None else max_att,
         enq,
+        None,
         None,
         exp,
         key,
@@ -219,7 +222,8 @@ def purge(
     else:
         now = _clock_ms() if now_ms is None else now_ms
         conn.execute(
-            "DELETE FROM sq_jobs WHERE queue_id = ? AND (lease_token IS NULL OR available_at <= ?)",
+            "DELETE FROM sq_jobs WHERE queue_id = ? "
+            "AND (lease_token IS NULL OR lease_expires_at <= ?)",
             (config.id, now),
         )
     return conn.changes()
@@ -238,7 +242,7 @@ def sweep_expired(
     for config in configs:
         conn.execute(
             "DELETE FROM sq_jobs WHERE queue_id = ? AND expires_at <= ? "
-            "AND (lease_token IS NULL OR available_at <= ?)",
+            "AND (lease_token IS NULL OR lease_expires_at <= ?)",
             (config.id, now, now),
         )
         removed += conn.changes()

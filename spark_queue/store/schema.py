@@ -63,10 +63,10 @@ CREATE TABLE sq_sink_commits (
 ) WITHOUT ROWID;
 """
 
-# Queues (spark_queue/store/queues.py). A job row is ready when lease_token
-# IS NULL and available_at <= now, delayed when available_at is later, and
-# leased while lease_token is set; then available_at is the lease expiry, so
-# an expired lease is claimable again by the same index scan, with no reaper.
+# Queues (spark_queue/store/queues.py). A job row is due when available_at <=
+# now, and leased while lease_token is set and lease_expires_at is later. A
+# claim leaves the indexed columns alone (no index write), and an expired
+# lease is claimable again by the same index scan, with no reaper.
 # ``value`` is declared BLOB (no affinity): a non-STRICT column declared ANY
 # has NUMERIC affinity and would turn the text payload "123" into an integer.
 _V2_QUEUES = """
@@ -88,6 +88,7 @@ CREATE TABLE sq_jobs (
     priority        INTEGER NOT NULL DEFAULT 0,
     available_at    INTEGER NOT NULL,
     lease_token     INTEGER,
+    lease_expires_at INTEGER,
     attempts        INTEGER NOT NULL DEFAULT 0,
     max_attempts    INTEGER CHECK (max_attempts IS NULL OR max_attempts > 0),
     expires_at      INTEGER,
