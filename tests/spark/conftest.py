@@ -10,19 +10,27 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
+    """With Delta, as the notebooks and the demo use it; no register() call, so the
+    format is found by Spark's lookup of the installed pyspark_sqliteq module."""
+    from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("spark_queue-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .getOrCreate()
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog",
+                "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
     )
+    session = configure_spark_with_delta_pip(builder).getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     yield session
     for query in session.streams.active:
