@@ -106,7 +106,8 @@ class JsonDecoder:
         joined = pc.binary_join_element_wise(_PREFIX, chunk, _SUFFIX, b"")
         offsets = joined.buffers()[1]
         data = joined.buffers()[2]
-        first, last = _offset_at(offsets, joined.offset), _offset_at(offsets, joined.offset + len(joined))
+        first = _offset_at(offsets, joined.offset)
+        last = _offset_at(offsets, joined.offset + len(joined))
         buffer = data[first:last] if data is not None else b""
         try:
             table = pajson.read_json(

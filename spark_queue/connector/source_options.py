@@ -49,7 +49,9 @@ SOURCE_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("topic", "", "one topic name"),
     OptionSpec("topics", "", "comma-separated topic names"),
     OptionSpec("topicPattern", "", "a Python regular expression matched against whole names"),
-    OptionSpec("startingOffsets", "earliest", "earliest, latest, committed or JSON {topic: offset}"),
+    OptionSpec(
+        "startingOffsets", "earliest", "earliest, latest, committed or JSON {topic: offset}"
+    ),
     OptionSpec("startingTimestamp", "", "milliseconds since the epoch or ISO-8601"),
     OptionSpec("endingOffsets", "latest", "latest or JSON {topic: offset} (batch reads only)"),
     OptionSpec("consumer", "", "a consumer name"),
@@ -326,7 +328,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
                 "'consumer' naming whose saved offsets to start from."
             )
         if starting == "latest" and streaming is False:
-            raise _fail("startingOffsets", starting_raw, "earliest, committed or JSON for a batch read")
+            raise _fail(
+                "startingOffsets", starting_raw, "earliest, committed or JSON for a batch read"
+            )
         if streaming is False and any(off == LATEST_SENTINEL for _, off in starting_json):
             raise _fail("startingOffsets", starting_raw, "offsets >= 0 or -2 for a batch read")
 
@@ -336,7 +340,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         if streaming is True:
             raise OptionError(
                 f"{FORMAT} option 'endingOffsets' ({ending_raw!r}) applies to batch reads "
-                "(spark.read) only; a stream has no end. Remove it, or use trigger(availableNow=True)."
+                "(spark.read) only; a stream has no end. Remove it, or use "
+                "trigger(availableNow=True)."
             )
         text = ending_raw.strip()
         if text.lower() == "latest":

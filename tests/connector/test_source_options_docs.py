@@ -26,7 +26,8 @@ def readme_table() -> dict[str, str]:
 def docstring_options() -> set[str]:
     doc = SqliteQueueDataSource.__doc__
     reading = doc[doc.index("Reading\n"): doc.index("Writing\n")]
-    bullets = re.split(r"\n\s*- ", reading.split("Options (", 1)[1].split("\n\n    Default schema")[0])
+    options_part = reading.split("Options (", 1)[1].split("\n\n    Default schema")[0]
+    bullets = re.split(r"\n\s*- ", options_part)
     names = set()
     for bullet in bullets[1:]:
         flat = " ".join(bullet.split())
