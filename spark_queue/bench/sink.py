@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import random
 import pickle
+import random
 import shutil
 import tempfile
 import time
@@ -130,7 +130,9 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     os.makedirs(input_dir)
     per_file = -(-n // args.partitions)
     for i in range(args.partitions):
-        pq.write_table(table.slice(i * per_file, per_file), os.path.join(input_dir, f"p{i}.parquet"))
+        pq.write_table(
+            table.slice(i * per_file, per_file), os.path.join(input_dir, f"p{i}.parquet")
+        )
     schema = spark.read.parquet(input_dir).schema
 
     def noop(_: int) -> float:
@@ -154,10 +156,14 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         path = fresh_path()
         started = time.perf_counter()
         query = (
-            spark.readStream.schema(schema).parquet(input_dir)
-            .writeStream.format("sqliteq").option("path", path).option("topic", "bench")
+            spark.readStream.schema(schema)
+            .parquet(input_dir)
+            .writeStream.format("sqliteq")
+            .option("path", path)
+            .option("topic", "bench")
             .option("checkpointLocation", os.path.join(workdir, f"ck{i}-{next(counter)}"))
-            .trigger(availableNow=True).start()
+            .trigger(availableNow=True)
+            .start()
         )
         query.awaitTermination()
         elapsed = time.perf_counter() - started
@@ -197,8 +203,10 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         best = min(stream_phases, key=lambda d: d.get("triggerExecution", 0))
         print("\nstreaming micro-batch phases (ms, Spark's durationMs of the fastest run):")
         print("  " + ", ".join(f"{k}={v}" for k, v in sorted(best.items())))
-        print("  addBatch = tasks (read, encode, pack) + the driver's sink commit; "
-              "walCommit + commitOffsets = checkpoint writes")
+        print(
+            "  addBatch = tasks (read, encode, pack) + the driver's sink commit; "
+            "walCommit + commitOffsets = checkpoint writes"
+        )
     return 0
 
 

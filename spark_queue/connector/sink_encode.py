@@ -51,9 +51,7 @@ def encode_batch(batch: pa.RecordBatch, layout: SinkLayout) -> pa.RecordBatch:
         arrays.append(batch.column(layout.value_column))
     if layout.headers_column is not None:
         names.append("headers")
-        arrays.append(
-            encode_headers(batch.column(layout.headers_column), layout.headers_column)
-        )
+        arrays.append(encode_headers(batch.column(layout.headers_column), layout.headers_column))
     for field, column in layout.job_columns:
         names.append(field)
         array = batch.column(column)
@@ -82,7 +80,7 @@ def json_rows(batch: pa.RecordBatch, columns: Iterable[str]) -> pa.Array:
 
 
 def converter(dtype: pa.DataType) -> Converter | None:
-    """A function making a non-null Arrow value JSON-ready, or None when ``to_pylist`` already is."""
+    """A function making a non-null Arrow value JSON-ready; None if ``to_pylist`` already is."""
     if pa.types.is_floating(dtype):
         return _float
     if pa.types.is_decimal(dtype):
@@ -94,15 +92,19 @@ def converter(dtype: pa.DataType) -> Converter | None:
         if item is None:
             return dict
         return lambda v: {k: None if x is None else item(x) for k, x in v}
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(
-        dtype
+    if (
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
     ):
         element = converter(dtype.value_type)
         if element is None:
             return None
         return lambda v: [None if x is None else element(x) for x in v]
     if pa.types.is_struct(dtype):
-        fields = [(dtype.field(i).name, converter(dtype.field(i).type)) for i in range(dtype.num_fields)]
+        fields = [
+            (dtype.field(i).name, converter(dtype.field(i).type)) for i in range(dtype.num_fields)
+        ]
         if all(c is None for _, c in fields):
             return None
         return lambda v: {

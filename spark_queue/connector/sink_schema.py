@@ -51,8 +51,16 @@ TOPIC_META_COLUMNS = ("topic", "key", "headers")
 
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
 _JSON_SCALARS = (
-    NullType, BooleanType, *_INTEGERS, FloatType, DoubleType, DecimalType, StringType,
-    DateType, TimestampType, TimestampNTZType,
+    NullType,
+    BooleanType,
+    *_INTEGERS,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    StringType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
 )
 _JSON_ALLOWED = (
     "boolean, integer types, float, double, decimal, string, date, timestamp, "
@@ -76,7 +84,7 @@ class SinkLayout:
 
 
 def plan_layout(schema: StructType, options: SinkOptions) -> SinkLayout:
-    """Check ``schema`` against the sink's rules for ``options``; raise SinkSchemaError naming the column."""
+    """Check ``schema`` against the sink's rules; SinkSchemaError names the column."""
     by_name: dict[str, tuple[str, DataType]] = {}
     for field in schema.fields:
         lowered = field.name.lower()

@@ -47,7 +47,8 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 # Crash-test hooks (tests/spark/test_sink_crash.py). With TEST_DIR set, each
-# commit appends a JSON line to <dir>/commits.jsonl; with HOLD_BATCH too, the
+# commit appends a JSON line to <dir>/commits.jsonl (the result and its wall
+# clock start/end, which the benchmark uses too); with HOLD_BATCH too, the
 # commit of that batch id, once durable, touches <dir>/held-<id> and blocks
 # until the test SIGKILLs the driver: the window between the sink's commit
 # and Spark's commit log entry, held open.
@@ -106,7 +107,7 @@ class _SinkWriter:
         batch_id: int | None,
     ) -> sinks.SinkCommit:
         present = [m for m in messages if m is not None]
-        started = time.monotonic()
+        started, started_wall = time.monotonic(), time.time()
         store = Store(
             self.options.path,
             durability=self.options.durability,
@@ -120,10 +121,14 @@ class _SinkWriter:
             store.close()
         logger.info(
             "%s sink %s batch %s: %s %d rows in %.3fs",
-            FORMAT, sink_id, batch_id, "skipped, already committed;" if result.skipped else "wrote",
-            sum(m.rows for m in present), time.monotonic() - started,
+            FORMAT,
+            sink_id,
+            batch_id,
+            "skipped, already committed;" if result.skipped else "wrote",
+            sum(m.rows for m in present),
+            time.monotonic() - started,
         )
-        _test_hook(result)
+        _test_hook(result, started_wall, time.time())
         return result
 
     def _write_rows(self, conn, messages: list[SqliteQueueCommitMessage]) -> int:
@@ -229,6 +234,7 @@ def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[New
             column("idempotency_key"),
             column("max_attempts"),
             column("ttl_ms"),
+            strict=True,
         ):
             yield NewJob(
                 payload,
@@ -240,12 +246,13 @@ def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[New
             )
 
 
-def _test_hook(result: sinks.SinkCommit) -> None:
+def _test_hook(result: sinks.SinkCommit, started_s: float, finished_s: float) -> None:
     directory = os.environ.get(TEST_DIR_ENV)
     if not directory:
         return
     with open(os.path.join(directory, "commits.jsonl"), "a", encoding="utf-8") as log:
-        log.write(json.dumps(result._asdict()) + "\n")
+        record = dict(result._asdict(), started_s=started_s, finished_s=finished_s)
+        log.write(json.dumps(record) + "\n")
     hold = os.environ.get(TEST_HOLD_BATCH_ENV)
     if hold is not None and not result.skipped and result.batch_id == int(hold):
         with open(os.path.join(directory, f"held-{result.batch_id}"), "w") as marker:

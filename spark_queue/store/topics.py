@@ -177,7 +177,7 @@ def append_encoded(
     def chunk_rows() -> Iterator[Iterator[tuple]]:
         for chunk in chunks:
             if chunk.value_type not in VALUE_TYPE_NAMES:
-                raise PayloadError(f"unknown value_type {chunk.value_type!r} in an encoded chunk.")
+                raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
             n = len(chunk.values)
             start = counter[0]
             counter[0] = start + n
@@ -189,6 +189,7 @@ def append_encoded(
                 chunk.values,
                 repeat(chunk.value_type, n),
                 repeat(None, n) if chunk.headers is None else chunk.headers,
+                strict=True,
             )
 
     conn.executemany(_INSERT_EVENT, chain.from_iterable(chunk_rows()))
@@ -201,7 +202,7 @@ def append_encoded(
 def append_routed(
     conn: apsw.Connection, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
 ) -> dict[str, range]:
-    """Append pre-encoded rows, each to the topic named in ``chunk.topics``; caller holds the write lock.
+    """Append pre-encoded rows, each to the topic in ``chunk.topics``; caller holds the write lock.
 
     Topics are created on first use. Returns each topic's assigned offsets
     (consecutive per topic, as in :func:`append`). A null or invalid topic
@@ -218,7 +219,8 @@ def append_routed(
             keys = repeat(None, n) if chunk.keys is None else chunk.keys
             headers = repeat(None, n) if chunk.headers is None else chunk.headers
             vtype = chunk.value_type
-            for topic, key, value, header in zip(chunk.topics, keys, chunk.values, headers):
+            rows = zip(chunk.topics, keys, chunk.values, headers, strict=True)
+            for topic, key, value, header in rows:
                 entry = state.get(topic)
                 if entry is None:
                     if topic is None:

@@ -31,11 +31,20 @@ def test_topic_option_parses_with_defaults():
 
 def test_option_names_are_case_insensitive():
     opts = SinkOptions.parse(
-        {"PATH": "/s", "Queue": "jobs", "SINKID": "s1", "BusyTimeoutMs": "10", "DURABILITY": "FULL"},
+        {
+            "PATH": "/s",
+            "Queue": "jobs",
+            "SINKID": "s1",
+            "BusyTimeoutMs": "10",
+            "DURABILITY": "FULL",
+        },
         streaming=True,
     )
     assert (opts.queue, opts.sink_id, opts.busy_timeout_ms, opts.durability) == (
-        "jobs", "s1", 10, "full"
+        "jobs",
+        "s1",
+        10,
+        "full",
     )
     assert opts.target == "queue"
 
@@ -98,7 +107,7 @@ def test_options_are_picklable():
 
 
 def test_readme_sink_table_lists_exactly_the_parsed_options():
-    section = README[README.index("## Writing with Spark"):]
+    section = README[README.index("## Writing with Spark") :]
     section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
     table = re.findall(r"^\| `([A-Za-z]+)` \|", section, re.M)
     assert sorted(table) == sorted(SINK_OPTIONS)

@@ -56,9 +56,13 @@ def _run_stream(df, path, checkpoint, **options):
 def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
     spark, tmp_path, store_path
 ):
-    src = _json_input(tmp_path, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]])
+    src = _json_input(
+        tmp_path, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]]
+    )
     df = (
-        spark.readStream.schema("k STRING, v STRING").option("maxFilesPerTrigger", 1).json(src)
+        spark.readStream.schema("k STRING, v STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(src)
         .select(F.col("k").alias("key"), F.col("v").alias("value"))
     )
     query = _run_stream(df, store_path, str(tmp_path / "ck"), topic="out")
@@ -86,31 +90,48 @@ def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, store_path):
     src = _json_input(tmp_path, [[{"n": 1}]])
     stream = spark.readStream.schema("n LONG").json(src)
     _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out", sinkId="nightly")
-    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [("nightly", 0, 1)]
+    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [
+        ("nightly", 0, 1)
+    ]
 
 
 def test_complete_mode_appends_the_whole_result_each_trigger(spark, tmp_path, store_path):
     src = _json_input(tmp_path, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
     counts = (
-        spark.readStream.schema("g STRING").option("maxFilesPerTrigger", 1).json(src)
-        .groupBy("g").count()
+        spark.readStream.schema("g STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(src)
+        .groupBy("g")
+        .count()
     )
     writer = (
-        counts.writeStream.format("sqliteq").outputMode("complete")
-        .option("path", store_path).option("topic", "counts")
-        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True)
+        counts.writeStream.format("sqliteq")
+        .outputMode("complete")
+        .option("path", store_path)
+        .option("topic", "counts")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
     )
     query = writer.start()
     query.awaitTermination()
     values = [e.value for e in _events(store_path, "counts")]
-    assert sorted(values[:2], key=lambda v: v["g"]) == [{"g": "a", "count": 1}, {"g": "b", "count": 1}]
-    assert sorted(values[2:], key=lambda v: v["g"]) == [{"g": "a", "count": 2}, {"g": "b", "count": 1}]
+    assert sorted(values[:2], key=lambda v: v["g"]) == [
+        {"g": "a", "count": 1},
+        {"g": "b", "count": 1},
+    ]
+    assert sorted(values[2:], key=lambda v: v["g"]) == [
+        {"g": "a", "count": 2},
+        {"g": "b", "count": 1},
+    ]
 
 
 def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(spark, tmp_path, store_path):
     src = _json_input(tmp_path, [[{"value": 1}]])
     stream = spark.readStream.schema("value LONG").json(src)
-    with pytest.raises(StreamingQueryException, match=r"column 'value' is the payload and must be string or binary; got bigint"):
+    with pytest.raises(
+        StreamingQueryException,
+        match=r"column 'value' is the payload and must be string or binary; got bigint",
+    ):
         _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out")
     with Store(store_path) as store:
         assert not store.has_topic("out")
@@ -124,17 +145,30 @@ def test_value_key_and_map_headers_are_stored_as_given(spark, store_path):
     )
     df.coalesce(1).write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
     events = _events(store_path, "t")
-    assert [(e.key, e.value, e.headers) for e in events] == [("k1", "v1", {"h": "x"}), (None, "v2", None)]
+    assert [(e.key, e.value, e.headers) for e in events] == [
+        ("k1", "v1", {"h": "x"}),
+        (None, "v2", None),
+    ]
 
 
 def test_binary_value_and_kafka_style_headers(spark, store_path):
     df = spark.createDataFrame(
-        [(bytearray(b"\x00\xff"), bytearray(b"k"), [("trace", bytearray(b"abc")), ("n", bytearray(b"1"))])],
+        [
+            (
+                bytearray(b"\x00\xff"),
+                bytearray(b"k"),
+                [("trace", bytearray(b"abc")), ("n", bytearray(b"1"))],
+            )
+        ],
         "value BINARY, key BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
     )
     df.write.format("sqliteq").mode("append").option("path", store_path).option("topic", "t").save()
     (event,) = _events(store_path, "t")
-    assert (event.value, event.key, event.headers) == (b"\x00\xff", b"k", {"trace": "abc", "n": "1"})
+    assert (event.value, event.key, event.headers) == (
+        b"\x00\xff",
+        b"k",
+        {"trace": "abc", "n": "1"},
+    )
 
 
 def test_without_a_value_column_each_row_becomes_one_json_object(spark, store_path):
@@ -149,8 +183,15 @@ def test_without_a_value_column_each_row_becomes_one_json_object(spark, store_pa
     (event,) = _events(store_path, "t")
     assert event.key == "the-key"
     assert event.value == {
-        "id": 1, "name": "ann", "price": "2.50", "day": "2024-03-01", "at": "2024-03-01T10:00:00",
-        "ratio": "NaN", "xs": [1, 2], "m": {"a": 1}, "s": {"x": 1.5, "when": "2024-01-02"},
+        "id": 1,
+        "name": "ann",
+        "price": "2.50",
+        "day": "2024-03-01",
+        "at": "2024-03-01T10:00:00",
+        "ratio": "NaN",
+        "xs": [1, 2],
+        "m": {"a": 1},
+        "s": {"x": 1.5, "when": "2024-01-02"},
         "missing": None,
     }
 
@@ -185,8 +226,14 @@ def test_a_null_topic_in_a_routed_row_fails_the_job_and_writes_nothing(spark, st
 def test_batch_id_option_makes_a_batch_write_exactly_once(spark, store_path):
     df = spark.createDataFrame([("1",), ("2",)], "value STRING")
     for _ in range(2):
-        (df.write.format("sqliteq").mode("append").option("topic", "t")
-         .option("sinkId", "daily").option("batchId", 7).save(store_path))
+        (
+            df.write.format("sqliteq")
+            .mode("append")
+            .option("topic", "t")
+            .option("sinkId", "daily")
+            .option("batchId", 7)
+            .save(store_path)
+        )
     assert sorted(e.value for e in _events(store_path, "t")) == ["1", "2"]
     assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [("daily", 7, 2)]
 
@@ -228,19 +275,29 @@ def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
     src = _json_input(
         tmp_path,
         [
-            [{"value": "first", "idempotency_key": "k1"}, {"value": "dup", "idempotency_key": "k1"},
-             {"value": "other", "idempotency_key": "k2"}],
-            [{"value": "again", "idempotency_key": "k1"}, {"value": "new", "idempotency_key": "k3"}],
+            [
+                {"value": "first", "idempotency_key": "k1"},
+                {"value": "dup", "idempotency_key": "k1"},
+                {"value": "other", "idempotency_key": "k2"},
+            ],
+            [
+                {"value": "again", "idempotency_key": "k1"},
+                {"value": "new", "idempotency_key": "k3"},
+            ],
         ],
     )
     stream = (
         spark.readStream.schema("value STRING, idempotency_key STRING")
-        .option("maxFilesPerTrigger", 1).json(src).coalesce(1)
+        .option("maxFilesPerTrigger", 1)
+        .json(src)
+        .coalesce(1)
     )
     _run_stream(stream, store_path, str(tmp_path / "ck"), queue="work")
     jobs = _jobs(store_path, "work")
     assert sorted((key, value) for _, _, _, key, _, value, _ in jobs) == [
-        ("k1", "first"), ("k2", "other"), ("k3", "new")
+        ("k1", "first"),
+        ("k2", "other"),
+        ("k3", "new"),
     ]
     (entry,) = _ledger(store_path)
     assert entry.last_batch_id == 1
@@ -264,25 +321,60 @@ def test_spark_rejects_ignore_and_errorifexists_naming_the_supported_modes(spark
 
 # -- schema problems fail at start -------------------------------------------
 SCHEMA_PROBLEMS = [
-    ("value INT", {"topic": "t"}, r"column 'value' is the payload and must be string or binary; got int"),
-    ("key DOUBLE, value STRING", {"topic": "t"}, r"column 'key' is the event key and must be string or binary; got double"),
-    ("headers MAP<STRING, INT>, value STRING", {"topic": "t"}, r"column 'headers' holds the event headers and must be map<string,string>"),
-    ("topic INT, value STRING", {}, r"column 'topic' routes rows to topics and must be string; got int"),
+    (
+        "value INT",
+        {"topic": "t"},
+        r"column 'value' is the payload and must be string or binary; got int",
+    ),
+    (
+        "key DOUBLE, value STRING",
+        {"topic": "t"},
+        r"column 'key' is the event key and must be string or binary; got double",
+    ),
+    (
+        "headers MAP<STRING, INT>, value STRING",
+        {"topic": "t"},
+        r"column 'headers' holds the event headers and must be map<string,string>",
+    ),
+    (
+        "topic INT, value STRING",
+        {},
+        r"column 'topic' routes rows to topics and must be string; got int",
+    ),
     ("value STRING", {}, r"needs a destination: option 'topic' \(publish\), option 'queue'"),
     ("key STRING, headers MAP<STRING,STRING>", {"topic": "t"}, r"no column to write"),
-    ("id INT, blob BINARY", {"topic": "t"}, r"column 'blob' of type binary cannot be written into the row's JSON value"),
-    ("id INT, m MAP<INT, STRING>", {"topic": "t"}, r"column 'm' is map<int,string>, which has no JSON form"),
+    (
+        "id INT, blob BINARY",
+        {"topic": "t"},
+        r"column 'blob' of type binary cannot be written into the row's JSON value",
+    ),
+    (
+        "id INT, m MAP<INT, STRING>",
+        {"topic": "t"},
+        r"column 'm' is map<int,string>, which has no JSON form",
+    ),
     ("id INT, s STRUCT<b: BINARY>", {"topic": "t"}, r"column 's.b' of type binary"),
     ("id INT, d INTERVAL DAY", {"topic": "t"}, r"column 'd' of type interval day"),
-    ("value STRING, priority STRING", {"queue": "q"}, r"queue column 'priority' sets the job's priority and must be tinyint, smallint, int or bigint; got string"),
+    (
+        "value STRING, priority STRING",
+        {"queue": "q"},
+        r"queue column 'priority' sets the job's priority and must be "
+        r"tinyint, smallint, int or bigint; got string",
+    ),
     ("value STRING, delay_ms DOUBLE", {"queue": "q"}, r"queue column 'delay_ms'.*got double"),
-    ("value STRING, idempotency_key INT", {"queue": "q"}, r"queue column 'idempotency_key'.*must be string; got int"),
+    (
+        "value STRING, idempotency_key INT",
+        {"queue": "q"},
+        r"queue column 'idempotency_key'.*must be string; got int",
+    ),
     ("value STRING, ttl_ms STRING", {"queue": "q"}, r"queue column 'ttl_ms'"),
     ("value STRING, max_attempts DECIMAL(3,0)", {"queue": "q"}, r"queue column 'max_attempts'"),
 ]
 
 
-@pytest.mark.parametrize(("ddl", "options", "message"), SCHEMA_PROBLEMS, ids=[p[0] for p in SCHEMA_PROBLEMS])
+@pytest.mark.parametrize(
+    ("ddl", "options", "message"), SCHEMA_PROBLEMS, ids=[p[0] for p in SCHEMA_PROBLEMS]
+)
 def test_schema_problems_fail_at_start_naming_the_column(spark, store_path, ddl, options, message):
     df = spark.createDataFrame([], ddl)
     writer = df.write.format("sqliteq").mode("append")
@@ -304,9 +396,12 @@ def test_a_million_row_batch_write_is_one_transaction(spark, store_path):
     def reader():
         with Store(store_path) as store:
             while not done.is_set():
-                seen.add(store.conn.execute(
-                    "SELECT count(*) FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id "
-                    "WHERE t.name = 'big'").fetchone()[0])
+                seen.add(
+                    store.conn.execute(
+                        "SELECT count(*) FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id "
+                        "WHERE t.name = 'big'"
+                    ).fetchone()[0]
+                )
                 reads[0] += 1
 
     thread = threading.Thread(target=reader)

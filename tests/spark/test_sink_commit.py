@@ -1,4 +1,4 @@
-"""The driver commit in-process (no SparkSession): one transaction, one copy of the batch in memory."""
+"""The driver commit in-process (no SparkSession): one transaction, one copy of a batch."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ def _batches(start: int, stop: int, size: int = 10_000):
 def _messages(writer, parts: int = 2):
     step = ROWS // parts
     # Pickled and back, as Spark moves them from the tasks to the commit process.
-    return [pickle.loads(pickle.dumps(writer._pack(_batches(p * step, (p + 1) * step))))
-            for p in range(parts)]
+    return [
+        pickle.loads(pickle.dumps(writer._pack(_batches(p * step, (p + 1) * step))))
+        for p in range(parts)
+    ]
 
 
 @pytest.mark.slow
@@ -57,9 +59,7 @@ def test_a_million_row_commit_holds_one_copy_of_the_batch(store_path):
 def test_commit_of_a_replayed_stream_batch_skips_and_keeps_the_rows_once(store_path):
     layout = SinkLayout(target="topic", value_type=BYTES, value_column="value", key_column="k")
     writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t"), layout)
-    batch = pa.record_batch(
-        [pa.array([b"a", b"b"]), pa.array(["x", None])], names=["value", "k"]
-    )
+    batch = pa.record_batch([pa.array([b"a", b"b"]), pa.array(["x", None])], names=["value", "k"])
 
     def message():
         m = writer._pack(iter([batch]))

@@ -85,9 +85,19 @@ class Driver:
         self.runs += 1
         log = open(self.tmp / f"driver-{self.runs}.log", "w")  # noqa: SIM115
         return subprocess.Popen(
-            [sys.executable, str(self.script), self.source, self.dst, self.checkpoint, trigger,
-             self.src_arg],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                str(self.script),
+                self.source,
+                self.dst,
+                self.checkpoint,
+                trigger,
+                self.src_arg,
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def kill(self, proc: subprocess.Popen) -> None:
@@ -95,12 +105,15 @@ class Driver:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
-    def wait_for(self, proc: subprocess.Popen, condition, what: str, timeout_s: float = 240) -> None:
+    def wait_for(
+        self, proc: subprocess.Popen, condition, what: str, timeout_s: float = 240
+    ) -> None:
         deadline = time.monotonic() + timeout_s
         while not condition():
             if proc.poll() is not None:
-                raise AssertionError(f"driver exited ({proc.returncode}) before {what}: "
-                                     f"{self.log_tail()}")
+                raise AssertionError(
+                    f"driver exited ({proc.returncode}) before {what}: {self.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 self.kill(proc)
                 raise AssertionError(f"timed out waiting for {what}: {self.log_tail()}")
@@ -115,7 +128,7 @@ class Driver:
                 self.kill(proc)
 
     def hold_and_kill(self, batch_id: int) -> None:
-        """Run until the sink durably committed ``batch_id``, then SIGKILL before Spark records it."""
+        """Run until the sink durably committed ``batch_id``; SIGKILL before Spark records it."""
         proc = self.start("processingTime", hold_batch=batch_id)
         marker = self.hooks / f"held-{batch_id}"
         self.wait_for(proc, marker.exists, f"the sink commit of batch {batch_id}")

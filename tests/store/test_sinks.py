@@ -84,7 +84,9 @@ def test_encoded_chunks_get_dense_offsets_across_chunks(store):
             conn,
             "t",
             [
-                topics.EncodedChunk(["a", "b"], TEXT, keys=["k1", None], headers=['{"h":"1"}', None]),
+                topics.EncodedChunk(
+                    ["a", "b"], TEXT, keys=["k1", None], headers=['{"h":"1"}', None]
+                ),
                 topics.EncodedChunk([b"\x00", b"\x01"], BYTES),
                 topics.EncodedChunk(['{"n":1}'], JSON),
             ],
@@ -111,7 +113,6 @@ def test_routed_rows_get_dense_offsets_per_topic(store):
 
 @pytest.mark.parametrize("bad", [None, "bad name"])
 def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
-    with pytest.raises((PayloadError, InvalidNameError)):
-        with store.write() as conn:
-            topics.append_routed(conn, [topics.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
+    with pytest.raises((PayloadError, InvalidNameError)), store.write() as conn:
+        topics.append_routed(conn, [topics.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
     assert not store.has_topic("a")
