@@ -111,3 +111,13 @@ def test_readme_sink_table_lists_exactly_the_parsed_options():
     section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
     table = re.findall(r"^\| `([A-Za-z]+)` \|", section, re.M)
     assert sorted(table) == sorted(SINK_OPTIONS)
+
+
+def test_datasource_docstring_documents_every_sink_option():
+    from spark_queue.connector.datasource import SqliteQueueDataSource
+
+    doc = SqliteQueueDataSource.__doc__
+    writing = doc[doc.index("Writing\n") :]
+    writing = writing[writing.index("Options") : writing.index("Columns:")]
+    documented = set(re.findall(r"^\s+- ``([A-Za-z]+)``[ :]", writing, re.M))
+    assert documented == set(SINK_OPTIONS)

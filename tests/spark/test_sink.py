@@ -303,6 +303,12 @@ def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
     assert entry.last_batch_id == 1
 
 
+def test_a_missing_path_fails_at_start_saying_how_to_give_it(spark):
+    df = spark.createDataFrame([("1",)], "value STRING")
+    with pytest.raises(Exception, match=r"sqliteq sink needs option 'path'"):
+        df.write.format("sqliteq").mode("append").option("topic", "t").save()
+
+
 # -- save modes ----------------------------------------------------------------
 def test_overwrite_fails_at_start_naming_append(spark, store_path):
     df = spark.createDataFrame([("1",)], "value STRING")
