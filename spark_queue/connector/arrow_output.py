@@ -1,7 +1,7 @@
 """Turn the store's Arrow rows into the batches Spark expects (runs on executors).
 
-Input is a table of :func:`spark_queue.store.arrow_read.event_schema`
-(offset, timestamp_ms, key, value, value_type, headers). Output is a
+Input is a table of :func:`spark_queue.store.arrow_read.payload_schema`
+(offset, timestamp_ms, key, value and, if asked, headers). Output is a
 ``pyarrow.RecordBatch`` whose schema equals exactly what Spark derives from
 the query schema (Spark rejects any other), built column by column with Arrow
 compute: no Python object per row on the default path.

@@ -52,11 +52,12 @@ def plan_partitions(
     if not pieces:
         return []
     if options.read_path == "driver":
-        fmt = payload_format(options, is_typed(schema, options))
+        typed = is_typed(schema, options)
+        fmt, headers = payload_format(options, typed), options.include_headers and not typed
         return [
             ShippedRangePartition(
                 p.topic, p.start, p.end,
-                _ipc_bytes(store.read_arrow(p.topic, p.start, p.end, payload_format=fmt)),
+                _ipc_bytes(store.read_arrow_payloads(p.topic, p.start, p.end, fmt, headers)),
             )
             for p in pieces
         ]

@@ -44,7 +44,8 @@ def read_partition(
     if isinstance(partition, ShippedRangePartition):
         tables = _shipped_tables(partition)
     elif isinstance(partition, StoreRangePartition):
-        tables = _store_tables(options, partition, payload_format(options, typed))
+        headers = options.include_headers and not typed
+        tables = _store_tables(options, partition, payload_format(options, typed), headers)
     else:  # Spark's placeholder for an empty batch read
         return
     target = to_arrow_schema(schema, timezone="UTC")
@@ -86,18 +87,15 @@ def _check_reachable(options: SourceOptions, partition: StoreRangePartition) -> 
 
 
 def _store_tables(
-    options: SourceOptions, partition: StoreRangePartition, fmt: str
+    options: SourceOptions, partition: StoreRangePartition, fmt: str, headers: bool
 ) -> Iterator[pa.Table]:
     _check_reachable(options, partition)
     store = open_store(options)
     try:
         start = partition.start
         while start < partition.end:
-            limit = min(READ_CHUNK_ROWS, partition.end - start)
-            table = store.read_arrow(
-                partition.topic, start, partition.end, limit=limit,
-                payload_format=fmt,
-            )
+            stop = min(start + READ_CHUNK_ROWS, partition.end)
+            table = store.read_arrow_payloads(partition.topic, start, stop, fmt, headers)
             got_first = table.column("offset")[0].as_py() if table.num_rows else partition.end
             if got_first != start:
                 # Retention removed the front of the range after it was planned.

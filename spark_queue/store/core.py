@@ -133,6 +133,21 @@ class Store:
         with translate_errors():
             return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
 
+    def read_arrow_payloads(
+        self,
+        topic: str,
+        start: int,
+        end: int,
+        payload_format: str = "binary",
+        headers: bool = False,
+    ) -> pa.Table:
+        """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
+        bulk read); one snapshot, two read statements."""
+        with translate_errors(), read_transaction(self.conn):
+            return arrow_read.read_arrow_payloads(
+                self.conn, topic, start, end, payload_format, headers
+            )
+
     def bounds(self, topic: str) -> tuple[int, int]:
         """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
         with read_transaction(self.conn):
