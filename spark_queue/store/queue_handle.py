@@ -18,6 +18,7 @@ from spark_queue.errors import (
 )
 from spark_queue.store import queue_admin, queues
 from spark_queue.store.connection import read_transaction, translate_errors
+from spark_queue.store.names import validate_name
 from spark_queue.store.queue_admin import JobInfo, QueueStats
 from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob, QueueConfig
 
@@ -37,8 +38,6 @@ class Queue:
     """
 
     def __init__(self, store: Store, name: str) -> None:
-        from spark_queue.store.names import validate_name
-
         self.store = store
         self.name = validate_name(name, "queue")
 
