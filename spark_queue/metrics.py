@@ -52,22 +52,31 @@ def render(store: Store) -> str:
         for stats in store.queue_stats():
             for state in ("ready", "leased", "delayed", "dead"):
                 samples["sqliteq_queue_jobs"].append(
-                    _sample("sqliteq_queue_jobs", {"queue": stats.queue, "state": state},
-                            getattr(stats, state)))
+                    _sample(
+                        "sqliteq_queue_jobs",
+                        {"queue": stats.queue, "state": state},
+                        getattr(stats, state),
+                    )
+                )
             age = (stats.oldest_ready_age_ms or 0) / 1000
             samples["sqliteq_queue_oldest_ready_age_seconds"].append(
-                _sample("sqliteq_queue_oldest_ready_age_seconds", {"queue": stats.queue}, age))
+                _sample("sqliteq_queue_oldest_ready_age_seconds", {"queue": stats.queue}, age)
+            )
         for topic in store.topics():
             samples["sqliteq_topic_latest_offset"].append(
-                _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest))
+                _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest)
+            )
             samples["sqliteq_topic_earliest_offset"].append(
-                _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest))
+                _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest)
+            )
         for consumer in store.consumers():
             labels = {"consumer": consumer.consumer, "topic": consumer.topic}
             samples["sqliteq_consumer_offset"].append(
-                _sample("sqliteq_consumer_offset", labels, consumer.next_offset))
+                _sample("sqliteq_consumer_offset", labels, consumer.next_offset)
+            )
             samples["sqliteq_consumer_lag"].append(
-                _sample("sqliteq_consumer_lag", labels, consumer.lag))
+                _sample("sqliteq_consumer_lag", labels, consumer.lag)
+            )
     return "".join(_lines(samples))
 
 

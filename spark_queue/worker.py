@@ -310,8 +310,9 @@ class Worker:
                     self.handler(job)
                 except Exception:
                     error = traceback.format_exc()
-                    log.warning("job %d of queue %r failed (attempt %d)", job.id, self.queue,
-                                job.attempts)
+                    log.warning(
+                        "job %d of queue %r failed (attempt %d)", job.id, self.queue, job.attempts
+                    )
                     result = self._retry(lambda j=job, e=error: q.nack_many([j], e))
                     self._inflight.discard([job])
                     self._count(failed=1, lost=len(result.rejected))
@@ -322,8 +323,9 @@ class Worker:
                 self._inflight.discard(done)
                 self._count(acked=len(result.done), lost=len(result.rejected), slot=index)
                 if result.rejected:
-                    log.warning("lost the lease of jobs %s before ack: they will run again",
-                                result.rejected)
+                    log.warning(
+                        "lost the lease of jobs %s before ack: they will run again", result.rejected
+                    )
 
     def _queue_drained(self, q) -> bool:
         stats = self._retry(q.stats)
@@ -376,7 +378,12 @@ class Worker:
                 step = min(step * 2, _BUSY_STEP_MAX_S)
 
     def _count(
-        self, *, acked: int = 0, failed: int = 0, released: int = 0, lost: int = 0,
+        self,
+        *,
+        acked: int = 0,
+        failed: int = 0,
+        released: int = 0,
+        lost: int = 0,
         slot: int | None = None,
     ) -> None:
         with self._stats_lock:

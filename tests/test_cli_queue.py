@@ -25,15 +25,50 @@ def run_json(capsys, *argv: str):
 
 def test_queue_add_config_show_stats_peek_purge(capsys, store_path):
     Store(store_path).close()
-    config = run_json(capsys, "queue", "config", store_path, "jobs", "--max-attempts", "2",
-                      "--visibility-timeout-ms", "1000", "--max-size", "10")
+    config = run_json(
+        capsys,
+        "queue",
+        "config",
+        store_path,
+        "jobs",
+        "--max-attempts",
+        "2",
+        "--visibility-timeout-ms",
+        "1000",
+        "--max-size",
+        "10",
+    )
     assert (config["max_attempts"], config["max_size"]) == (2, 10)
-    first = run_json(capsys, "queue", "add", store_path, "jobs", '{"n": 1}', "--value-format",
-                     "json", "--priority", "3", "--idempotency-key", "k")
+    first = run_json(
+        capsys,
+        "queue",
+        "add",
+        store_path,
+        "jobs",
+        '{"n": 1}',
+        "--value-format",
+        "json",
+        "--priority",
+        "3",
+        "--idempotency-key",
+        "k",
+    )
     again = run_json(capsys, "queue", "add", store_path, "jobs", "other", "--idempotency-key", "k")
     assert first["id"] == again["id"]
-    run_json(capsys, "queue", "add", store_path, "jobs", "later", "--delay-ms", "60000",
-             "--ttl-ms", "120000", "--max-attempts", "1")
+    run_json(
+        capsys,
+        "queue",
+        "add",
+        store_path,
+        "jobs",
+        "later",
+        "--delay-ms",
+        "60000",
+        "--ttl-ms",
+        "120000",
+        "--max-attempts",
+        "1",
+    )
     [stats] = run_json(capsys, "queue", "stats", store_path, "jobs")
     assert (stats["ready"], stats["delayed"]) == (1, 1)
     assert run_json(capsys, "queue", "show", store_path, "jobs")["max_size"] == 10
@@ -55,8 +90,9 @@ def test_queue_add_ndjson_in_batches_and_the_full_queue_error(capsys, store_path
     assert result["enqueued"] == 5
     code, _, err = run(capsys, "queue", "add", store_path, "q", "x")
     assert code == 1 and "max_size 5" in err
-    code, _, err = run(capsys, "queue", "config", store_path, "q", "--max-size", "2",
-                       "--no-max-size")
+    code, _, err = run(
+        capsys, "queue", "config", store_path, "q", "--max-size", "2", "--no-max-size"
+    )
     assert code == 1 and "not both" in err
     assert run_json(capsys, "queue", "config", store_path, "q", "--no-max-size")["max_size"] is None
 
@@ -82,13 +118,25 @@ def test_dlq_list_requeue_purge_and_job_get_remove(capsys, store_path):
 
 def test_worker_command_drains_a_queue(capsys, store_path, tmp_path, monkeypatch):
     (tmp_path / "cli_handlers.py").write_text(
-        "DONE = []\ndef handle(job):\n    DONE.append(job.payload)\n")
+        "DONE = []\ndef handle(job):\n    DONE.append(job.payload)\n"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     with Store(store_path) as store:
         store.queue("q").enqueue_many(range(50))
-    result = run_json(capsys, "worker", store_path, "cli_handlers:handle", "--queue", "q",
-                      "--concurrency", "2", "--batch-size", "8", "--until-empty")
+    result = run_json(
+        capsys,
+        "worker",
+        store_path,
+        "cli_handlers:handle",
+        "--queue",
+        "q",
+        "--concurrency",
+        "2",
+        "--batch-size",
+        "8",
+        "--until-empty",
+    )
     assert result["acked"] == 50
     import cli_handlers
 
@@ -138,7 +186,8 @@ def test_metrics_serve_runs_until_interrupted(store_path):
     Store(store_path).close()
     proc = subprocess.Popen(
         [sys.executable, "-m", "spark_queue", "metrics", store_path, "--serve", "0"],
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         line = proc.stderr.readline()

@@ -86,8 +86,14 @@ def test_worker_retries_a_busy_store_instead_of_dying(store, store_path):
     blocker = apsw.Connection(store_path)
     blocker.execute("BEGIN IMMEDIATE")
     seen = []
-    worker = Worker(store_path, "q", lambda job: seen.append(job.payload), busy_timeout_ms=20,
-                    batch_size=2, until_empty=True)
+    worker = Worker(
+        store_path,
+        "q",
+        lambda job: seen.append(job.payload),
+        busy_timeout_ms=20,
+        batch_size=2,
+        until_empty=True,
+    )
     thread = threading.Thread(target=worker.run)
     thread.start()
     time.sleep(0.3)  # hold the write lock well past the worker's busy timeout

@@ -15,7 +15,7 @@ from spark_queue.store import Store
 
 pytestmark = pytest.mark.slow
 
-HANDLERS = '''
+HANDLERS = """
 import os, time
 
 def _log(job):
@@ -29,7 +29,7 @@ def block(job):
     print(f"started {job.id}", flush=True)
     time.sleep(float(os.environ.get("SQ_TEST_SLEEP_S", "3600")))
     _log(job)
-'''
+"""
 
 
 @pytest.fixture
@@ -43,9 +43,23 @@ def start_worker(workdir, store_path, handler, *flags, sleep_s=None):
     if sleep_s is not None:
         env["SQ_TEST_SLEEP_S"] = str(sleep_s)
     return subprocess.Popen(
-        [sys.executable, "-m", "spark_queue", "worker", store_path, f"handlers:{handler}",
-         "--queue", "q", "--json", *flags],
-        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "spark_queue",
+            "worker",
+            store_path,
+            f"handlers:{handler}",
+            "--queue",
+            "q",
+            "--json",
+            *flags,
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -68,8 +82,16 @@ def test_four_worker_processes_ack_every_job_exactly_once(workdir, store_path):
         for start in range(0, 20_000, 5_000):
             q.enqueue_many(range(start, start + 5_000))
     procs = [
-        start_worker(workdir, store_path, "record", "--concurrency", "2", "--batch-size", "32",
-                     "--until-empty")
+        start_worker(
+            workdir,
+            store_path,
+            "record",
+            "--concurrency",
+            "2",
+            "--batch-size",
+            "32",
+            "--until-empty",
+        )
         for _ in range(4)
     ]
     acked = sum(summary(p)["acked"] for p in procs)
@@ -97,8 +119,10 @@ def test_sigkilled_workers_jobs_return_after_the_lease_and_complete(workdir, sto
     rescuer = start_worker(workdir, store_path, "record", "--batch-size", "5", "--until-empty")
     assert summary(rescuer)["acked"] == 20
     rows = handled(workdir)
-    assert sorted(job_id for job_id, _, _ in rows) == sorted(
-        set(job_id for job_id, _, _ in rows)) and len(rows) == 20
+    assert (
+        sorted(job_id for job_id, _, _ in rows) == sorted(set(job_id for job_id, _, _ in rows))
+        and len(rows) == 20
+    )
     attempts = {job_id: n for job_id, n, _ in rows}
     assert {attempts[i] for i in held} == {2}  # the killed lease counted as an attempt
     assert {n for i, n in attempts.items() if i not in held} == {1}

@@ -39,8 +39,12 @@ OURS = "spark_queue"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=100_000, help="jobs per measured run")
-    parser.add_argument("--peer-jobs", type=int, default=5_000,
-                        help="jobs per run for persist-queue and litequeue (they are slower)")
+    parser.add_argument(
+        "--peer-jobs",
+        type=int,
+        default=5_000,
+        help="jobs per run for persist-queue and litequeue (they are slower)",
+    )
     parser.add_argument("--payload-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     parser.add_argument("--no-peers", action="store_true", help="skip persist-queue and litequeue")
@@ -121,8 +125,7 @@ class _Bench:
                 conn.execute("COMMIT")
             return n // 100 * 100
 
-        rows = [(OURS, self.rate(self.new_store, ours), RAW),
-                (RAW, self.rate(raw_setup, raw), RAW)]
+        rows = [(OURS, self.rate(self.new_store, ours), RAW), (RAW, self.rate(raw_setup, raw), RAW)]
         if not self.args.no_peers:
             rows += self.peer_enqueue()
         return rows
@@ -164,8 +167,10 @@ class _Bench:
     # -- claim + ack -------------------------------------------------------------
     def claim_ack(self, batch: int) -> list[tuple[str, float, str]]:
         n = self.args.jobs
-        rows = [(OURS, self.rate(lambda: self.filled_store(n), self._ours_drain(batch)), RAW),
-                (RAW, self.rate(lambda: self.filled_store(n), self._raw_drain(batch)), RAW)]
+        rows = [
+            (OURS, self.rate(lambda: self.filled_store(n), self._ours_drain(batch)), RAW),
+            (RAW, self.rate(lambda: self.filled_store(n), self._raw_drain(batch)), RAW),
+        ]
         if not self.args.no_peers:
             rows += self.peer_claim_ack(batch)
         return rows
@@ -194,8 +199,12 @@ class _Bench:
                 now = queues._clock_ms()
                 token = queues.new_token()
                 conn.execute("BEGIN IMMEDIATE")
-                ids = [row[0] for row in conn.execute(
-                    queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch))]
+                ids = [
+                    row[0]
+                    for row in conn.execute(
+                        queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch)
+                    )
+                ]
                 conn.execute("COMMIT")
                 if not ids:
                     break
@@ -282,12 +291,15 @@ class _Bench:
 
     def run(self) -> None:
         started = time.perf_counter()
-        print(f"queue benchmark: {self.args.jobs:,} jobs per run ({self.args.peer_jobs:,} for "
-              f"peers), {self.args.payload_bytes}-byte text payloads, best of "
-              f"{self.args.repeats}; rates in jobs/s")
+        print(
+            f"queue benchmark: {self.args.jobs:,} jobs per run ({self.args.peer_jobs:,} for "
+            f"peers), {self.args.payload_bytes}-byte text payloads, best of "
+            f"{self.args.repeats}; rates in jobs/s"
+        )
         print_table("enqueue, 100 jobs per transaction", self.enqueue())
         for batch in (32, 128):
             print_table(f"claim-batch({batch}) + ack-batch", self.claim_ack(batch))
-        print_table("claim-batch(128) + ack-batch of the first 1,000 jobs, by backlog",
-                    self.backlog())
+        print_table(
+            "claim-batch(128) + ack-batch of the first 1,000 jobs, by backlog", self.backlog()
+        )
         print(f"\n(total {time.perf_counter() - started:.0f} s)")

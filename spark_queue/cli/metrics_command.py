@@ -12,10 +12,17 @@ from spark_queue.errors import OptionError
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("metrics", help="print Prometheus metrics, or serve them with --serve PORT")
     common(p, json_flag=False)
-    p.add_argument("--serve", type=int, metavar="PORT",
-                   help="serve GET /metrics on this port until interrupted")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on with --serve (default 127.0.0.1: this machine only)")
+    p.add_argument(
+        "--serve",
+        type=int,
+        metavar="PORT",
+        help="serve GET /metrics on this port until interrupted",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on with --serve (default 127.0.0.1: this machine only)",
+    )
     p.set_defaults(func=cmd_metrics)
 
 
@@ -33,8 +40,11 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         server = MetricsServer(args.path, args.host, args.serve)
     except OSError as exc:
         raise OptionError(f"cannot listen on {args.host}:{args.serve}: {exc.strerror}.") from exc
-    print(f"serving metrics of {args.path} at http://{args.host}:{server.port}/metrics",
-          file=sys.stderr, flush=True)
+    print(
+        f"serving metrics of {args.path} at http://{args.host}:{server.port}/metrics",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.serve_forever()
     finally:

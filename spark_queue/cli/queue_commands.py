@@ -17,11 +17,20 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OptionError
-from spark_queue.store import NewJob
+from spark_queue.store import NewJob, Store
 
 STATS_COLUMNS = ["queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms"]
-JOB_COLUMNS = ["id", "state", "priority", "attempts", "max_attempts", "available_at_ms",
-               "idempotency_key", "payload", "last_error"]
+JOB_COLUMNS = [
+    "id",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "available_at_ms",
+    "idempotency_key",
+    "payload",
+    "last_error",
+]
 SETTING_FLAGS = {
     "visibility_timeout_ms": "--visibility-timeout-ms",
     "max_attempts": "--max-attempts",
@@ -39,23 +48,40 @@ def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
-    p = queue.add_parser("add", help="enqueue one job, or NDJSON lines from a file or stdin")
+    p = queue.add_parser(
+        "add", help="enqueue one job, or NDJSON lines (creates the store and queue if missing)"
+    )
     common(p)
     p.add_argument("queue")
     p.add_argument("value", nargs="?", help="the payload (omit with --ndjson)")
-    p.add_argument("--value-format", choices=("text", "json"), default="text",
-                   help="store VALUE as text (default) or parse it as JSON")
+    p.add_argument(
+        "--value-format",
+        choices=("text", "json"),
+        default="text",
+        help="store VALUE as text (default) or parse it as JSON",
+    )
     p.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     p.add_argument("--delay-ms", type=int, default=0, help="hold the job back this long")
     p.add_argument("--ttl-ms", type=int, help="drop the job if not done this long after enqueue")
     p.add_argument("--idempotency-key", help="a duplicate key returns the original job id")
     p.add_argument("--max-attempts", type=int, help="override the queue's max attempts")
-    p.add_argument("--ndjson", metavar="FILE",
-                   help="enqueue each line of FILE ('-' for stdin) as one JSON payload")
-    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
-                   help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})")
-    p.add_argument("--wait-ms", type=int, default=0,
-                   help="when the queue is at max_size, wait this long for room (default: fail)")
+    p.add_argument(
+        "--ndjson",
+        metavar="FILE",
+        help="enqueue each line of FILE ('-' for stdin) as one JSON payload",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
+    )
+    p.add_argument(
+        "--wait-ms",
+        type=int,
+        default=0,
+        help="when the queue is at max_size, wait this long for room (default: fail)",
+    )
     p.set_defaults(func=cmd_queue_add)
 
     p = queue.add_parser("list", help="list queues with their settings and counts")
@@ -89,10 +115,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("purge", help="delete ready and delayed jobs (or only expired ones)")
     common(p)
     p.add_argument("queue")
-    p.add_argument("--include-leased", action="store_true",
-                   help="also delete jobs that workers hold right now")
-    p.add_argument("--expired", action="store_true",
-                   help="only delete jobs past their TTL (a sweep)")
+    p.add_argument(
+        "--include-leased", action="store_true", help="also delete jobs that workers hold right now"
+    )
+    p.add_argument(
+        "--expired", action="store_true", help="only delete jobs past their TTL (a sweep)"
+    )
     p.set_defaults(func=cmd_queue_purge)
 
     dlq = _group(sub, "dlq", "dead letters: jobs that failed max attempts")
@@ -129,17 +157,33 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("handler", help="module:function, called with each job")
     p.add_argument("--queue", required=True, help="the queue to work on")
     p.add_argument("--concurrency", type=int, default=1, help="jobs at once (threads; default 1)")
-    p.add_argument("--batch-size", type=int, default=1,
-                   help="jobs each thread claims (and acks) per transaction (default 1)")
-    p.add_argument("--lease-ms", type=int, help="lease length (default: the queue's visibility "
-                   "timeout)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="jobs each thread claims (and acks) per transaction (default 1)",
+    )
+    p.add_argument(
+        "--lease-ms", type=int, help="lease length (default: the queue's visibility timeout)"
+    )
     p.add_argument("--heartbeat-ms", type=int, help="lease extension interval (default lease/3)")
-    p.add_argument("--grace-ms", type=int, default=30_000,
-                   help="on SIGTERM/SIGINT, how long running jobs may finish (default 30000)")
-    p.add_argument("--idle-poll-max-ms", type=int, default=500,
-                   help="when idle, look for due jobs at least this often (default 500)")
-    p.add_argument("--until-empty", action="store_true",
-                   help="exit when the queue has no ready, delayed or leased jobs")
+    p.add_argument(
+        "--grace-ms",
+        type=int,
+        default=30_000,
+        help="on SIGTERM/SIGINT, how long running jobs may finish (default 30000)",
+    )
+    p.add_argument(
+        "--idle-poll-max-ms",
+        type=int,
+        default=500,
+        help="when idle, look for due jobs at least this often (default 500)",
+    )
+    p.add_argument(
+        "--until-empty",
+        action="store_true",
+        help="exit when the queue has no ready, delayed or leased jobs",
+    )
     p.set_defaults(func=cmd_worker)
 
 
@@ -152,14 +196,21 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
         raise OptionError(f"--wait-ms must be >= 0; got {args.wait_ms}.")
 
     def job(payload: Any) -> NewJob:
-        return NewJob(payload, args.priority, args.delay_ms, args.idempotency_key,
-                      args.max_attempts, args.ttl_ms)
+        return NewJob(
+            payload,
+            args.priority,
+            args.delay_ms,
+            args.idempotency_key,
+            args.max_attempts,
+            args.ttl_ms,
+        )
 
-    with open_store(args) as store:
+    with Store(args.path, create=True) as store:  # like `publish`: creates a missing store
         q = store.queue(args.queue)
         if args.ndjson is None:
-            [job_id] = q.enqueue_many([job(_parse_value(args.value, args.value_format))],
-                                      wait_ms=args.wait_ms)
+            [job_id] = q.enqueue_many(
+                [job(_parse_value(args.value, args.value_format))], wait_ms=args.wait_ms
+            )
             emit_object({"queue": args.queue, "id": job_id}, as_json=args.json)
             return 0
         if args.idempotency_key is not None:
@@ -168,8 +219,10 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
         with _open_input(args.ndjson) as stream:
             for batch in _batches(_ndjson_values(stream, args.ndjson), args.batch_size):
                 ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
-    emit_object({"queue": args.queue, "enqueued": len(ids),
-                 "first_id": ids[0] if ids else None}, as_json=args.json)
+    emit_object(
+        {"queue": args.queue, "enqueued": len(ids), "first_id": ids[0] if ids else None},
+        as_json=args.json,
+    )
     return 0
 
 
@@ -179,8 +232,9 @@ def _settings_and_stats(store, name: str | None = None) -> list[dict[str, Any]]:
     for config in store.queues():
         if name is not None and config.name != name:
             continue
-        row = {"queue": config.name} | {k: v for k, v in config._asdict().items()
-                                        if k not in ("id", "name")}
+        row = {"queue": config.name} | {
+            k: v for k, v in config._asdict().items() if k not in ("id", "name")
+        }
         rows.append(row | stats[config.name])
     return rows
 
@@ -188,8 +242,11 @@ def _settings_and_stats(store, name: str | None = None) -> list[dict[str, Any]]:
 def cmd_queue_list(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
         rows = _settings_and_stats(store)
-    emit(rows, as_json=args.json, columns=STATS_COLUMNS + ["visibility_timeout_ms",
-                                                          "max_attempts", "max_size"])
+    emit(
+        rows,
+        as_json=args.json,
+        columns=STATS_COLUMNS + ["visibility_timeout_ms", "max_attempts", "max_size"],
+    )
     return 0
 
 
@@ -207,10 +264,13 @@ def cmd_queue_config(args: argparse.Namespace) -> int:
         if "max_size" in settings:
             raise OptionError("give --max-size or --no-max-size, not both.")
         settings["max_size"] = None
-    with open_store(args) as store:
+    with Store(args.path, create=True) as store:
         config = store.queue(args.queue).configure(**settings)
-    emit_object({"queue": config.name} | {k: v for k, v in config._asdict().items()
-                                          if k not in ("id", "name")}, as_json=args.json)
+    emit_object(
+        {"queue": config.name}
+        | {k: v for k, v in config._asdict().items() if k not in ("id", "name")},
+        as_json=args.json,
+    )
     return 0
 
 
@@ -286,10 +346,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
     open_store(args).close()  # a missing file fails here with the store's message
     logging.getLogger("spark_queue.worker").setLevel(logging.INFO)
     worker = Worker(
-        args.path, args.queue, handler,
-        concurrency=args.concurrency, batch_size=args.batch_size, lease_ms=args.lease_ms,
-        heartbeat_ms=args.heartbeat_ms, grace_ms=args.grace_ms,
-        idle_poll_max_ms=args.idle_poll_max_ms, until_empty=args.until_empty,
+        args.path,
+        args.queue,
+        handler,
+        concurrency=args.concurrency,
+        batch_size=args.batch_size,
+        lease_ms=args.lease_ms,
+        heartbeat_ms=args.heartbeat_ms,
+        grace_ms=args.grace_ms,
+        idle_poll_max_ms=args.idle_poll_max_ms,
+        until_empty=args.until_empty,
     )
     stats = worker.run()
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)

@@ -301,7 +301,9 @@ def test_claim_uses_the_claim_index_without_sorting(store):
     enqueue_at(store, "q", [NewJob(i, priority=i % 4) for i in range(2000)])
     plan = "\n".join(
         str(row[-1])
-        for row in store.conn.execute("EXPLAIN QUERY PLAN " + queues._CLAIM, (1, 2, 1, T0, T0, T0, 128))
+        for row in store.conn.execute(
+            "EXPLAIN QUERY PLAN " + queues._CLAIM, (1, 2, 1, T0, T0, T0, 128)
+        )
     )
     assert "USING INDEX sq_jobs_claim" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
