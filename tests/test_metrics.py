@@ -1,0 +1,45 @@
+"""Metrics exposition: valid Prometheus text; queue, worker and metrics modules stay Spark-free."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from spark_queue.metrics import render
+from spark_queue.store import Store
+
+_SAMPLE = re.compile(r'^[a-z_]+\{([a-z_]+="(?:[^"\\]|\\.)*",?)+\} -?[0-9.e+]+$')
+
+
+def test_every_metric_line_is_valid_prometheus_text(store):
+    store.queue("a.b-c", max_attempts=1).enqueue_many(["x", "y"])
+    store.publish("t", 1)
+    store.commit_offsets("c", {"t": 0})
+    text = render(store)
+    declared = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            name, kind = line.split()[2:]
+            assert kind == "gauge"
+            declared.add(name)
+        elif not line.startswith("# HELP "):
+            assert _SAMPLE.match(line), line
+            assert line.split("{")[0] in declared
+    assert 'sqliteq_queue_jobs{queue="a.b-c",state="ready"} 2' in text
+    assert 'sqliteq_consumer_lag{consumer="c",topic="t"} 1' in text
+
+
+def test_an_empty_store_renders_only_headers(store_path):
+    with Store(store_path) as store:
+        lines = render(store).splitlines()
+    assert lines and all(line.startswith("# ") for line in lines)
+
+
+def test_queue_worker_and_metrics_modules_never_import_pyspark():
+    code = (
+        "import sys, spark_queue.store, spark_queue.worker, spark_queue.metrics, "
+        "spark_queue.cli.queue_commands, spark_queue.cli.metrics_command\n"
+        "assert not [m for m in sys.modules if m.startswith('pyspark')], 'pyspark imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
