@@ -93,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=2, help="best of N for each path")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark")
     parser.add_argument("--latency-events", type=int, default=60)
-    parser.add_argument("--interval-ms", type=int, default=250)
+    parser.add_argument("--interval-ms", type=int, default=600,
+                        help="publish interval; above the batch time, so batches hold one row")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -330,6 +331,8 @@ def _latency(spark, path: str, workdir: str, args: argparse.Namespace):
             if text.startswith("t="):
                 latencies.append(seen - float(text[2:]))
 
+    with Store(path) as store:
+        store.create_topic("latency")
     query = (
         spark.readStream.format("sqliteq").option("path", path).option("topic", "latency")
         .option("startingOffsets", "latest").load()
@@ -346,9 +349,10 @@ def _latency(spark, path: str, workdir: str, args: argparse.Namespace):
                 store.publish("latency", f"t={time.time():.6f}")
                 time.sleep(args.interval_ms / 1000)
 
-    with Store(path) as store:
-        store.create_topic("latency")
-    time.sleep(2.0)  # let the query plan its first (empty) trigger
+    # Wait for the first (empty) trigger: startingOffsets=latest is resolved then.
+    deadline = time.monotonic() + 120
+    while query.lastProgress is None and time.monotonic() < deadline:
+        time.sleep(0.1)
     publisher = threading.Thread(target=publish)
     publisher.start()
     publisher.join()
