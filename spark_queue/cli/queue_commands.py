@@ -106,7 +106,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("queue", nargs="?", help="only this queue (default: all)")
     p.set_defaults(func=cmd_queue_stats)
 
-    p = queue.add_parser("peek", help="the next jobs in claim order, without leasing them")
+    p = queue.add_parser("peek", help="jobs in queue order with their state; leases nothing")
     common(p)
     p.add_argument("queue")
     p.add_argument("--limit", type=int, default=10, help="how many (default 10)")

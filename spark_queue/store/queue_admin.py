@@ -200,7 +200,7 @@ _DEAD_COLUMNS = (
 def peek(
     conn: apsw.Connection, queue: str, limit: int = 10, *, now_ms: int | None = None
 ) -> list[JobInfo]:
-    """The next jobs in claim order (due first), without leasing them."""
+    """Jobs in queue order (priority, then age), in flight ones too (see ``state``); no lease."""
     config = require_queue(conn, queue)
     now = _clock_ms() if now_ms is None else now_ms
     rows = conn.execute(
