@@ -50,11 +50,11 @@ def test_heartbeat_keeps_a_long_job_leased(store, store_path):
     stolen = []
 
     def handler(job):
-        time.sleep(0.6)  # the work: three lease lengths
+        time.sleep(1.0)  # the work: two and a half lease lengths
         with Store(store_path) as other:
             stolen.extend(other.queue("q").claim(1))
 
-    stats = Worker(store_path, "q", handler, lease_ms=200, heartbeat_ms=50, until_empty=True).run()
+    stats = Worker(store_path, "q", handler, lease_ms=400, heartbeat_ms=50, until_empty=True).run()
     assert stolen == [] and stats.acked == 1 and stats.lost_leases == 0
 
 
@@ -78,7 +78,7 @@ def test_idle_worker_wakes_quickly_when_a_job_arrives(store, store_path):
     worker.stop()
     thread.join(5)
     assert not thread.is_alive()
-    assert latency[0] < 0.25  # woken by data_version, far sooner than idle_poll_max_ms
+    assert latency[0] < 1.0  # woken by data_version, not by the 5 s idle_poll_max_ms
 
 
 def test_worker_retries_a_busy_store_instead_of_dying(store, store_path):
