@@ -37,6 +37,7 @@ SETTING_FLAGS = {
     "backoff_base_ms": "--backoff-base-ms",
     "backoff_cap_ms": "--backoff-cap-ms",
     "max_size": "--max-size",
+    "idempotency_window_ms": "--idempotency-window-ms",
 }
 
 

@@ -14,7 +14,7 @@ import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
 from spark_queue.store.codec import decode_value
-from spark_queue.store.queues import QueueConfig, ensure_queue, get_queue
+from spark_queue.store.queues import _CONFIG_COLUMNS, QueueConfig, ensure_queue, get_queue
 from spark_queue.store.topics import now_ms as _clock_ms
 
 # Settings a caller may change, with the smallest value each allows.
@@ -24,6 +24,7 @@ SETTINGS = {
     "backoff_base_ms": 0,
     "backoff_cap_ms": 0,
     "max_size": 1,
+    "idempotency_window_ms": 1,
 }
 DEFAULTS = {
     "visibility_timeout_ms": 30_000,
@@ -31,6 +32,7 @@ DEFAULTS = {
     "backoff_base_ms": 1_000,
     "backoff_cap_ms": 300_000,
     "max_size": None,
+    "idempotency_window_ms": 86_400_000,
 }
 JOB_STATES = ("ready", "delayed", "leased", "dead")
 
@@ -95,10 +97,7 @@ def configure(conn: apsw.Connection, queue: str, settings: dict[str, Any]) -> Qu
 
 
 def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
-    rows = conn.execute(
-        "SELECT id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
-        "max_size, created_ms FROM sq_queues ORDER BY name"
-    ).fetchall()
+    rows = conn.execute(f"SELECT {_CONFIG_COLUMNS} FROM sq_queues ORDER BY name").fetchall()
     return [QueueConfig(*row) for row in rows]
 
 
@@ -112,6 +111,7 @@ def delete_queue(conn: apsw.Connection, queue: str) -> int:
     ).fetchone()[0]
     conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
     conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_job_keys WHERE queue_id = ?", (config.id,))
     conn.execute("DELETE FROM sq_queues WHERE id = ?", (config.id,))
     return jobs
 
@@ -234,7 +234,8 @@ def sweep_expired(
 ) -> int:
     """Delete jobs whose TTL passed and that no live lease holds; returns how many.
 
-    Claims never deliver an expired job, sweeping or not; sweeping frees the space.
+    Claims never deliver an expired job, sweeping or not; sweeping frees the
+    space. Also forgets idempotency keys past the queue's window whose job is gone.
     """
     now = _clock_ms() if now_ms is None else now_ms
     configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
@@ -246,6 +247,12 @@ def sweep_expired(
             (config.id, now, now),
         )
         removed += conn.changes()
+        conn.execute(
+            "DELETE FROM sq_job_keys WHERE queue_id = ? AND created_ms <= ? "
+            "AND NOT EXISTS (SELECT 1 FROM sq_jobs WHERE id = job_id) "
+            "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id)",
+            (config.id, now - config.idempotency_window_ms),
+        )
     return removed
 
 

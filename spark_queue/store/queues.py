@@ -103,6 +103,7 @@ class QueueConfig(NamedTuple):
     backoff_base_ms: int
     backoff_cap_ms: int
     max_size: int | None
+    idempotency_window_ms: int
     created_ms: int
 
 
@@ -123,7 +124,7 @@ Lease = Job | tuple[int, int]
 
 _CONFIG_COLUMNS = (
     "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
-    "max_size, created_ms"
+    "max_size, idempotency_window_ms, created_ms"
 )
 
 
@@ -200,8 +201,8 @@ def enqueue_rows(
 
     The queue is created with the default settings if missing. Rows are
     :class:`NewJob` items or bare payloads. A row whose ``idempotency_key``
-    is already held in this queue (by a queued, leased or dead job, or by an
-    earlier row of the same batch) is not inserted; its id is the original's.
+    this queue remembers (see :func:`_job_id_for_key`), from earlier calls or
+    an earlier row of the same batch, is not inserted; its id is the original's.
     Raises :class:`QueueFullError` if the queue has a ``max_size`` that the
     batch would exceed (the caller's transaction is untouched: nothing was
     inserted), :class:`QueueBatchTooLargeError` if it could never fit.
@@ -224,22 +225,49 @@ def enqueue_rows(
     for row in encoded:
         key = row[5]
         if key is not None:
-            existing = _job_id_for_key(conn, config.id, key)
+            existing = _job_id_for_key(conn, config, key, now)
             if existing is not None:
                 ids.append(existing)
                 continue
         conn.execute(_INSERT, row)
-        ids.append(conn.last_insert_rowid())
+        job_id = conn.last_insert_rowid()
+        ids.append(job_id)
+        if key is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO sq_job_keys "
+                "(queue_id, idempotency_key, job_id, created_ms) VALUES (?, ?, ?, ?)",
+                (config.id, key, job_id, now),
+            )
     return ids
 
 
-def _job_id_for_key(conn: apsw.Connection, queue_id: int, key: str) -> int | None:
+def _job_id_for_key(conn: apsw.Connection, config: QueueConfig, key: str, now: int) -> int | None:
+    """The job that holds ``key``, if the queue still remembers it.
+
+    A key is remembered for ``idempotency_window_ms`` after its enqueue (so a
+    job that was done and acked is not enqueued again by a retried producer),
+    and beyond that as long as its job is queued, leased or dead.
+    """
     row = conn.execute(
-        "SELECT id FROM sq_jobs WHERE queue_id = ? AND idempotency_key = ? "
-        "UNION ALL SELECT id FROM sq_dead_jobs WHERE queue_id = ? AND idempotency_key = ? LIMIT 1",
-        (queue_id, key, queue_id, key),
+        "SELECT job_id, created_ms FROM sq_job_keys WHERE queue_id = ? AND idempotency_key = ?",
+        (config.id, key),
     ).fetchone()
-    return None if row is None else row[0]
+    if row is None:
+        return None
+    job_id, created_ms = row
+    if created_ms > now - config.idempotency_window_ms or _job_exists(conn, job_id):
+        return job_id
+    return None
+
+
+def _job_exists(conn: apsw.Connection, job_id: int) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sq_jobs WHERE id = ? UNION ALL SELECT 1 FROM sq_dead_jobs WHERE id = ?",
+            (job_id, job_id),
+        ).fetchone()
+        is not None
+    )
 
 
 def queue_size(conn: apsw.Connection, queue_id: int) -> int:

@@ -78,7 +78,8 @@ CREATE TABLE sq_queues (
     max_attempts          INTEGER NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
     backoff_base_ms       INTEGER NOT NULL DEFAULT 1000 CHECK (backoff_base_ms >= 0),
     backoff_cap_ms        INTEGER NOT NULL DEFAULT 300000 CHECK (backoff_cap_ms >= 0),
-    max_size              INTEGER CHECK (max_size IS NULL OR max_size > 0)
+    max_size              INTEGER CHECK (max_size IS NULL OR max_size > 0),
+    idempotency_window_ms INTEGER NOT NULL DEFAULT 86400000 CHECK (idempotency_window_ms > 0)
 );
 
 -- AUTOINCREMENT: a job id is never reused, so (id, lease_token) fences for good.
@@ -100,8 +101,6 @@ CREATE TABLE sq_jobs (
 );
 
 CREATE INDEX sq_jobs_claim ON sq_jobs (queue_id, priority DESC, available_at);
-CREATE UNIQUE INDEX sq_jobs_idempotency ON sq_jobs (queue_id, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
 CREATE INDEX sq_jobs_expiry ON sq_jobs (queue_id, expires_at) WHERE expires_at IS NOT NULL;
 
 CREATE TABLE sq_dead_jobs (
@@ -120,8 +119,18 @@ CREATE TABLE sq_dead_jobs (
 );
 
 CREATE INDEX sq_dead_jobs_queue ON sq_dead_jobs (queue_id, dead_ms);
-CREATE UNIQUE INDEX sq_dead_jobs_idempotency ON sq_dead_jobs (queue_id, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
+
+-- Idempotency keys outlive their jobs: a key is remembered for the queue's
+-- idempotency_window_ms after enqueue, and as long as its job is queued or dead.
+CREATE TABLE sq_job_keys (
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    idempotency_key TEXT NOT NULL,
+    job_id          INTEGER NOT NULL,
+    created_ms      INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, idempotency_key)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_job_keys_age ON sq_job_keys (queue_id, created_ms);
 """
 
 MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES]

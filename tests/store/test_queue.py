@@ -89,6 +89,32 @@ def test_duplicate_idempotency_key_returns_the_original_id(store):
     assert q.stats().ready == 0
 
 
+def test_idempotency_key_outlives_its_acked_job_for_the_window(store):
+    store.queue("q", idempotency_window_ms=1000)
+    [first] = enqueue_at(store, "q", [NewJob("a", idempotency_key="k")], now=T0)
+    store.queue("q").ack(claim_at(store, "q", 1, T0)[0])
+    # acked, but within the window: a retried producer does not enqueue it again
+    assert enqueue_at(store, "q", [NewJob("a", idempotency_key="k")], now=T0 + 999) == [first]
+    assert store.queue("q").stats().ready == 0
+    # past the window, with the job gone, the key is free
+    [second] = enqueue_at(store, "q", [NewJob("a", idempotency_key="k")], now=T0 + 1000)
+    assert second != first
+    # past the window, a job still queued keeps its key
+    assert enqueue_at(store, "q", [NewJob("b", idempotency_key="k")], now=T0 + 5000) == [second]
+
+
+def test_sweep_forgets_keys_past_the_window_whose_job_is_gone(store):
+    store.queue("q", idempotency_window_ms=1000)
+    enqueue_at(
+        store, "q", [NewJob("a", idempotency_key="done"), NewJob("b", idempotency_key="open")]
+    )
+    store.queue("q").ack([j for j in claim_at(store, "q", 2, T0) if j.payload == "a"][0])
+    with store.write() as conn:
+        queue_admin.sweep_expired(conn, "q", now_ms=T0 + 1000)
+    keys = [r[0] for r in store.conn.execute("SELECT idempotency_key FROM sq_job_keys")]
+    assert keys == ["open"]
+
+
 def test_claim_order_is_priority_then_availability_then_id(store):
     ids = enqueue_at(
         store, "q", [NewJob("low"), NewJob("high", priority=5), NewJob("mid", priority=1)]
