@@ -16,7 +16,7 @@ from spark_queue.errors import (
     QueueFullError,
     StaleLeaseError,
 )
-from spark_queue.store import queue_admin, queues
+from spark_queue.store import queue_admin, queue_leases, queues
 from spark_queue.store.connection import read_transaction, translate_errors
 from spark_queue.store.names import validate_name
 from spark_queue.store.queue_admin import JobInfo, QueueStats
@@ -135,7 +135,7 @@ class Queue:
     def ack_many(self, jobs: Iterable[Lease]) -> LeaseResult:
         """Ack many leases in ONE transaction; stale ones are listed in ``rejected``, unchanged."""
         with self.store.write() as conn:
-            return queues.ack(conn, self.name, jobs)
+            return queue_leases.ack(conn, self.name, jobs)
 
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
@@ -152,17 +152,17 @@ class Queue:
     ) -> NackResult:
         """Nack many leases in ONE transaction (see :meth:`nack`)."""
         with self.store.write() as conn:
-            return queues.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
+            return queue_leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
 
     def release(self, jobs: Iterable[Lease], *, count_attempt: bool = False) -> LeaseResult:
         """Give leases back to ready at once (one transaction); the attempt is not counted."""
         with self.store.write() as conn:
-            return queues.release(conn, self.name, jobs, count_attempt=count_attempt)
+            return queue_leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
     def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
         """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
         with self.store.write() as conn:
-            return queues.extend(conn, self.name, jobs, lease_ms=lease_ms)
+            return queue_leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
         return (

@@ -16,7 +16,7 @@ from spark_queue.errors import (
     UnknownJobError,
     UnknownQueueError,
 )
-from spark_queue.store import NewJob, Store, enqueue_rows, queue_admin, queues
+from spark_queue.store import NewJob, Store, enqueue_rows, queue_admin, queue_leases, queues
 
 T0 = 1_000_000_000  # an arbitrary "now" for injected clocks
 
@@ -203,7 +203,7 @@ def test_nack_backoff_grows_exponentially_with_jitter_up_to_the_cap(store):
     config = store.queue("q", backoff_base_ms=100, backoff_cap_ms=1000).config()
     rng = random.Random(7)
     for attempts, full in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (40, 1000)]:
-        delays = {queues.backoff_ms(config, attempts, rng) for _ in range(200)}
+        delays = {queue_leases.backoff_ms(config, attempts, rng) for _ in range(200)}
         assert min(delays) >= full // 2 and max(delays) <= full
         assert len(delays) > 1  # jittered
 
@@ -213,7 +213,7 @@ def test_nack_delays_the_retry_and_keeps_the_error(store):
     enqueue_at(store, "q", ["a"])
     job = claim_at(store, "q", 1, T0)[0]
     with store.write() as conn:
-        result = queues.nack(conn, "q", [job], "boom", now_ms=T0)
+        result = queue_leases.nack(conn, "q", [job], "boom", now_ms=T0)
     assert result.retried == [job.id]
     assert claim_at(store, "q", 1, T0 + 499) == []
     retry = claim_at(store, "q", 1, T0 + 1000)[0]
@@ -258,7 +258,7 @@ def test_extend_keeps_a_long_job_leased(store):
     enqueue_at(store, "q", ["long"])
     job = claim_at(store, "q", 1, T0, lease_ms=100)[0]
     with store.write() as conn:
-        assert queues.extend(conn, "q", [job], lease_ms=100, now_ms=T0 + 90).done == [job.id]
+        assert queue_leases.extend(conn, "q", [job], lease_ms=100, now_ms=T0 + 90).done == [job.id]
     assert claim_at(store, "q", 1, T0 + 150) == []
     assert len(claim_at(store, "q", 1, T0 + 190)) == 1
 
@@ -318,7 +318,7 @@ def test_stats_count_each_state(store):
     enqueue_at(store, "q", ["r1", "r2", NewJob("d", delay_ms=1000), "l", "x"], now=T0)
     with store.write() as conn:
         leased = queues.claim(conn, "q", 2, now_ms=T0 + 5)
-        queues.nack(conn, "q", leased[1:], "bad", now_ms=T0 + 5)
+        queue_leases.nack(conn, "q", leased[1:], "bad", now_ms=T0 + 5)
         stats = queue_admin.stats(conn, "q", now_ms=T0 + 10)[0]
     assert stats == ("q", 2, 1, 1, 1, 10)
 
