@@ -289,8 +289,10 @@ class Worker:
 
     def _slot_loop(self, store: Store, index: int) -> None:
         q = store.queue(self.queue)
+        jobs: list[Job] = []
         while not self._stopping.is_set():
-            jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
+            if not jobs:
+                jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
             if not jobs:
                 if self.until_empty and self._queue_drained(q):
                     return
@@ -318,14 +320,24 @@ class Worker:
                     self._count(failed=1, lost=len(result.rejected))
                 else:
                     done.append(job)
+            jobs = []
             if done:
-                result = self._retry(lambda d=done: q.ack_many(d))
+                if self._stopping.is_set():
+                    result = self._retry(lambda d=done: q.ack_many(d))
+                else:
+                    # Ack this batch and claim the next in one transaction: one commit saved.
+                    result, jobs = self._retry(
+                        lambda d=done: q.ack_and_claim(d, self.batch_size, lease_ms=self.lease_ms)
+                    )
                 self._inflight.discard(done)
                 self._count(acked=len(result.done), lost=len(result.rejected), slot=index)
                 if result.rejected:
                     log.warning(
                         "lost the lease of jobs %s before ack: they will run again", result.rejected
                     )
+        if jobs:  # claimed together with the last ack, then asked to stop: never started
+            result = self._retry(lambda: q.release(jobs))
+            self._count(released=len(result.done))
 
     def _queue_drained(self, q) -> bool:
         stats = self._retry(q.stats)

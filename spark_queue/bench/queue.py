@@ -181,13 +181,15 @@ class _Bench:
     # -- claim + ack -------------------------------------------------------------
     def claim_ack(self, batch: int) -> list[tuple[str, float, str]]:
         n = self.args.jobs
-        ours_rate, raw_rate = self.interleaved(
+        ours_rate, raw_rate, fused_rate = self.interleaved(
             [
                 (lambda: self.filled_store(n), self._ours_drain(batch)),
                 (lambda: self.filled_store(n), self._raw_drain(batch)),
+                (lambda: self.filled_store(n), self._ours_fused(batch)),
             ]
         )
         rows = [(OURS, ours_rate, RAW), (RAW, raw_rate, RAW)]
+        rows.append((f"{OURS} ack_and_claim (1 tx per batch)", fused_rate, RAW))
         if not self.args.no_peers:
             rows += self.peer_claim_ack(batch)
         return rows
@@ -202,6 +204,21 @@ class _Bench:
                 if not jobs:
                     break
                 done += len(q.ack_many(jobs).done)
+            return done
+
+        return body
+
+    @staticmethod
+    def _ours_fused(batch: int) -> Callable[[Store], int]:
+        """What the worker does: ack a batch and claim the next in one transaction."""
+
+        def body(store: Store) -> int:
+            q = store.queue("bench")
+            done = 0
+            jobs = q.claim(batch)
+            while jobs:
+                acked, jobs = q.ack_and_claim(jobs, batch)
+                done += len(acked.done)
             return done
 
         return body

@@ -137,6 +137,18 @@ class Queue:
         with self.store.write() as conn:
             return queue_leases.ack(conn, self.name, jobs)
 
+    def ack_and_claim(
+        self, done: Iterable[Lease], limit: int, *, lease_ms: int | None = None
+    ) -> tuple[LeaseResult, list[Job]]:
+        """Ack ``done`` and claim up to ``limit`` more in ONE transaction (one commit, not two).
+
+        For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
+        the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
+        """
+        with self.store.write() as conn:
+            acked = queue_leases.ack(conn, self.name, done)
+            return acked, queues.claim(conn, self.name, limit, lease_ms=lease_ms)
+
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
 

@@ -199,6 +199,16 @@ def test_ack_many_reports_stale_leases_and_acks_the_rest(store):
     assert sorted(result.done) == sorted(j.id for j in jobs if j.id != retaken.id)
 
 
+def test_ack_and_claim_acks_the_batch_and_leases_the_next_together(store):
+    q = store.queue("q")
+    q.enqueue_many(range(5))
+    first = q.claim(2)
+    acked, second = q.ack_and_claim(first, 2)
+    assert sorted(acked.done) == sorted(j.id for j in first) and acked.rejected == []
+    assert [j.payload for j in second] == [2, 3]
+    assert q.stats()[1:3] == (1, 2)  # one ready, two leased; the first two are gone
+
+
 def test_nack_backoff_grows_exponentially_with_jitter_up_to_the_cap(store):
     config = store.queue("q", backoff_base_ms=100, backoff_cap_ms=1000).config()
     rng = random.Random(7)
