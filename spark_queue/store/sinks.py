@@ -7,7 +7,8 @@ that can replay) names itself with a ``sink_id`` and commits each batch with
 transaction, and a batch whose id is at or below the ledger's
 ``last_batch_id`` is skipped without writing anything. A crash before the
 COMMIT leaves neither rows nor entry; a crash after it leaves both, so the
-replay is skipped. ``rows`` is the total number of rows the sink has written.
+replay is skipped. ``rows`` is the total number of rows the sink has committed
+(for a queue, rows whose idempotency key matched an existing job count too).
 ``tests/store/test_sinks.py`` guards these rules.
 """
 

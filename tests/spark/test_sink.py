@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from datetime import UTC, datetime
 
 import pytest
 from pyspark.errors import AnalysisException, StreamingQueryException
@@ -177,11 +178,13 @@ def test_without_a_value_column_each_row_becomes_one_json_object(spark, store_pa
         "DATE'2024-03-01' AS day, TIMESTAMP_NTZ'2024-03-01 10:00:00' AS at, "
         "CAST('NaN' AS DOUBLE) AS ratio, array(1, 2) AS xs, map('a', 1) AS m, "
         "named_struct('x', 1.5D, 'when', DATE'2024-01-02') AS s, CAST(NULL AS STRING) AS missing, "
-        "'the-key' AS key"
+        "'the-key' AS key, TIMESTAMP'2024-03-01 10:00:00 UTC' AS ts"
     )
     df.write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
     (event,) = _events(store_path, "t")
     assert event.key == "the-key"
+    ts = event.value.pop("ts")  # ISO-8601 with the session time zone's offset
+    assert datetime.fromisoformat(ts) == datetime(2024, 3, 1, 10, tzinfo=UTC)
     assert event.value == {
         "id": 1,
         "name": "ann",
