@@ -25,7 +25,7 @@ import pytest
 from spark_queue.connector.writers import TEST_DIR_ENV, TEST_HOLD_BATCH_ENV
 from spark_queue.store import Store, sinks
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 DRIVER = textwrap.dedent(
     """
