@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= spark,delta,dev
+EXTRAS ?= spark,delta,connect,dev
 
 .PHONY: install demo test test-quick bench clean
 
