@@ -18,6 +18,14 @@ from spark_queue.store.names import validate_name
 from spark_queue.store.topics import now_ms, topic_id
 
 
+_UPSERT = (
+    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (consumer, topic_id) DO UPDATE SET updated_ms = excluded.updated_ms, "
+)
+_ADVANCE_SQL = _UPSERT + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+_RESET_SQL = _UPSERT + "next_offset = excluded.next_offset RETURNING next_offset"
+
+
 class ConsumerInfo(NamedTuple):
     consumer: str
     topic: str
@@ -41,12 +49,8 @@ def commit(
                 f"consumer {consumer!r} offset for topic {topic!r} must be an integer from 0 "
                 f"to the topic's latest offset {latest}; got {offset!r}."
             )
-        update = "excluded.next_offset" if reset else "max(next_offset, excluded.next_offset)"
         stored[topic] = conn.execute(
-            "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (consumer, topic_id) DO UPDATE SET "
-            f"next_offset = {update}, updated_ms = excluded.updated_ms RETURNING next_offset",
-            (consumer, tid, offset, now_ms()),
+            _RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms())
         ).fetchone()[0]
     return stored
 
