@@ -8,10 +8,12 @@ Paths, all in one run on the same rows, each into a fresh store file:
 - Spark streaming write: the same rows as ONE micro-batch
   (``readStream.parquet`` + ``Trigger.AvailableNow``), checkpoint included.
 
-Where the time goes is reported from the same rows: Spark's own cost
-(the same DataFrame into the ``noop`` sink), the executor side of the sink
-(encoding into Arrow IPC), moving the commit messages to the driver
-(pickling), and the driver commit (decode + insert + COMMIT) run in-process.
+All paths run in interleaved rounds (best round each), so load on a shared
+machine hits them alike. Where the time goes is reported from the same rows:
+Spark's own cost (the same DataFrame into the ``noop`` sink), the executor
+side of the sink (encoding into Arrow IPC), moving the commit messages to the
+driver (pickling), and the driver commit (decode + insert + COMMIT) run
+in-process.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ _INSERT = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=2, help="best of N for each path")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; best round per path")
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the input")
 
 
@@ -55,10 +57,6 @@ def _values(n: int, size: int) -> list[str]:
     tail = size - 11
     noise = base64.b64encode(random.Random(42).randbytes(n * tail * 3 // 4 + 3)).decode()
     return [f"{i:010d}-" + noise[i * tail : (i + 1) * tail] for i in range(n)]
-
-
-def _best(repeats: int, body) -> float:
-    return min(body(i) for i in range(repeats))
 
 
 def _run(args: argparse.Namespace, workdir: str) -> int:
@@ -83,8 +81,6 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
                 conn.executemany(_INSERT, rows)
             return time.perf_counter() - started
 
-    raw_s = _best(args.repeats, raw)
-
     # -- the sink's phases, in-process ----------------------------------------
     from spark_queue.connector.sink_options import SinkOptions
     from spark_queue.connector.sink_schema import TEXT as VALUE_TEXT
@@ -105,9 +101,6 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         writer._commit([message], None, None)
         done = time.perf_counter()
         return packed - started, moved - packed, done - moved
-
-    phase_runs = [phases(i) for i in range(args.repeats)]
-    pack_s, move_s, commit_s = (min(p[i] for p in phase_runs) for i in range(3))
 
     # -- Spark ----------------------------------------------------------------
     import spark_queue
@@ -173,9 +166,14 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             stream_phases.append(progress[-1].durationMs)
         return elapsed
 
-    noop_s = _best(args.repeats, noop)
-    batch_s = _best(args.repeats, batch)
-    stream_s = _best(args.repeats, streaming)
+    # Rounds interleave every path, so a load change on a shared machine hits
+    # all of them alike; each path reports its best round.
+    rounds = []
+    for i in range(args.repeats):
+        rounds.append((raw(i), *phases(i), noop(i), batch(i), streaming(i)))
+    raw_s, pack_s, move_s, commit_s, noop_s, batch_s, stream_s = (
+        min(r[k] for r in rounds) for k in range(7)
+    )
     spark.stop()
 
     base = "raw apsw executemany (pre-built tuples)"
