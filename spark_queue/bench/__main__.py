@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench {store,queue,source,sink}``: side-by-side benchmarks.
+"""``python -m spark_queue.bench {store,queue,source,sink,soak}``: side-by-side benchmarks.
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -14,6 +14,7 @@ BENCHMARKS = {
     "queue": "enqueue and claim+ack vs raw apsw and peer queues",
     "source": "Spark source vs the rate source and the raw store read",
     "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
+    "soak": "minutes of steady load: memory, file size and lag over time",
 }
 
 
