@@ -55,11 +55,16 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 TEST_DIR_ENV = "SPARK_QUEUE_SINK_TEST_DIR"
 TEST_HOLD_BATCH_ENV = "SPARK_QUEUE_SINK_TEST_HOLD_BATCH"
 
-# LZ4 makes the commit messages (which cross the JVM twice on their way to the
-# driver) smaller for less CPU than it saves in copying; decoding is per batch.
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(
-    compression="lz4" if pa.Codec.is_available("lz4_frame") else None
+# Commit messages cross the JVM twice on their way to the driver. LZ4 shrinks
+# text-like rows (JSON) for less CPU than the copies it saves, but only costs
+# on incompressible ones (random ids, binary): a sample of the first batch
+# decides. The driver decompresses one batch at a time.
+_LZ4 = (
+    pa.ipc.IpcWriteOptions(compression="lz4") if pa.Codec.is_available("lz4_frame") else None
 )
+_PLAIN = pa.ipc.IpcWriteOptions()
+_SAMPLE_ROWS = 4096
+_MIN_SAVING = 0.2
 
 
 class _SinkWriter:
@@ -90,7 +95,7 @@ class _SinkWriter:
             encoded = encode_batch(batch, self.layout)
             if writer is None:
                 sink = pa.BufferOutputStream()
-                writer = pa.ipc.new_stream(sink, encoded.schema, options=_IPC_OPTIONS)
+                writer = pa.ipc.new_stream(sink, encoded.schema, options=_ipc_options(encoded))
             writer.write_batch(encoded)
             rows += batch.num_rows
         payload = None
@@ -191,6 +196,15 @@ class SqliteQueueStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
         logger.warning("%s sink: micro-batch %d aborted; nothing was written.", FORMAT, batchId)
+
+
+def _ipc_options(batch: pa.RecordBatch) -> pa.ipc.IpcWriteOptions:
+    """LZ4 if a sample of ``batch`` shrinks by at least ``_MIN_SAVING``, else uncompressed."""
+    if _LZ4 is None:
+        return _PLAIN
+    sample = batch.slice(0, _SAMPLE_ROWS).serialize()
+    packed = pa.compress(sample, codec="lz4", asbytes=False)
+    return _LZ4 if packed.size <= (1 - _MIN_SAVING) * sample.size else _PLAIN
 
 
 def _batches(messages: list[SqliteQueueCommitMessage]) -> Iterator[pa.RecordBatch]:

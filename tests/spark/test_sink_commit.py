@@ -98,3 +98,22 @@ def test_writers_pickle_without_a_connection():
     clone = pickle.loads(pickle.dumps(writer))
     assert (clone.options, clone.layout) == (writer.options, writer.layout)
     assert set(vars(clone)) == {"options", "layout"}
+
+
+def test_messages_are_compressed_only_when_it_pays(store_path):
+    import json
+    import os
+
+    layout = SinkLayout(target="topic", value_type=TEXT, value_column="value")
+    writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t"), layout)
+    text = [json.dumps({"id": i, "page": "/home", "event": "click"}) for i in range(20_000)]
+    noise = [os.urandom(48).hex() for _ in range(20_000)]
+    packed_text = writer._pack(iter([pa.record_batch([pa.array(text)], names=["value"])]))
+    packed_noise = writer._pack(iter([pa.record_batch([pa.array(noise)], names=["value"])]))
+    assert len(packed_text.arrow_ipc) < 0.6 * sum(map(len, text))
+    assert len(packed_noise.arrow_ipc) > sum(map(len, noise))  # stored plain
+    for m in (packed_text, packed_noise):
+        m.query_id, m.batch_id = "q", 0 if m is packed_text else 1
+        writer.commit([m], m.batch_id)
+    with Store(store_path) as store:
+        assert [e.value for e in store.read("t")] == text + noise
