@@ -27,8 +27,9 @@ from spark_queue.errors import PayloadError
 _CAST_FROM_STRING = (pa.types.is_date,)
 
 
-_PREFIX = pa.scalar(b'{"v":')
-_SUFFIX = pa.scalar(b"}\n")
+# Wrapping around each value (bytes; pa.scalar at import time would pull in pandas).
+_PREFIX = b'{"v":'
+_SUFFIX = b"}\n"
 
 
 class _Malformed(Exception):
@@ -103,7 +104,9 @@ class JsonDecoder:
 
     def _parse(self, flat: pa.Array, start: int, end: int) -> pa.Table:
         chunk = flat.slice(start, end - start)
-        joined = pc.binary_join_element_wise(_PREFIX, chunk, _SUFFIX, b"")
+        joined = pc.binary_join_element_wise(
+            pa.scalar(_PREFIX), chunk, pa.scalar(_SUFFIX), b""
+        )
         offsets = joined.buffers()[1]
         data = joined.buffers()[2]
         first = _offset_at(offsets, joined.offset)

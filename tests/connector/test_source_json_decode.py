@@ -41,7 +41,7 @@ rows = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(rows, min_size=1, max_size=40))
 def test_every_well_formed_row_decodes_exactly(records):
     values = [json.dumps(r).encode() for r in records]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_queue.connector.source_options import (
@@ -195,11 +195,13 @@ def test_subscribes_matches_whole_names_for_patterns():
     assert opts.subscribes("events") and not opts.subscribes("myevents")
 
 
+@settings(deadline=None)  # shared, loaded CI machines
 @given(st.integers(min_value=1, max_value=10**12))
 def test_any_positive_integer_is_accepted(value):
     assert parse(maxRowsPerTrigger=str(value)).max_rows_per_trigger == value
 
 
+@settings(deadline=None)  # shared, loaded CI machines
 @given(st.text(max_size=12))
 def test_parser_accepts_or_raises_option_error_never_anything_else(text):
     for name in ("maxRowsPerTrigger", "startingOffsets", "maxTriggerDelay", "startingTimestamp"):

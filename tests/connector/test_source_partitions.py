@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_queue.connector.offsets import cap_rows
@@ -22,6 +22,7 @@ ranges = st.dictionaries(
 )
 
 
+@settings(deadline=None)  # shared, loaded CI machines
 @given(ranges, st.integers(1, 3_000), st.integers(1, 50))
 def test_split_covers_every_offset_exactly_once_within_limits(spec, rows_per_partition, min_parts):
     pieces = split_ranges(spec, rows_per_partition, min_parts)
@@ -45,6 +46,7 @@ def test_split_examples():
     assert split_ranges({"a": (3, 3)}, 10, 2) == []
 
 
+@settings(deadline=None)  # shared, loaded CI machines
 @given(st.dictionaries(topic_names, st.integers(0, 10_000), max_size=4), st.integers(1, 20_000))
 def test_cap_rows_admits_exactly_the_limit_never_more_than_available(available, max_rows):
     admitted = cap_rows(available, max_rows)
