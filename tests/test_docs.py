@@ -40,3 +40,13 @@ def test_ci_runs_the_readme_test_command():
                         if "test" in line)
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_command in [line.strip() for line in ci.splitlines()]
+
+
+def test_bad_input_inventory_names_tests_that_exist():
+    section = README[README.index("## Bad input and what it gets"):]
+    section = section[: section.index("\n## ", 1)]
+    references = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", section)
+    assert len(references) >= 30
+    for path, name in references:
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} does not exist"
