@@ -213,3 +213,29 @@ def test_parser_accepts_or_raises_option_error_never_anything_else(text):
 
 def test_option_list_has_no_duplicates():
     assert len({n.lower() for n in OPTION_NAMES}) == len(OPTION_NAMES)
+
+
+valid_topic = st.from_regex(r"[A-Za-z0-9_.\-]{1,20}", fullmatch=True)
+
+
+@settings(deadline=None)
+@given(st.dictionaries(valid_topic, st.one_of(st.integers(0, 2**62), st.sampled_from([-2, -1])),
+                       min_size=1, max_size=5))
+def test_json_offsets_round_trip_exactly_for_subscribed_topics(offsets):
+    topics = ",".join(sorted(offsets))
+    opts = parse_source_options(
+        {"path": "/s.sqlite", "topics": topics, "startingOffsets": json.dumps(offsets)},
+        streaming=True,
+    )
+    assert opts.starting_offsets == offsets
+
+
+@settings(deadline=None)
+@given(st.one_of(st.floats(), st.text(max_size=5), st.booleans(), st.none(),
+                 st.integers(max_value=-3), st.lists(st.integers(), max_size=2)))
+def test_json_offsets_reject_every_non_offset_value(value):
+    with pytest.raises(OptionError, match="startingOffsets"):
+        parse_source_options(
+            {"path": "/s.sqlite", "topic": "t", "startingOffsets": json.dumps({"t": value})},
+            streaming=True,
+        )
