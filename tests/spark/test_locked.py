@@ -18,7 +18,8 @@ def test_sink_waits_for_the_lock_then_names_it_and_reader_is_not_blocked(spark, 
                 (rows.write.format("sqliteq").mode("append").option("topic", "out")
                      .option("busyTimeoutMs", "1000").save(store_path))
             # WAL readers never wait for the writer.
-            read = spark.read.format("sqliteq").option("path", store_path).option("topic", "in")
+            read = (spark.read.format("sqliteq").option("path", store_path).option("topic", "in")
+                    .load())
             assert read.count() == 100
         rows.write.format("sqliteq").mode("append").option("topic", "out").save(store_path)
         assert sorted(int(e.value) for e in holder.read("out")) == list(range(10))
