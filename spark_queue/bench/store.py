@@ -69,6 +69,9 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     def read_arrow(_: object) -> int:
         return reader.read_arrow("bench", 0).num_rows
 
+    def read_payloads(_: object) -> int:
+        return reader.read_arrow_payloads("bench", 0, n).num_rows
+
     def read_events(_: object) -> int:
         return len(reader.read("bench", 0))
 
@@ -83,6 +86,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
 
     none = lambda: None  # noqa: E731
     arrow = best_of(args.repeats, none, read_arrow)
+    payloads = best_of(args.repeats, none, read_payloads)
     events = best_of(args.repeats, none, read_events)
     raw_read = best_of(args.repeats, none, raw_select)
     reader.close()
@@ -94,6 +98,8 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             ("Store.publish_many (one transaction)", publish, "raw apsw executemany (pre-built tuples)"),
             ("raw apsw SELECT fetchall (tuples)", raw_read, "raw apsw SELECT fetchall (tuples)"),
             ("Store.read_arrow (pyarrow Table)", arrow, "raw apsw SELECT fetchall (tuples)"),
+            ("Store.read_arrow_payloads (the source's read)", payloads,
+             "raw apsw SELECT fetchall (tuples)"),
             ("Store.read (Event objects)", events, "raw apsw SELECT fetchall (tuples)"),
         ],
     )
