@@ -91,4 +91,4 @@ class QueueBatchTooLargeError(QueueFullError, ValueError):
 
 
 class SinkSchemaError(SparkQueueError, ValueError):
-    """The DataFrame written to the ``sqliteq`` sink has no usable column or a column of a wrong type."""
+    """The DataFrame given to the ``sqliteq`` sink has no usable column, or one of a wrong type."""

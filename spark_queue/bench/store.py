@@ -91,16 +91,16 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     raw_read = best_of(args.repeats, none, raw_select)
     reader.close()
 
+    raw_w, raw_r = "raw apsw executemany (pre-built tuples)", "raw apsw SELECT fetchall (tuples)"
     print_table(
         f"store: {n:,} events of {args.value_bytes} bytes",
         [
-            ("raw apsw executemany (pre-built tuples)", raw_write, "raw apsw executemany (pre-built tuples)"),
-            ("Store.publish_many (one transaction)", publish, "raw apsw executemany (pre-built tuples)"),
-            ("raw apsw SELECT fetchall (tuples)", raw_read, "raw apsw SELECT fetchall (tuples)"),
-            ("Store.read_arrow (pyarrow Table)", arrow, "raw apsw SELECT fetchall (tuples)"),
-            ("Store.read_arrow_payloads (the source's read)", payloads,
-             "raw apsw SELECT fetchall (tuples)"),
-            ("Store.read (Event objects)", events, "raw apsw SELECT fetchall (tuples)"),
+            (raw_w, raw_write, raw_w),
+            ("Store.publish_many (one transaction)", publish, raw_w),
+            (raw_r, raw_read, raw_r),
+            ("Store.read_arrow (pyarrow Table)", arrow, raw_r),
+            ("Store.read_arrow_payloads (the source's read)", payloads, raw_r),
+            ("Store.read (Event objects)", events, raw_r),
         ],
     )
     return 0

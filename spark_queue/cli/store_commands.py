@@ -34,7 +34,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=cmd_topics)
 
-    p = sub.add_parser("publish", help="publish one value, or NDJSON lines from a file or stdin (creates the store if missing)")
+    p = sub.add_parser(
+        "publish",
+        help="publish a value, or NDJSON lines from a file or stdin (creates the store if missing)",
+    )
     common(p)
     p.add_argument("topic")
     p.add_argument("value", nargs="?", help="the value to publish (omit with --ndjson)")

@@ -17,12 +17,13 @@ from spark_queue.errors import OffsetRangeError
 from spark_queue.store.names import validate_name
 from spark_queue.store.topics import now_ms, topic_id
 
-
 _UPSERT = (
     "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (consumer, topic_id) DO UPDATE SET updated_ms = excluded.updated_ms, "
 )
-_ADVANCE_SQL = _UPSERT + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+_ADVANCE_SQL = (
+    _UPSERT + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+)
 _RESET_SQL = _UPSERT + "next_offset = excluded.next_offset RETURNING next_offset"
 
 
@@ -43,7 +44,9 @@ def commit(
     stored = {}
     for topic, offset in offsets.items():
         tid = topic_id(conn, topic)
-        latest = conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)).fetchone()[0]
+        latest = conn.execute(
+            "SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)
+        ).fetchone()[0]
         if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= latest:
             raise OffsetRangeError(
                 f"consumer {consumer!r} offset for topic {topic!r} must be an integer from 0 "
@@ -60,8 +63,8 @@ def committed(conn: apsw.Connection, consumer: str) -> dict[str, int]:
     validate_name(consumer, "consumer")
     return dict(
         conn.execute(
-            "SELECT t.name, c.next_offset FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id "
-            "WHERE c.consumer = ? ORDER BY t.name",
+            "SELECT t.name, c.next_offset FROM sq_consumers c "
+            "JOIN sq_topics t ON t.id = c.topic_id WHERE c.consumer = ? ORDER BY t.name",
             (consumer,),
         )
     )

@@ -176,7 +176,7 @@ class Store:
     def commit_offsets(
         self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
     ) -> dict[str, int]:
-        """Save next-offsets for ``consumer`` in one transaction; never moves back unless ``reset``."""
+        """Save ``consumer``'s next offsets in one transaction; never moves back unless reset."""
         with self.write():
             return consumers.commit(self.conn, consumer, offsets, reset=reset)
 

@@ -31,7 +31,9 @@ def set_retention(
     """Store the topic's default retention (None clears a limit)."""
     for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
         if value is not None and (not isinstance(value, int) or value <= 0):
-            raise OptionError(f"retention {name} must be a positive integer or None; got {value!r}.")
+            raise OptionError(
+                f"retention {name} must be a positive integer or None; got {value!r}."
+            )
     conn.execute(
         "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
         (max_age_ms, max_rows, topic_id(conn, topic)),
@@ -47,7 +49,9 @@ def prune(
     force: bool = False,
     at_ms: int | None = None,
 ) -> PruneResult:
-    """Delete events older than ``max_age_ms`` or beyond the newest ``max_rows`` (caller holds the write lock).
+    """Delete events older than ``max_age_ms`` or beyond the newest ``max_rows``.
+
+    The caller holds the write lock.
 
     Limits not given fall back to the topic's stored retention. ``at_ms`` is
     "now" for the age test (tests pass it to avoid sleeping).

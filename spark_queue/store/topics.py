@@ -122,7 +122,9 @@ def _encode(tid: int, offset: int, item: Any, ts_ms: int) -> tuple:
 
 
 def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
-    """Append ``items`` (values or Records) at the topic's next offsets; caller holds the write lock.
+    """Append ``items`` (values or Records) at the topic's next offsets.
+
+    The caller holds the write lock.
 
     Returns the assigned offsets. Items are encoded while they stream into
     SQLite, so a large batch is never copied into an intermediate list.
@@ -253,7 +255,7 @@ def check_range(start: int, end: int | None, limit: int | None) -> None:
 
 
 def range_bounds(start: int, end: int | None, limit: int | None) -> int:
-    """The exclusive upper offset of ``[start, end)`` capped to ``limit`` rows (offsets are dense)."""
+    """The exclusive upper offset of ``[start, end)`` capped to ``limit`` rows (dense offsets)."""
     check_range(start, end, limit)
     upper = (1 << 62) if end is None else end
     if limit is not None:

@@ -33,7 +33,7 @@ DRIVER = textwrap.dedent(
              .getOrCreate())
     spark.sparkContext.setLogLevel("OFF")
     df = (spark.readStream.format("sqliteq").option("path", src).option("topic", "in")
-          .option("maxRowsPerTrigger", %d).option("valueFormat", "string").load()
+          .option("maxRowsPerTrigger", BATCH_ROWS).option("valueFormat", "string").load()
           .selectExpr("CAST(offset AS STRING) AS key", "value"))
     query = (df.writeStream.format("sqliteq").option("path", dst).option("topic", "out")
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
@@ -44,8 +44,7 @@ DRIVER = textwrap.dedent(
         sys.exit(3)
     print("QUERY-DONE", flush=True)
     """
-    % BATCH
-)
+).replace("BATCH_ROWS", str(BATCH))
 
 
 @pytest.fixture

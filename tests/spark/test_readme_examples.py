@@ -15,7 +15,8 @@ def test_readme_spark_quickstart_runs(spark, tmp_path):
     section = README[README.index("## Quickstart with Spark"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     code = code.replace("/tmp/", f"{tmp_path}/")
-    exec(compile(code, "README.md quickstart", "exec"), {})  # getOrCreate() returns the test session
+    # getOrCreate() in the snippet returns the shared test session.
+    exec(compile(code, "README.md quickstart", "exec"), {})
     from spark_queue.store import Store
 
     with Store(str(tmp_path / "app.sqlite")) as store:

@@ -36,7 +36,8 @@ APP = textwrap.dedent(
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     query.awaitTermination()
     (spark.range(2000).repartition(4)
-         .selectExpr("id", "concat('job-', id) AS idempotency_key", "CAST(id % 3 AS INT) AS priority")
+         .selectExpr("id", "concat('job-', id) AS idempotency_key",
+                     "CAST(id % 3 AS INT) AS priority")
          .write.format("sqliteq").mode("append").option("queue", "jobs").save(path))
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
     print("RESULT " + json.dumps({"executors": executors}), flush=True)
