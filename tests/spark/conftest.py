@@ -1,4 +1,4 @@
-"""The one SparkSession every Spark test shares (local[2], UI off, 2 shuffle partitions)."""
+"""The one SparkSession every Spark test shares (local[2] unless SPARK_QUEUE_TEST_MASTER says otherwise, UI off, 2 shuffle partitions)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ def spark():
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # tests/spark/test_local_cluster_suites.py reruns the source and sink
+    # acceptance suites with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024].
+    master = os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
     builder = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(master)
+        .config("spark.executor.memory", "1g")
         .appName("spark_queue-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
