@@ -29,13 +29,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 DRIVER = textwrap.dedent(
     """
-    import sys
+    import os, sys
     from pyspark.sql import SparkSession, functions as F
     import spark_queue
 
     source, dst, checkpoint, trigger, src_arg = sys.argv[1:6]
     spark = (
-        SparkSession.builder.master("local[2]").appName("sink-crash")
+        SparkSession.builder.master(os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]"))
+        .appName("sink-crash")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )

@@ -27,7 +27,8 @@ CRASH_APP = textwrap.dedent(
     from pyspark.sql import SparkSession
 
     store_path, checkpoint, out, mode = sys.argv[1:5]
-    spark = (SparkSession.builder.master("local[2]").appName("sqliteq-crash")
+    master = os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
+    spark = (SparkSession.builder.master(master).appName("sqliteq-crash")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
              .getOrCreate())
     # No register() call: the format is found by Spark's pyspark_* module lookup.
