@@ -1,4 +1,7 @@
-"""The one SparkSession every Spark test shares (local[2] unless SPARK_QUEUE_TEST_MASTER says otherwise, UI off, 2 shuffle partitions)."""
+"""The one SparkSession every Spark test shares: UI off, 2 shuffle partitions, Delta on.
+
+The master is local[2] unless SPARK_QUEUE_TEST_MASTER names another.
+"""
 
 from __future__ import annotations
 
