@@ -9,6 +9,7 @@ enqueues alerts; worker threads process the alerts. Settings come from
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 from spark_queue.cli.output import emit_object
@@ -38,10 +39,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config.load(path, {"dir": args.dir, "events": args.events,
                                      "events_per_second": args.events_per_second})
     if args.duration is not None:
-        config = demo_config.load(path, {
-            "dir": config.dir, "events_per_second": config.events_per_second,
-            "events": max(1, int(config.events_per_second * args.duration)),
-        })
+        config = dataclasses.replace(
+            config, events=max(1, int(config.events_per_second * args.duration))
+        )
     summary = run_demo(config, out=lambda line: print(line, flush=True))
     print()
     emit_object(summary, as_json=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -52,8 +53,6 @@ def _text(value: Any) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         # JSON has no bytes: show them base64 so scripts can round-trip them.
-        import base64
-
         return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, range):
         return list(value)

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -86,7 +88,5 @@ def end_offset(query: StreamingQuery, topic: str) -> int:
         return 0
     end = progress["sources"][0].get("endOffset") or {}
     if isinstance(end, str):
-        import json
-
         end = json.loads(end)
     return int(end.get(topic, 0))

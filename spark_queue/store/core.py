@@ -170,7 +170,7 @@ class Store:
             return topics.list_topics(self.conn)
 
     def has_topic(self, topic: str) -> bool:
-        return any(info.name == topic for info in self.topics())
+        return topics.exists(self.conn, topic)
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(

@@ -75,6 +75,12 @@ def topic_id(conn: apsw.Connection, topic: str) -> int:
     return row[0]
 
 
+def exists(conn: apsw.Connection, topic: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sq_topics WHERE name = ?", (validate_name(topic),)
+    ).fetchone() is not None
+
+
 def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
     """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
     validate_name(topic)
