@@ -7,19 +7,15 @@ runs in its own process: ``remote("local[2]")`` starts a local Connect server.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from spark_queue.store import Store
+from tests.spark import drivers
 
 pytestmark = pytest.mark.slow
 
-CLIENT = textwrap.dedent(
-    """
+CLIENT = """
     import json, sys
     from pyspark.sql import SparkSession
     import spark_queue
@@ -41,24 +37,15 @@ CLIENT = textwrap.dedent(
     query.awaitTermination()
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
-    """
-)
+"""
 
 
 def test_source_and_sink_work_through_spark_connect(tmp_path):
     path = str(tmp_path / "store.sqlite")
     with Store(path) as store:
         store.publish_many("in", [{"n": i} for i in range(100)])
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
-    run = subprocess.run(
-        [sys.executable, str(script), path, str(tmp_path / "checkpoint")],
-        capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    assert run.returncode == 0 and lines, run.stdout[-2000:] + run.stderr[-4000:]
-    result = json.loads(lines[0][len("RESULT "):])
+    script = drivers.write_script(tmp_path, CLIENT)
+    result = drivers.run(script, path, tmp_path / "checkpoint").result()
     assert result == {"batch_read_sum": sum(range(100))}
     with Store(path) as store:
         assert sorted(int(e.value) for e in store.read("batch_out")) == list(range(50))

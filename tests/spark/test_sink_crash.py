@@ -14,21 +14,18 @@ import json
 import os
 import pathlib
 import random
-import signal
 import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
 
 from spark_queue.connector.writers import TEST_DIR_ENV, TEST_HOLD_BATCH_ENV
 from spark_queue.store import Store, sinks
+from tests.spark import drivers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-DRIVER = textwrap.dedent(
-    """
+DRIVER = """
     import os, sys
     from pyspark.sql import SparkSession, functions as F
     import spark_queue
@@ -61,15 +58,13 @@ DRIVER = textwrap.dedent(
     query = writer.start()
     query.awaitTermination()
     print("DRIVER-DONE", flush=True)
-    """
-)
+"""
 
 
 class Driver:
     def __init__(self, tmp_path: pathlib.Path, source: str, src_arg: str = "-") -> None:
         self.tmp = tmp_path
-        self.script = tmp_path / "driver.py"
-        self.script.write_text(DRIVER)
+        self.script = drivers.write_script(tmp_path, DRIVER)
         self.source, self.src_arg = source, src_arg
         self.dst = str(tmp_path / "dst.sqlite")
         self.checkpoint = str(tmp_path / "checkpoint")
@@ -78,33 +73,16 @@ class Driver:
         self.runs = 0
 
     def start(self, trigger: str, hold_batch: int | None = None) -> subprocess.Popen:
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-        env[TEST_DIR_ENV] = str(self.hooks)
+        env = drivers.driver_env(**{TEST_DIR_ENV: str(self.hooks)})
         env.pop(TEST_HOLD_BATCH_ENV, None)
         if hold_batch is not None:
             env[TEST_HOLD_BATCH_ENV] = str(hold_batch)
         self.runs += 1
-        log = open(self.tmp / f"driver-{self.runs}.log", "w")  # noqa: SIM115
-        return subprocess.Popen(
-            [
-                sys.executable,
-                str(self.script),
-                self.source,
-                self.dst,
-                self.checkpoint,
-                trigger,
-                self.src_arg,
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def kill(self, proc: subprocess.Popen) -> None:
-        """SIGKILL the driver's whole process group: its JVM and every Python worker."""
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        with open(self.tmp / f"driver-{self.runs}.log", "w") as log:
+            return drivers.start(
+                self.script, self.source, self.dst, self.checkpoint, trigger, self.src_arg,
+                env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
 
     def wait_for(
         self, proc: subprocess.Popen, condition, what: str, timeout_s: float = 240
@@ -116,7 +94,7 @@ class Driver:
                     f"driver exited ({proc.returncode}) before {what}: {self.log_tail()}"
                 )
             if time.monotonic() > deadline:
-                self.kill(proc)
+                drivers.kill_group(proc)
                 raise AssertionError(f"timed out waiting for {what}: {self.log_tail()}")
             time.sleep(0.1)
 
@@ -126,14 +104,14 @@ class Driver:
             assert proc.wait(timeout=300) == 0, self.log_tail()
         finally:
             if proc.poll() is None:
-                self.kill(proc)
+                drivers.kill_group(proc)
 
     def hold_and_kill(self, batch_id: int) -> None:
         """Run until the sink durably committed ``batch_id``; SIGKILL before Spark records it."""
         proc = self.start("processingTime", hold_batch=batch_id)
         marker = self.hooks / f"held-{batch_id}"
         self.wait_for(proc, marker.exists, f"the sink commit of batch {batch_id}")
-        self.kill(proc)
+        drivers.kill_group(proc)
         marker.unlink()
         assert self.ledger().last_batch_id == batch_id
         assert not (pathlib.Path(self.checkpoint) / "commits" / str(batch_id)).exists(), (
@@ -149,7 +127,7 @@ class Driver:
             f"a commit after batch {after_batch}",
         )
         time.sleep(random.uniform(0, 0.6))
-        self.kill(proc)
+        drivers.kill_group(proc)
 
     def ledger(self) -> sinks.SinkLedgerEntry | None:
         if not os.path.exists(self.dst):
