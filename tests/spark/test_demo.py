@@ -5,23 +5,22 @@ from __future__ import annotations
 import glob
 import os
 import re
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from spark_queue.store import Store
+from tests.spark import drivers
 
 pytestmark = pytest.mark.slow
 
 
 def demo(directory: str, events: int, rate: int = 1000) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "spark_queue", "demo", "--dir", directory,
-         "--events", str(events), "--events-per-second", str(rate)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    return drivers.start(
+        "-m", "spark_queue", "demo", "--dir", directory,
+        "--events", str(events), "--events-per-second", str(rate),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
 
@@ -29,17 +28,9 @@ def summary_of(output: str) -> dict[str, str]:
     return dict(re.findall(r"^(\w+)\s{2,}(.+)$", output, re.M))
 
 
-def test_demo_runs_end_to_end_and_delta_holds_every_event_once(tmp_path):
-    proc = demo(str(tmp_path / "demo"), 3000)
-    output, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, output[-3000:]
-    summary = summary_of(output)
-    assert summary["events_in_topic"] == summary["rows_in_delta"] == "3000", output[-3000:]
-    assert summary["distinct_offsets_in_delta"] == "3000"
-    assert "lag" in output and "sqliteq topics" in output
-
-
-def test_demo_killed_mid_stream_resumes_from_checkpoints_exactly_once(tmp_path):
+def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(tmp_path):
+    """Both halves of README command 1: a run that ends by itself and reports, and a
+    restart after a SIGKILL that resumes from the checkpoints."""
     directory = str(tmp_path / "demo")
     # Slow enough that the producer is still going when the first batches land.
     first = demo(directory, 20000, rate=200)
@@ -49,8 +40,7 @@ def test_demo_killed_mid_stream_resumes_from_checkpoints_exactly_once(tmp_path):
         assert first.poll() is None, first.stdout.read()[-3000:]
         assert time.monotonic() < deadline, "the demo committed no Delta batch in time"
         time.sleep(0.2)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=60)
+    drivers.kill_group(first)
     with Store(os.path.join(directory, "demo.sqlite")) as store:
         published_before = store.latest_offset("readings")
     assert 0 < published_before < 20000
@@ -62,3 +52,4 @@ def test_demo_killed_mid_stream_resumes_from_checkpoints_exactly_once(tmp_path):
     total = str(published_before + 2000)
     assert summary["events_in_topic"] == summary["rows_in_delta"] == total, output[-3000:]
     assert summary["distinct_offsets_in_delta"] == total
+    assert "lag" in output and "sqliteq topics" in output
