@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Store, sinks
 
@@ -22,30 +21,6 @@ pytestmark = pytest.mark.slow
 
 DISK_BYTES = 3 * 1024 * 1024
 ROWS, BATCH = 6000, 1000
-
-DRIVER = textwrap.dedent(
-    """
-    import sys
-    from pyspark.sql import SparkSession
-    src, dst, checkpoint = sys.argv[1:4]
-    spark = (SparkSession.builder.master("local[2]").appName("disk-full")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("OFF")
-    df = (spark.readStream.format("sqliteq").option("path", src).option("topic", "in")
-          .option("maxRowsPerTrigger", BATCH_ROWS).option("valueFormat", "string").load()
-          .selectExpr("CAST(offset AS STRING) AS key", "value"))
-    query = (df.writeStream.format("sqliteq").option("path", dst).option("topic", "out")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    except Exception as exc:
-        print("QUERY-FAILED:", exc, flush=True)
-        sys.exit(3)
-    print("QUERY-DONE", flush=True)
-    """
-).replace("BATCH_ROWS", str(BATCH))
-
 
 @pytest.fixture
 def small_disk(tmp_path):
@@ -64,18 +39,26 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(mount)], check=False)
 
 
-def run_driver(tmp_path, dst: str) -> subprocess.CompletedProcess:
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    return subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "src.sqlite"), dst,
-         str(tmp_path / "checkpoint")],
-        capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+def run_query(spark, tmp_path, dst: str) -> None:
+    """sqliteq -> sqliteq in BATCH-row micro-batches, to its end or its failure."""
+    query = (
+        spark.readStream.format("sqliteq").option("path", str(tmp_path / "src.sqlite"))
+        .option("topic", "in").option("maxRowsPerTrigger", BATCH)
+        .option("valueFormat", "string").load()
+        .selectExpr("CAST(offset AS STRING) AS key", "value")
+        .writeStream.format("sqliteq").option("path", dst).option("topic", "out")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True).start()
     )
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
 
 
-def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(tmp_path, small_disk):
+def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(
+    spark, tmp_path, small_disk
+):
     mount, grow = small_disk
     dst_path = str(mount / "dst.sqlite")
     with Store(str(tmp_path / "src.sqlite")) as src:
@@ -83,9 +66,8 @@ def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(tmp_p
         src.publish_many("in", (os.urandom(512).hex() for _ in range(ROWS)))
     Store(dst_path).close()
 
-    full = run_driver(tmp_path, dst_path)
-    assert full.returncode == 3, full.stdout[-2000:] + full.stderr[-4000:]
-    assert "disk holding the store is full" in full.stdout, full.stdout[-3000:]
+    with pytest.raises(StreamingQueryException, match="disk holding the store is full"):
+        run_query(spark, tmp_path, dst_path)
     with Store(dst_path) as dst:
         assert dst.check().ok
         written = dst.latest_offset("out") if dst.has_topic("out") else 0
@@ -93,8 +75,7 @@ def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(tmp_p
         assert written % BATCH == 0 and written < ROWS
 
     grow()
-    freed = run_driver(tmp_path, dst_path)
-    assert freed.returncode == 0, freed.stdout[-2000:] + freed.stderr[-4000:]
+    run_query(spark, tmp_path, dst_path)  # the restart, from the same checkpoint
     with Store(dst_path) as dst, Store(str(tmp_path / "src.sqlite")) as src:
         out = dst.read("out")
         assert sorted(int(e.key) for e in out) == list(range(ROWS))
