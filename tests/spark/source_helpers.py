@@ -1,4 +1,4 @@
-"""Helpers for the source tests: run a stream to its end and collect what each batch saw."""
+"""Helpers for the Spark tests: run a stream to its end and collect what each batch saw."""
 
 from __future__ import annotations
 
@@ -50,3 +50,18 @@ def source_progress(query):
             )
         )
     return result
+
+
+def copy_topic(spark, src, dst, checkpoint, **source_options):
+    """Stream topic "in" of ``src`` into topic "out" of ``dst`` (key: the source offset)
+    with availableNow; return at its end, or raise the query's failure."""
+    query = (
+        stream(spark, src, topic="in", valueFormat="string", **source_options)
+        .selectExpr("CAST(offset AS STRING) AS key", "value")
+        .writeStream.format("sqliteq").option("path", dst).option("topic", "out")
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()

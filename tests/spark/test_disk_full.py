@@ -16,6 +16,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Store, sinks
+from tests.spark.source_helpers import copy_topic
 
 pytestmark = pytest.mark.slow
 
@@ -39,35 +40,19 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(mount)], check=False)
 
 
-def run_query(spark, tmp_path, dst: str) -> None:
-    """sqliteq -> sqliteq in BATCH-row micro-batches, to its end or its failure."""
-    query = (
-        spark.readStream.format("sqliteq").option("path", str(tmp_path / "src.sqlite"))
-        .option("topic", "in").option("maxRowsPerTrigger", BATCH)
-        .option("valueFormat", "string").load()
-        .selectExpr("CAST(offset AS STRING) AS key", "value")
-        .writeStream.format("sqliteq").option("path", dst).option("topic", "out")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True).start()
-    )
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-
-
 def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(
     spark, tmp_path, small_disk
 ):
     mount, grow = small_disk
-    dst_path = str(mount / "dst.sqlite")
-    with Store(str(tmp_path / "src.sqlite")) as src:
+    src_path, dst_path = str(tmp_path / "src.sqlite"), str(mount / "dst.sqlite")
+    checkpoint = str(tmp_path / "checkpoint")
+    with Store(src_path) as src:
         # ~1 KB rows that do not compress: 6 MB in all, twice the disk.
         src.publish_many("in", (os.urandom(512).hex() for _ in range(ROWS)))
     Store(dst_path).close()
 
     with pytest.raises(StreamingQueryException, match="disk holding the store is full"):
-        run_query(spark, tmp_path, dst_path)
+        copy_topic(spark, src_path, dst_path, checkpoint, maxRowsPerTrigger=BATCH)
     with Store(dst_path) as dst:
         assert dst.check().ok
         written = dst.latest_offset("out") if dst.has_topic("out") else 0
@@ -75,8 +60,8 @@ def test_disk_full_in_sink_commit_fails_clean_then_restart_is_exactly_once(
         assert written % BATCH == 0 and written < ROWS
 
     grow()
-    run_query(spark, tmp_path, dst_path)  # the restart, from the same checkpoint
-    with Store(dst_path) as dst, Store(str(tmp_path / "src.sqlite")) as src:
+    copy_topic(spark, src_path, dst_path, checkpoint, maxRowsPerTrigger=BATCH)  # the restart
+    with Store(dst_path) as dst, Store(src_path) as src:
         out = dst.read("out")
         assert sorted(int(e.key) for e in out) == list(range(ROWS))
         assert [e.value for e in sorted(out, key=lambda e: int(e.key))] == [

@@ -14,6 +14,7 @@ import json
 import time
 
 from spark_queue.store import Store
+from tests.spark.source_helpers import copy_topic
 
 EXECUTOR_JVMS = {"local-cluster[2,1,1024]": 2}
 
@@ -34,19 +35,8 @@ def test_the_session_has_the_executor_jvms_its_master_names(spark):
 def test_driver_shipped_stream_into_a_topic_and_a_batch_into_a_queue(spark, tmp_path, store_path):
     with Store(store_path) as store:
         store.publish_many("in", ({"n": i} for i in range(5000)))
-    query = (
-        spark.readStream.format("sqliteq").option("path", store_path).option("topic", "in")
-        .option("readPath", "driver").option("rowsPerPartition", 700)
-        .option("maxRowsPerTrigger", 1500).option("valueFormat", "string").load()
-        .selectExpr("CAST(offset AS STRING) AS key", "value")
-        .writeStream.format("sqliteq").option("path", store_path).option("topic", "out")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True).start()
-    )
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
+    copy_topic(spark, store_path, store_path, str(tmp_path / "checkpoint"),
+               readPath="driver", rowsPerPartition=700, maxRowsPerTrigger=1500)
     (
         spark.range(2000).repartition(4)
         .selectExpr("id", "concat('job-', id) AS idempotency_key",
