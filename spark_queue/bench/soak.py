@@ -2,9 +2,10 @@
 
 Not a test: ``python -m spark_queue.bench soak --minutes 10``. Every
 ``--sample-s`` seconds it records the driver's, the JVM's and the worker
-process's resident memory, the store's size on disk (file + WAL), the query's
-lag and the queue's depth; at the end it prints the samples and a summary of
-first, last and largest values, the figures BENCHMARKS.md reports.
+process's resident memory, the JVM heap still in use after a full GC, the
+store's size on disk (file + WAL), the query's lag and the queue's depth; at
+the end it prints the samples and a summary of first, last and largest
+values, the figures BENCHMARKS.md reports.
 
 Pipeline: a producer thread publishes ``--rate`` events/s to topic ``soak``;
 Spark streams it (``consumer=soak``) into queue ``soak-jobs`` through
@@ -47,6 +48,18 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def jvm_heap_after_gc_mb(spark) -> float:
+    """Heap the driver JVM still holds after a full GC: a leak shows here first.
+
+    RSS only follows the heap's high-water mark, which the JVM grows toward
+    ``spark.driver.memory`` and rarely gives back, so RSS alone cannot tell
+    growth from retention.
+    """
+    memory = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+    memory.gc()
+    return memory.getHeapMemoryUsage().getUsed() / 2**20
 
 
 def java_children(pid: int) -> list[int]:
@@ -107,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
     producer.start()
     samples = []
     started = time.monotonic()
-    print(f"{'t_s':>6} {'published':>10} {'lag':>7} {'queue':>6} {'file_mb':>8} "
-          f"{'driver_mb':>9} {'jvm_mb':>7} {'worker_mb':>9}", flush=True)
+    columns = (("t_s", 6), ("published", 10), ("lag", 7), ("queue", 6), ("file_mb", 8),
+               ("driver_mb", 9), ("jvm_mb", 7), ("jvm_heap_mb", 11), ("worker_mb", 9))
+    print(" ".join(f"{key:>{width}}" for key, width in columns), flush=True)
     try:
         with Store(path) as store:
             while time.monotonic() - started < args.minutes * 60:
@@ -124,12 +138,11 @@ def run(args: argparse.Namespace) -> int:
                     "lag": latest - saved, "queue": stats.ready + stats.leased,
                     "file_mb": round(size, 1), "driver_mb": round(rss_mb(os.getpid())),
                     "jvm_mb": round(sum(rss_mb(p) for p in java_children(os.getpid()))),
+                    "jvm_heap_mb": round(jvm_heap_after_gc_mb(spark)),
                     "worker_mb": round(rss_mb(worker.pid)),
                 }
                 samples.append(sample)
-                print(" ".join(f"{sample[k]:>{w}}" for k, w in (
-                    ("t_s", 6), ("published", 10), ("lag", 7), ("queue", 6), ("file_mb", 8),
-                    ("driver_mb", 9), ("jvm_mb", 7), ("worker_mb", 9))), flush=True)
+                print(" ".join(f"{sample[k]:>{w}}" for k, w in columns), flush=True)
                 if query.exception() is not None:
                     raise query.exception()
     finally:
@@ -139,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         worker.wait(timeout=60)
         shutil.rmtree(workdir, ignore_errors=True)
     print("\nsummary (first / last / max):")
-    for key in ("lag", "queue", "file_mb", "driver_mb", "jvm_mb", "worker_mb"):
+    for key in ("lag", "queue", "file_mb", "driver_mb", "jvm_mb", "jvm_heap_mb", "worker_mb"):
         values = [s[key] for s in samples]
         print(f"  {key:<10} {values[0]:>8} / {values[-1]:>8} / {max(values):>8}")
     minutes = (time.monotonic() - started) / 60
