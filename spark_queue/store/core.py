@@ -170,7 +170,7 @@ class Store:
             return topics.list_topics(self.conn)
 
     def has_topic(self, topic: str) -> bool:
-        return topics.exists(self.conn, topic)
+        return topics.find_id(self.conn, topic) is not None
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(

@@ -65,20 +65,20 @@ class TopicInfo(NamedTuple):
     retention_rows: int | None
 
 
-def topic_id(conn: apsw.Connection, topic: str) -> int:
-    """The id of an existing topic; UnknownTopicError names it otherwise."""
+def find_id(conn: apsw.Connection, topic: str) -> int | None:
+    """The topic's id, or None if the store has no such topic."""
     row = conn.execute(
         "SELECT id FROM sq_topics WHERE name = ?", (validate_name(topic),)
     ).fetchone()
-    if row is None:
+    return None if row is None else row[0]
+
+
+def topic_id(conn: apsw.Connection, topic: str) -> int:
+    """The id of an existing topic; UnknownTopicError names it otherwise."""
+    tid = find_id(conn, topic)
+    if tid is None:
         raise UnknownTopicError(f"topic {topic!r} does not exist in this store.")
-    return row[0]
-
-
-def exists(conn: apsw.Connection, topic: str) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM sq_topics WHERE name = ?", (validate_name(topic),)
-    ).fetchone() is not None
+    return tid
 
 
 def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
