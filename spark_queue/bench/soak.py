@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         worker.wait(timeout=60)
         shutil.rmtree(workdir, ignore_errors=True)
     print("\nsummary (first / last / max):")
-    for key in ("lag", "queue", "file_mb", "driver_mb", "jvm_mb", "jvm_heap_mb", "worker_mb"):
+    for key, _ in columns[2:]:  # every sampled figure but the clock and the running count
         values = [s[key] for s in samples]
         print(f"  {key:<10} {values[0]:>8} / {values[-1]:>8} / {max(values):>8}")
     minutes = (time.monotonic() - started) / 60
