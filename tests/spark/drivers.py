@@ -39,8 +39,17 @@ def write_script(directory: pathlib.Path, source: str, name: str = "driver.py") 
     return script
 
 
-def start(*argv: str | os.PathLike, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
-    """``python *argv`` in a new session; ``popen`` goes to Popen (stdout, stderr, text)."""
+def start(
+    *argv: str | os.PathLike,
+    env: dict[str, str] | None = None,
+    log: pathlib.Path | None = None,
+    **popen,
+) -> subprocess.Popen:
+    """``python *argv`` in a new session; stdout and stderr go to ``log`` if given,
+    otherwise ``popen`` (stdout, stderr, text) goes to Popen."""
+    if log is not None:
+        with open(log, "w") as sink:
+            return start(*argv, env=env, stdout=sink, stderr=subprocess.STDOUT)
     return subprocess.Popen(
         [sys.executable, *map(str, argv)],
         env=env or driver_env(),

@@ -78,11 +78,10 @@ class Driver:
         if hold_batch is not None:
             env[TEST_HOLD_BATCH_ENV] = str(hold_batch)
         self.runs += 1
-        with open(self.tmp / f"driver-{self.runs}.log", "w") as log:
-            return drivers.start(
-                self.script, self.source, self.dst, self.checkpoint, trigger, self.src_arg,
-                env=env, stdout=log, stderr=subprocess.STDOUT,
-            )
+        return drivers.start(
+            self.script, self.source, self.dst, self.checkpoint, trigger, self.src_arg,
+            env=env, log=self.tmp / f"driver-{self.runs}.log",
+        )
 
     def wait_for(
         self, proc: subprocess.Popen, condition, what: str, timeout_s: float = 240

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import time
 
 import pytest
@@ -65,9 +64,7 @@ def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_
             total += 8_000
             before = _commits(checkpoint)
             log = tmp_path / f"driver-{total}.log"
-            with open(log, "w") as sink:
-                proc = drivers.start(script, store_path, checkpoint, out, "run",
-                                     stdout=sink, stderr=subprocess.STDOUT)
+            proc = drivers.start(script, store_path, checkpoint, out, "run", log=log)
             try:
                 deadline = time.monotonic() + 240
                 while _commits(checkpoint) <= before:
