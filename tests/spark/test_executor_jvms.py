@@ -11,12 +11,17 @@ also show its two executor JVMs.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from spark_queue.store import Store
 from tests.spark.source_helpers import copy_topic
 
-EXECUTOR_JVMS = {"local-cluster[2,1,1024]": 2}
+
+def _executor_jvms_of(master: str) -> int:
+    """local-cluster[N,cores,memory] starts N executor JVMs; local[...] runs none of its own."""
+    cluster = re.fullmatch(r"local-cluster\[(\d+),\d+,\d+\]", master)
+    return int(cluster.group(1)) if cluster else 0
 
 
 def _executor_jvms(spark) -> int:
@@ -25,7 +30,7 @@ def _executor_jvms(spark) -> int:
 
 
 def test_the_session_has_the_executor_jvms_its_master_names(spark):
-    expected = EXECUTOR_JVMS.get(spark.sparkContext.master, 0)
+    expected = _executor_jvms_of(spark.sparkContext.master)
     deadline = time.monotonic() + 120  # executors register after the session starts
     while _executor_jvms(spark) != expected and time.monotonic() < deadline:
         time.sleep(0.5)
