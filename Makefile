@@ -6,12 +6,12 @@ EXTRAS ?= spark,delta,connect,dev
 
 .PHONY: install demo test test-quick bench clean
 
-# Editable install in "compat" mode puts the checkout itself on sys.path, so
-# Spark's Python workers (and its pyspark_* data source lookup) see the code.
+# A plain editable install (hatchling writes a .pth naming the checkout), so
+# Spark's Python workers and its pyspark_* data source lookup see the code.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]" --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(VENV)/.installed
