@@ -14,7 +14,22 @@ FORMAT_NAME = "sqliteq"
 
 
 def register(spark: Any) -> None:
-    """Register the ``sqliteq`` data source with ``spark`` (needed where auto-discovery is off)."""
+    """Register the ``sqliteq`` data source with ``spark`` (needed where auto-discovery is off).
+
+    Safe to call where Spark already discovered the format through the
+    installed ``pyspark_sqliteq`` module (pyspark 4.0 refuses to register a
+    discovered name again; that refusal is the outcome asked for). Raises the
+    import error when the connector cannot load on this pyspark.
+    """
     from spark_queue.connector import SqliteQueueDataSource
 
-    spark.dataSource.register(SqliteQueueDataSource)
+    try:
+        spark.dataSource.register(SqliteQueueDataSource)
+    except Exception as exc:
+        if not _already_registered(exc):
+            raise
+
+
+def _already_registered(exc: Exception) -> bool:
+    # pyspark 4.0: DATA_SOURCE_ALREADY_EXISTS for a name its lookup found.
+    return "DATA_SOURCE_ALREADY_EXISTS" in str(exc) or "already exists" in str(exc).lower()

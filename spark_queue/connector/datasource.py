@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+
+from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from spark_queue import FORMAT_NAME
+from spark_queue.connector import compat
 from spark_queue.connector.batch_reader import SqliteQueueBatchReader
 from spark_queue.connector.offsets import check_store_exists
+from spark_queue.connector.simple_reader import SqliteQueueSimpleStreamReader
 from spark_queue.connector.sink_options import SinkOptions
 from spark_queue.connector.sink_schema import plan_layout
-from spark_queue.connector.source_options import parse_source_options
+from spark_queue.connector.source_options import SourceOptions, parse_source_options
 from spark_queue.connector.source_schema import check_user_schema, default_schema
 from spark_queue.connector.stream_reader import SqliteQueueStreamReader
 from spark_queue.connector.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
 from spark_queue.errors import OptionError
+
+log = logging.getLogger("spark_queue.connector")
 
 
 class SqliteQueueDataSource(DataSource):
@@ -100,6 +107,14 @@ class SqliteQueueDataSource(DataSource):
       message to set ``readPath=driver``; ``executor`` skips that check (a
       shared mount). The Python planner cannot see the executors' hosts, so
       ``auto`` cannot ship rows by itself.
+    - ``latencyMode`` (default ``throughput``; streams only): ``throughput``
+      reads each micro-batch in executor tasks; ``low`` reads it in the
+      driver's planning process and Spark ships the rows with the plan, so no
+      executor Python worker starts per micro-batch (the lowest latency from
+      publish to visible). Same guarantees and limits; every row passes
+      through that one Python process, so bulk throughput is far lower, and
+      Spark reports no latest offset (no lag) for this mode. A batch replayed
+      after a restart is read by an executor task, which must reach the file.
 
     Default schema (Kafka's, so ``format("kafka")`` can be swapped for
     ``format("sqliteq")``): ``key``, ``value`` (binary or string),
@@ -217,11 +232,36 @@ class SqliteQueueDataSource(DataSource):
         return SqliteQueueBatchReader(options, schema)
 
     def streamReader(self, schema: StructType) -> SqliteQueueStreamReader:
-        """Driver, at query start: validate options and schema (before any task runs)."""
+        """Driver, at query start: validate options and schema (before any task runs).
+
+        ``latencyMode=low`` declines, so Spark asks :meth:`simpleStreamReader`.
+        """
+        options = self._stream_options(schema)
+        if options.latency_mode == "low":
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
+            )
+        return SqliteQueueStreamReader(options, schema)
+
+    def simpleStreamReader(self, schema: StructType) -> SqliteQueueSimpleStreamReader:
+        """Driver, at query start with ``latencyMode=low``: validate options and schema."""
+        return SqliteQueueSimpleStreamReader(self._stream_options(schema), schema)
+
+    def _stream_options(self, schema: StructType) -> SourceOptions:
         options = parse_source_options(self.options, streaming=True)
         check_user_schema(schema, options)
         check_store_exists(options)
-        return SqliteQueueStreamReader(options, schema)
+        if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
+            log.warning(
+                "%s source on pyspark %s: Spark before 4.2 runs a Trigger.AvailableNow or once "
+                "query as ONE micro-batch for Python sources, so such a run reads at most "
+                "maxRowsPerTrigger=%d rows and stops (the rest waits for the next run). "
+                "Processing-time triggers respect the limit exactly. pyspark 4.2+ runs "
+                "AvailableNow in several bounded batches.",
+                FORMAT_NAME, ".".join(map(str, compat.PYSPARK_VERSION)),
+                options.max_rows_per_trigger,
+            )
+        return options
 
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""

@@ -1,8 +1,10 @@
-"""Read one input partition into Arrow RecordBatches (runs in an executor's Python worker).
+"""Read offset ranges into Spark's Arrow RecordBatches.
 
-Shared by the batch and the stream reader. Opens the store inside the call
-and closes it in ``finally``; reads the range in chunks so memory stays
-bounded by ``READ_CHUNK_ROWS`` rows per batch whatever the partition size.
+:func:`read_partition` runs in an executor's Python worker (batch reads and
+the default stream reader); :func:`read_range` runs wherever it is called
+(the low-latency reader calls it on the driver). Both open the store inside
+the call and close it in ``finally``, and read in chunks so memory stays
+bounded by ``READ_CHUNK_ROWS`` rows per batch whatever the range size.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.arrow_output import kafka_batch, typed_batch
+from spark_queue.connector.compat import arrow_schema
 from spark_queue.connector.json_decode import JsonDecoder
 from spark_queue.connector.offsets import effective_start, open_store
 from spark_queue.connector.partitions import ShippedRangePartition, StoreRangePartition
@@ -40,25 +42,39 @@ def read_partition(
     options: SourceOptions, schema: StructType, partition: InputPartition
 ) -> Iterator[pa.RecordBatch]:
     """Yield the partition's rows as RecordBatches of Spark's exact Arrow schema."""
-    typed = is_typed(schema, options)
     if isinstance(partition, ShippedRangePartition):
         tables = _shipped_tables(partition)
     elif isinstance(partition, StoreRangePartition):
-        headers = options.include_headers and not typed
-        tables = _store_tables(options, partition, payload_format(options, typed), headers)
+        _check_reachable(options, partition)
+        tables = _store_tables(options, schema, partition.topic, partition.start, partition.end)
     else:  # Spark's placeholder for an empty batch read
         return
-    target = to_arrow_schema(schema, timezone="UTC")
+    yield from _output_batches(options, schema, partition.topic, tables)
+
+
+def read_range(
+    options: SourceOptions, schema: StructType, topic: str, start: int, end: int
+) -> Iterator[pa.RecordBatch]:
+    """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read here."""
+    yield from _output_batches(
+        options, schema, topic, _store_tables(options, schema, topic, start, end)
+    )
+
+
+def _output_batches(
+    options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    target = arrow_schema(schema)
     decoder = None
-    if typed:
+    if is_typed(schema, options):
         decoder = JsonDecoder(
-            target, options.corrupt_record_column, options.mode == "PERMISSIVE", partition.topic
+            target, options.corrupt_record_column, options.mode == "PERMISSIVE", topic
         )
     for table in tables:
         if table.num_rows == 0:
             continue
         if decoder is None:
-            yield kafka_batch(table, partition.topic, target)
+            yield kafka_batch(table, topic, target)
         else:
             yield typed_batch(table, decoder)
 
@@ -87,27 +103,27 @@ def _check_reachable(options: SourceOptions, partition: StoreRangePartition) -> 
 
 
 def _store_tables(
-    options: SourceOptions, partition: StoreRangePartition, fmt: str, headers: bool
+    options: SourceOptions, schema: StructType, topic: str, start: int, end: int
 ) -> Iterator[pa.Table]:
-    _check_reachable(options, partition)
+    typed = is_typed(schema, options)
+    fmt, headers = payload_format(options, typed), options.include_headers and not typed
     store = open_store(options)
     try:
-        start = partition.start
-        while start < partition.end:
-            stop = min(start + READ_CHUNK_ROWS, partition.end)
-            table = store.read_arrow_payloads(partition.topic, start, stop, fmt, headers)
-            got_first = table.column("offset")[0].as_py() if table.num_rows else partition.end
+        while start < end:
+            stop = min(start + READ_CHUNK_ROWS, end)
+            table = store.read_arrow_payloads(topic, start, stop, fmt, headers)
+            got_first = table.column("offset")[0].as_py() if table.num_rows else end
             if got_first != start:
                 # Retention removed the front of the range after it was planned.
-                earliest = store.earliest_offset(partition.topic)
-                resumed = effective_start(partition.topic, start, earliest, options)
-                if resumed >= partition.end:
+                earliest = store.earliest_offset(topic)
+                resumed = effective_start(topic, start, earliest, options)
+                if resumed >= end:
                     break
                 if resumed != start:
                     start = resumed
                     continue
                 raise DataLossError(  # pragma: no cover - dense offsets make this unreachable
-                    f"{FORMAT} source: topic {partition.topic!r} offset {start} is missing."
+                    f"{FORMAT} source: topic {topic!r} offset {start} is missing."
                 )
             yield table
             start += table.num_rows

@@ -33,6 +33,7 @@ LATEST_SENTINEL = -1
 KEY_VALUE_FORMATS = ("binary", "string")
 MODES = ("FAILFAST", "PERMISSIVE")
 READ_PATHS = ("auto", "executor", "driver")
+LATENCY_MODES = ("throughput", "low")
 STARTING_KEYWORDS = ("earliest", "latest", "committed")
 
 
@@ -68,11 +69,12 @@ SOURCE_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("rowsPerPartition", "100000", "a positive integer"),
     OptionSpec("minPartitions", "1", "a positive integer"),
     OptionSpec("readPath", "auto", "auto, executor or driver"),
+    OptionSpec("latencyMode", "throughput", "throughput or low (streaming only)"),
 )
 OPTION_NAMES = tuple(spec.name for spec in SOURCE_OPTIONS)
 _BY_LOWER = {spec.name.lower(): spec for spec in SOURCE_OPTIONS}
 
-_STREAM_ONLY = ("maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay")
+_STREAM_ONLY = ("maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay", "latencyMode")
 _DURATION = re.compile(r"\s*(\d+)\s*(ms|s|sec|secs|m|min|mins|h|hour|hours|d|day|days)?\s*", re.I)
 _UNIT_MS = {
     None: 1, "ms": 1, "s": 1000, "sec": 1000, "secs": 1000, "m": 60_000, "min": 60_000,
@@ -108,6 +110,7 @@ class SourceOptions:
     rows_per_partition: int
     min_partitions: int
     read_path: str
+    latency_mode: str = "throughput"
 
     def subscribes(self, topic: str) -> bool:
         """Whether ``topic`` is one this source reads."""
@@ -424,4 +427,5 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         rows_per_partition=positive("rowsPerPartition", 100_000),
         min_partitions=positive("minPartitions", 1),
         read_path=choice("readPath", "auto", READ_PATHS),
+        latency_mode=choice("latencyMode", "throughput", LATENCY_MODES),
     )

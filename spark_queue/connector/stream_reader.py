@@ -1,6 +1,6 @@
 """The streaming reader: offsets, admission control and micro-batch planning.
 
-Which process runs what (pyspark 4.2): one long-lived driver-side Python
+Which process runs what (pyspark 4.2; 4.0 and 4.1 alike): one long-lived driver-side Python
 process per query calls ``initialOffset``, ``latestOffset``,
 ``reportLatestOffset``, ``partitions`` and ``commit`` on ONE instance, so
 state kept on it (the AvailableNow target, the trigger-delay clock) lasts for
@@ -22,18 +22,11 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import StructType
 
+from spark_queue.connector import compat
+from spark_queue.connector.admission import ALL_AVAILABLE, Admission, Limits
 from spark_queue.connector.offsets import (
-    cap_rows,
-    effective_start,
     open_store,
     sorted_offsets,
     starting_offsets,
@@ -41,123 +34,104 @@ from spark_queue.connector.offsets import (
 )
 from spark_queue.connector.partition_planner import plan_partitions
 from spark_queue.connector.partition_reader import read_partition
-from spark_queue.connector.source_options import FORMAT, SourceOptions
-from spark_queue.errors import OffsetRangeError, SparkQueueError
+from spark_queue.connector.source_options import SourceOptions
+from spark_queue.errors import SparkQueueError
 
 log = logging.getLogger("spark_queue.connector")
 
 
-class SqliteQueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+def read_bounds(options: SourceOptions):
+    """``(earliest, latest)`` of every subscribed topic, from a connection opened for it."""
+    store = open_store(options)
+    try:
+        return subscribed_bounds(store, options)
+    finally:
+        store.close()
+
+
+def initial_offsets(options: SourceOptions) -> dict:
+    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one snapshot."""
+    store = open_store(options)
+    try:
+        with store.snapshot():
+            return starting_offsets(store, options, subscribed_bounds(store, options))
+    finally:
+        store.close()
+
+
+def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
+    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal."""
+    if options.consumer is None:
+        return
+    store = open_store(options)
+    try:
+        bounds = subscribed_bounds(store, options)
+        offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
+        if offsets:
+            store.commit_offsets(options.consumer, offsets)
+    except SparkQueueError as exc:
+        log.warning("sqliteq source: could not save offsets of consumer %r: %s",
+                    options.consumer, exc)
+    finally:
+        store.close()
+
+
+class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
     """Micro-batches over ``{topic: next_offset}`` offsets of one store file."""
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
         # Driver-side state, meaningful only in the long-lived planning process.
-        self._available_now_target: dict[str, int] | None = None
-        self._last_trigger_s: float | None = None
-        self._last_latest: dict[str, int] | None = None
-        self._clock = time.monotonic
+        self._admission = Admission(options, time.monotonic)
+        # pyspark < 4.2 calls latestOffset() without the start: the reader
+        # follows the position itself, from initialOffset and from every
+        # partitions(start, end) Spark plans (on restart Spark plans the empty
+        # range at its checkpointed offset first: AcceptsLatestSeenOffset).
+        self._position: dict | None = None
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
-        store = open_store(self.options)
-        try:
-            with store.snapshot():
-                bounds = subscribed_bounds(store, self.options)
-                return starting_offsets(store, self.options, bounds)
-        finally:
-            store.close()
+        offsets = initial_offsets(self.options)
+        if self._position is None:
+            self._position = offsets
+        return offsets
 
-    def getDefaultReadLimit(self) -> ReadLimit:
+    def getDefaultReadLimit(self):
         if self.options.max_rows_per_trigger is not None:
-            return ReadMaxRows(self.options.max_rows_per_trigger)
+            return compat.ReadMaxRows(self.options.max_rows_per_trigger)
         if self.options.min_rows_per_trigger is not None:
-            return ReadMinRows(self.options.min_rows_per_trigger)
-        return ReadAllAvailable()
+            return compat.ReadMinRows(self.options.min_rows_per_trigger)
+        return compat.ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        store = open_store(self.options)
-        try:
-            bounds = subscribed_bounds(store, self.options)
-        finally:
-            store.close()
-        # Topics created after this point are not part of this run.
-        self._available_now_target = {t: latest for t, (_, latest) in bounds.items()}
+        self._admission.prepare_available_now(read_bounds(self.options))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        store = open_store(self.options)
-        try:
-            bounds = subscribed_bounds(store, self.options)
-        finally:
-            store.close()
-        latest = {t: b[1] for t, b in bounds.items()}
-        self._last_latest = sorted_offsets(latest)
-        target = self._available_now_target
-        available: dict[str, int] = {}
-        begins: dict[str, int] = {}
-        for topic, top in latest.items():
-            requested = start.get(topic, 0)
-            if requested > top:
-                raise OffsetRangeError(
-                    f"{FORMAT} source: the checkpoint is at offset {requested} of topic "
-                    f"{topic!r} but the store's latest offset is {top}: the store file was "
-                    "replaced or restored from an older copy. Use a new checkpoint location "
-                    "(with startingOffsets) to read this file."
-                )
-            if target is not None:
-                top = min(top, target.get(topic, requested))
-            begin = effective_start(topic, requested, bounds[topic][0], self.options)
-            begins[topic] = begin
-            if top > begin:
-                available[topic] = top - begin
-        admitted = self._admit(available, limit)
-        # Offsets skipped over lost data (failOnDataLoss=false) move on even
-        # without rows, so the gap is reported once, not on every trigger.
-        skipped = {t: b for t, b in begins.items() if b > start.get(t, 0)}
-        if not admitted and not skipped:
-            return start
-        end = {**start, **skipped}
-        for topic, rows in admitted.items():
-            end[topic] = begins[topic] + rows
-        if admitted:
-            self._last_trigger_s = self._clock()
-        return sorted_offsets(end)
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        if start is None:  # pyspark < 4.2
+            start = self._position if self._position is not None else self.initialOffset()
+        return self._admission.next_end(start, read_bounds(self.options), self._limits(limit))
 
-    def _admit(self, available: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        """Rows to take per topic under ``limit``; empty means "no batch now"."""
-        now = self._clock()
-        if self._last_trigger_s is None:
-            self._last_trigger_s = now
-        total = sum(available.values())
-        if total == 0:
-            return {}
-        if isinstance(limit, ReadAllAvailable):
-            return available
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        if max_rows is None:
-            max_rows = self.options.max_rows_per_trigger
-        min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else None
-        if min_rows is None:
-            min_rows = self.options.min_rows_per_trigger
-        # AvailableNow must finish: a min-rows wait there could last forever.
-        if min_rows is not None and self._available_now_target is None and total < min_rows:
-            waited_ms = (now - self._last_trigger_s) * 1000
-            if waited_ms < self.options.max_trigger_delay_ms:
-                return {}
-        return available if max_rows is None else cap_rows(available, max_rows)
+    def _limits(self, limit) -> Limits:
+        """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
+        if limit is None:
+            return Limits.of(self.options)
+        if isinstance(limit, compat.ReadAllAvailable):
+            return ALL_AVAILABLE
+        if isinstance(limit, compat.ReadMaxRows):
+            return Limits(limit.max_rows, self.options.min_rows_per_trigger)
+        if isinstance(limit, compat.ReadMinRows):
+            return Limits(self.options.max_rows_per_trigger, limit.min_rows)
+        return Limits.of(self.options)
 
     def reportLatestOffset(self) -> dict | None:
-        if self._last_latest is not None:
-            return self._last_latest
-        store = open_store(self.options)
-        try:
-            bounds = subscribed_bounds(store, self.options)
-        finally:
-            store.close()
+        if self._admission.last_latest is not None:
+            return self._admission.last_latest
+        bounds = read_bounds(self.options)
         return sorted_offsets({t: latest for t, (_, latest) in bounds.items()})
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        self._position = end
         store = open_store(self.options)
         try:
             with store.snapshot():
@@ -167,20 +141,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             store.close()
 
     def commit(self, end: dict) -> None:
-        if self.options.consumer is None:
-            return
-        store = open_store(self.options)
-        try:
-            bounds = subscribed_bounds(store, self.options)
-            offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
-            if offsets:
-                store.commit_offsets(self.options.consumer, offsets)
-        except SparkQueueError as exc:
-            # Saved offsets are advisory (the checkpoint is the truth): log, go on.
-            log.warning("sqliteq source: could not save offsets of consumer %r: %s",
-                        self.options.consumer, exc)
-        finally:
-            store.close()
+        save_consumer_offsets(self.options, end)
 
     # -- data (executors) --------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

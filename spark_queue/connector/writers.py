@@ -29,9 +29,10 @@ from itertools import repeat
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+from pyspark.sql.datasource import DataSourceArrowWriter
 
 from spark_queue.connector.commit_message import SqliteQueueCommitMessage
+from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
 from spark_queue.connector.sink_encode import encode_batch
 from spark_queue.connector.sink_options import FORMAT, SinkOptions
 from spark_queue.connector.sink_schema import JSON, SinkLayout
@@ -160,7 +161,7 @@ class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
         logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT)
 
 
-class SqliteQueueStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
+class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):
     """``df.writeStream.format("sqliteq")``: each micro-batch exactly once, via the ledger."""
 
     streaming = True

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
+from spark_queue.connector.compat import ReadAllAvailable, ReadMaxRows, ReadMinRows
 from spark_queue.connector.source_options import parse_source_options
 from spark_queue.connector.source_schema import default_schema
 from spark_queue.connector.stream_reader import SqliteQueueStreamReader
@@ -24,7 +24,7 @@ class FakeClock:
 def make_reader(store_path, **options):
     opts = parse_source_options({"path": store_path, **options}, streaming=True)
     reader = SqliteQueueStreamReader(opts, default_schema(opts))
-    reader._clock = FakeClock()
+    reader._admission.clock = FakeClock()
     return reader
 
 
@@ -36,14 +36,14 @@ def test_min_rows_waits_for_rows_or_the_delay_whichever_first(store, store_path)
     start = reader.initialOffset()
     assert start == {"t": 0}
     assert reader.latestOffset(start, limit) == start  # 200 < 500, clock starts
-    reader._clock.now += 1.9
+    reader._admission.clock.now += 1.9
     assert reader.latestOffset(start, limit) == start
-    reader._clock.now += 0.1  # the delay has passed: take what there is
+    reader._admission.clock.now += 0.1  # the delay has passed: take what there is
     end = reader.latestOffset(start, limit)
     assert end == {"t": 200}
     # Rows first: 500 arrive well inside the delay.
     store.publish_many("t", range(500))
-    reader._clock.now += 0.1
+    reader._admission.clock.now += 0.1
     assert reader.latestOffset(end, limit) == {"t": 700}
 
 

@@ -1,4 +1,9 @@
-"""The streaming source end to end in the shared local[2] session."""
+"""The streaming source end to end in the shared local[2] session, in both read modes.
+
+Every test runs once with ``latencyMode=throughput`` (executors read each
+micro-batch) and once with ``latencyMode=low`` (the driver's planning process
+reads it): the two readers keep one contract.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,14 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Record, Store
+from tests.spark import source_helpers
 from tests.spark.source_helpers import TIMEOUT_S, run_available_now, source_progress, stream
+
+
+@pytest.fixture(params=["throughput", "low"], autouse=True)
+def latency_mode(request, monkeypatch):
+    monkeypatch.setattr(source_helpers, "STREAM_DEFAULTS", {"latencyMode": request.param})
+    return request.param
 
 
 @pytest.fixture
@@ -42,11 +54,18 @@ def test_available_now_reads_each_offset_once_within_max_rows_and_restarts_exact
     assert max(len(rows) for _, rows in batches) <= 1000
 
 
-def test_progress_reports_the_source_latest_offset_for_lag(spark, store, store_path, ckpt):
+def test_progress_reports_the_source_latest_offset_for_lag(
+    spark, store, store_path, ckpt, latency_mode
+):
     store.publish_many("events", range(2_500))
     _, query = run_available_now(spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000)
     progress = [p for p in source_progress(query) if p[0] > 0]
     assert [p[0] for p in progress] == [1000, 1000, 500]
+    if latency_mode == "low":
+        # Spark asks a simple reader for no latest offset (documented: no lag in this mode).
+        assert all(p[1] is None for p in progress)
+        assert progress[-1][2] == {"events": 2500}
+        return
     # Lag = latestOffset - endOffset: 1500 after the first batch, 0 at the end.
     first_rows, first_latest, first_end = progress[0]
     assert first_latest == {"events": 2500} and first_end == {"events": 1000}
@@ -217,3 +236,33 @@ def test_bad_option_with_a_user_schema_fails_at_start_before_any_task(spark, sto
             query.awaitTermination(TIMEOUT_S)
         finally:
             query.stop()
+
+
+def test_a_batch_that_failed_replays_exactly_the_same_rows_after_restart(
+    spark, store, store_path, ckpt
+):
+    store.publish_many("events", range(2_500))
+    seen = []
+
+    def fail_second_batch(df, batch_id):
+        rows = sorted(r.offset for r in df.select("offset").collect())
+        seen.append((batch_id, rows))
+        if batch_id == 1:
+            raise RuntimeError("planned failure in batch 1")
+
+    query = (
+        stream(spark, store_path, topic="events", maxRowsPerTrigger=1000)
+        .writeStream.foreachBatch(fail_second_batch).option("checkpointLocation", ckpt)
+        .trigger(availableNow=True).start()
+    )
+    with pytest.raises(StreamingQueryException, match="planned failure in batch 1"):
+        query.awaitTermination(TIMEOUT_S)
+    query.stop()
+    # More rows arrive before the restart: the replay must not take any of them.
+    store.publish_many("events", range(500))
+    batches, _ = run_available_now(spark, store_path, ckpt, topic="events", maxRowsPerTrigger=1000)
+    failed = dict(seen)[1]
+    assert failed == list(range(1_000, 2_000))
+    replayed = dict(batches)[1]
+    assert sorted(offset for _, offset in replayed) == failed
+    assert sorted(offsets_of(batches)) == list(range(1_000, 3_000))

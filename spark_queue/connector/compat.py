@@ -1,0 +1,61 @@
+"""What differs between the pyspark versions the connector supports (4.0 to 4.3), in one place.
+
+Every shim names the version that needs it, so dropping a version means
+deleting its lines here and nothing else. The rest of the connector imports
+these names instead of reaching for version-specific pyspark modules, so
+importing the connector never fails on a supported version (an import error
+in ``pyspark_sqliteq`` would hide every ``pyspark_*`` data source from
+Spark's lookup, not only this one).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyspark
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+PYSPARK_VERSION: tuple[int, int] = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+
+# pyspark 4.2 added pyspark.sql.streaming.datasource: read limits handed to
+# latestOffset(start, limit), SupportsTriggerAvailableNow and reportLatestOffset.
+# Before 4.2 Spark calls latestOffset() with no arguments, never plans an
+# AvailableNow run in several batches (it runs one), and reports no latest offset.
+try:
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        ReadMinRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    HAS_ADMISSION_CONTROL = True
+except ImportError:  # pyspark 4.0, 4.1
+    HAS_ADMISSION_CONTROL = False
+    ReadLimit = ReadAllAvailable = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stands in for the 4.2 mixin; Spark before 4.2 never calls its method."""
+
+        def prepareForTriggerAvailableNow(self) -> None:  # pragma: no cover - 4.2+ only
+            raise NotImplementedError
+
+# pyspark 4.1 added DataSourceStreamArrowWriter. pyspark 4.0 hands Arrow batches
+# to any writer that is a DataSourceArrowWriter, streaming ones included
+# (pyspark/sql/worker/write_into_data_source.py), so a streaming writer that is
+# both gets Arrow there too.
+try:
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+
+    STREAM_ARROW_WRITER_BASES: tuple[type, ...] = (DataSourceStreamArrowWriter,)
+except ImportError:  # pyspark 4.0
+    STREAM_ARROW_WRITER_BASES = (DataSourceArrowWriter, DataSourceStreamWriter)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """Spark's Arrow schema for ``schema``, timestamps in UTC (what Spark expects back)."""
+    if PYSPARK_VERSION >= (4, 2):
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema, timestamp_utc=True)  # pyspark 4.0, 4.1
