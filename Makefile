@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 EXTRAS ?= spark,delta,connect,dev
 
-.PHONY: install demo test test-quick bench clean
+.PHONY: install demo test test-quick test-matrix bench clean
 
 # A plain editable install (hatchling writes a .pth naming the checkout), so
 # Spark's Python workers and its pyspark_* data source lookup see the code.
@@ -19,11 +19,17 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) -m spark_queue demo $(ARGS)
 
+# The whole suite on the main venv (pyspark 4.2.0 + Delta), then the smoke suite
+# on every supported pyspark minor from a freshly built wheel.
 test: install
 	$(PY) -m pytest $(ARGS)
+	$(PY) tests/smoke/matrix.py
+
+test-matrix: install
+	$(PY) tests/smoke/matrix.py
 
 test-quick: install
 	$(PY) -m pytest -m "not slow" $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-matrix build dist *.egg-info

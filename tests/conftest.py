@@ -1,4 +1,11 @@
-"""Fixtures shared by every test: fresh temp store paths."""
+"""Fixtures shared by every test: fresh temp store paths, and the one Spark session.
+
+The ``spark`` fixture serves tests/spark and tests/smoke: UI off, 2 shuffle
+partitions, Delta on when delta-spark is installed (the full suite's
+environment; the version-matrix venvs have none). The master is local[2]
+unless SPARK_QUEUE_TEST_MASTER names another. pyspark is imported inside the
+fixture, so store-only runs never load it.
+"""
 
 from __future__ import annotations
 
@@ -25,3 +32,56 @@ def store(store_path):
 
     with Store(store_path) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """With Delta where installed, as the notebooks and the demo use it; no register()
+    call, so the format is found by Spark's lookup of the installed pyspark_sqliteq module."""
+    from pyspark.sql import SparkSession
+
+    try:
+        from delta import configure_spark_with_delta_pip
+    except ImportError:  # the version-matrix venvs (tests/smoke)
+        configure_spark_with_delta_pip = None
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # tests/spark/test_local_cluster_suites.py reruns the source and sink
+    # acceptance suites with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024].
+    master = os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
+    builder = (
+        SparkSession.builder.master(master)
+        .config("spark.executor.memory", "1g")
+        .appName("spark_queue-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+    )
+    if configure_spark_with_delta_pip is not None:
+        builder = configure_spark_with_delta_pip(
+            builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog",
+                    "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            .config("spark.databricks.delta.snapshotPartitions", "2")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_queries(request):
+    """Fail a test that leaves a streaming query running."""
+    yield
+    if "spark" in request.fixturenames:
+        session = request.getfixturevalue("spark")
+        active = session.streams.active
+        for query in active:
+            query.stop()
+        assert not active, f"test left {len(active)} streaming queries running"

@@ -1,0 +1,96 @@
+"""Run the contract smoke suite on every supported pyspark minor, from a freshly built wheel.
+
+    python tests/smoke/matrix.py            # part of `make test` (and so of CI)
+
+Builds the wheel once, then for each pyspark version below: a venv under
+``.venv-matrix/`` (kept between runs; the wheel is reinstalled every time),
+``pip install "<wheel>[spark]" pyspark==<version>`` (so the extra's range is
+checked too) and ``pytest tests/smoke`` run from a temp directory, so the
+checkout is never importable and Spark's lookup must find the installed
+``pyspark_sqliteq``. Exits non-zero if any version fails or collects no test.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The newest patch of each supported minor on PyPI (update with new releases).
+# The full suite runs on 4.2.0, the newest pyspark delta-spark 4.4.0 accepts.
+VERSIONS = ("4.0.5", "4.1.4", "4.2.1", "4.3.0")
+VENVS = ROOT / ".venv-matrix"
+SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s", re.M)
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, **kwargs)
+
+
+def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
+    run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)])
+    (wheel,) = out.glob("spark_queue-*.whl")
+    return wheel
+
+
+def prepare_venv(version: str, wheel: pathlib.Path) -> pathlib.Path:
+    home = VENVS / f"pyspark-{version}"
+    python = home / "bin" / "python"
+    if not python.exists():
+        venv.create(home, with_pip=True)
+        run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    run([str(python), "-m", "pip", "install", "--quiet", f"{wheel}[spark]",
+         f"pyspark=={version}", "pytest>=8", "pytest-timeout>=2.3"])
+    # Same version number as the last run's wheel: force the fresh build in.
+    run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
+         str(wheel)])
+    return python
+
+
+def smoke(version: str, python: pathlib.Path) -> tuple[bool, str]:
+    env = dict(os.environ, SPARK_QUEUE_SMOKE_FROM_WHEEL="1",
+               PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+    with tempfile.TemporaryDirectory() as cwd:
+        result = subprocess.run(
+            [str(python.parent / "pytest"), str(ROOT / "tests" / "smoke"), "-q",
+             "-p", "no:cacheprovider", f"--rootdir={ROOT}"],
+            cwd=cwd, env=env, capture_output=True, text=True,
+        )
+    output = result.stdout + result.stderr
+    found = SUMMARY.search(output)
+    summary = found.group(1) if found else "no pytest summary"
+    if result.returncode != 0 or not found or " passed" not in summary:
+        sys.stdout.write(output[-20_000:])
+        return False, f"{summary} (exit {result.returncode})"
+    return True, summary
+
+
+def main() -> int:
+    versions = os.environ.get("SPARK_QUEUE_MATRIX", ",".join(VERSIONS)).split(",")
+    failed = []
+    with tempfile.TemporaryDirectory() as out:
+        wheel = build_wheel(sys.executable, pathlib.Path(out))
+        print(f"matrix: built {wheel.name}", flush=True)
+        for version in versions:
+            started = time.monotonic()
+            python = prepare_venv(version, wheel)
+            ok, summary = smoke(version, python)
+            took = time.monotonic() - started
+            print(f"matrix: pyspark {version}: {summary} ({took:.0f} s with install)", flush=True)
+            if not ok:
+                failed.append(version)
+    if failed:
+        print(f"matrix: FAILED on pyspark {', '.join(failed)}")
+        return 1
+    print(f"matrix: the smoke suite passed on pyspark {', '.join(versions)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
