@@ -27,10 +27,15 @@ CONF_DIR_ENV = "SPARK_QUEUE_CONF_DIR"
 
 
 def conf_dir() -> pathlib.Path:
-    """``$SPARK_QUEUE_CONF_DIR``, else the checkout's ``conf/`` next to the package."""
+    """``$SPARK_QUEUE_CONF_DIR``; else, in a checkout, its ``conf/`` (the copy users edit);
+    else the defaults an installed wheel carries (``spark_queue/default_conf``)."""
     if os.environ.get(CONF_DIR_ENV):
         return pathlib.Path(os.environ[CONF_DIR_ENV])
-    return pathlib.Path(spark_queue.__file__).resolve().parent.parent / "conf"
+    package = pathlib.Path(spark_queue.__file__).resolve().parent
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "conf").is_dir():
+        return checkout / "conf"
+    return package / "default_conf"
 
 
 def read_spark_defaults(path: pathlib.Path) -> dict[str, str]:
