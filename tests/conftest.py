@@ -40,6 +40,8 @@ def spark():
     call, so the format is found by Spark's lookup of the installed pyspark_sqliteq module."""
     from pyspark.sql import SparkSession
 
+    from spark_queue.connector import compat
+
     try:
         from delta import configure_spark_with_delta_pip
     except ImportError:  # the version-matrix venvs (tests/smoke)
@@ -59,6 +61,8 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        # As spark_queue's own sessions do (connector/session.py): local checkpoints.
+        .config(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
     )
     if configure_spark_with_delta_pip is not None:
         builder = configure_spark_with_delta_pip(

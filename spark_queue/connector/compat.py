@@ -54,6 +54,22 @@ except ImportError:  # pyspark 4.0
     STREAM_ARROW_WRITER_BASES = (DataSourceArrowWriter, DataSourceStreamWriter)
 
 
+# Checkpoint writes through Hadoop's FileSystem API with an atomic rename: about
+# 10 ms per log file instead of ~45 ms through FileContext on a local disk (the
+# rename is atomic on local file systems and HDFS, NOT on object stores).
+# pyspark 4.1 moved the class into the checkpointing package.
+if PYSPARK_VERSION >= (4, 1):
+    FILE_SYSTEM_CHECKPOINT_MANAGER = (
+        "org.apache.spark.sql.execution.streaming.checkpointing."
+        "FileSystemBasedCheckpointFileManager"
+    )
+else:  # pyspark 4.0
+    FILE_SYSTEM_CHECKPOINT_MANAGER = (
+        "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+    )
+CHECKPOINT_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
+
+
 def arrow_schema(schema: StructType) -> pa.Schema:
     """Spark's Arrow schema for ``schema``, timestamps in UTC (what Spark expects back)."""
     if PYSPARK_VERSION >= (4, 2):

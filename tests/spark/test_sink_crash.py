@@ -29,12 +29,16 @@ DRIVER = """
     import os, sys
     from pyspark.sql import SparkSession, functions as F
     import spark_queue
+    from spark_queue.connector import compat
 
     source, dst, checkpoint, trigger, src_arg = sys.argv[1:6]
+    # The checkpoint manager spark_queue's own sessions use (the source's crash
+    # test keeps Spark's default): exactly once must hold under both.
     spark = (
         SparkSession.builder.master(os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]"))
         .appName("sink-crash")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .config(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
