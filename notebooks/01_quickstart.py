@@ -4,8 +4,10 @@
 # MAGIC
 # MAGIC A producer publishes events into a SQLite store file; Spark streams them with
 # MAGIC `format("sqliteq")` in micro-batches; the store shows each consumer's lag.
-# MAGIC On Databricks, install the package on the cluster first
-# MAGIC (`%pip install spark-queue`); the store file lives on the driver's local disk.
+# MAGIC On Databricks, build a wheel from a checkout (`pip wheel --no-deps -w dist .`),
+# MAGIC upload it and install it on the cluster first
+# MAGIC (`%pip install /path/to/spark_queue-0.1.0-py3-none-any.whl`, no extras: the
+# MAGIC cluster's pyspark stays); the store file lives on the driver's local disk.
 
 # COMMAND ----------
 

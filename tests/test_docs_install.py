@@ -1,0 +1,52 @@
+"""README "Install" and "Spark versions" say what the packaging and the CI matrix do."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def section(title: str) -> str:
+    text = README[README.index(title):]
+    return text[: text.index("\n## ", 1)]
+
+
+def matrix_versions() -> tuple[str, ...]:
+    source = (ROOT / "tests" / "smoke" / "matrix.py").read_text(encoding="utf-8")
+    return tuple(re.search(r"^VERSIONS = \((.*?)\)", source, re.M | re.S).group(1)
+                 .replace('"', "").replace(" ", "").strip(",").split(","))
+
+
+def test_no_doc_tells_users_to_install_from_an_index_we_are_not_on():
+    for path in [ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"pip install\s+[\"']?spark-queue\b", text), path.name
+
+
+def test_extras_take_a_pyspark_range_never_a_pin():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for name in ("spark", "connect"):
+        specs = [d for d in extras[name] if d.startswith("pyspark")]
+        assert specs and all(">=4.0,<4.4" in d and "==" not in d for d in specs), specs
+    assert "pyspark >=4.0,<4.4" in section("## Install")
+
+
+def test_the_version_table_names_the_versions_ci_runs():
+    install = section("## Install")
+    listed = ", ".join(matrix_versions()[:-1]) + " and " + matrix_versions()[-1]
+    assert listed in " ".join(install.split()), listed
+    header = next(line for line in install.splitlines() if line.startswith("| feature"))
+    minors = sorted({v.rsplit(".", 1)[0] for v in matrix_versions()})
+    assert [c.strip() for c in header.strip("|").split("|")[1:]] == minors
+
+
+def test_delta_pin_is_the_one_the_readme_names():
+    delta = [d for d in PYPROJECT["project"]["optional-dependencies"]["delta"]
+             if d.startswith("delta-spark")]
+    assert delta == ["delta-spark==4.4.0"]
+    assert "delta-spark 4.4.0" in README
