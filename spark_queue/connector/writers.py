@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator
 from itertools import repeat
@@ -37,24 +36,13 @@ from spark_queue.connector.sink_encode import encode_batch
 from spark_queue.connector.sink_options import FORMAT, SinkOptions
 from spark_queue.connector.sink_schema import JSON, SinkLayout
 from spark_queue.errors import SparkQueueError
-from spark_queue.store import sinks, topics
-from spark_queue.store.core import Store
-from spark_queue.store.queues import NewJob, enqueue_rows
+from spark_queue.store import EncodedChunk, NewJob, SinkCommit, Store
 
 logger = logging.getLogger(__name__)
 
 # Local properties Spark sets on every task of a micro-batch (MicroBatchExecution).
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
-
-# Crash-test hooks (tests/spark/test_sink_crash.py). With TEST_DIR set, each
-# commit appends a JSON line to <dir>/commits.jsonl (the result and its wall
-# clock start/end, which the benchmark uses too); with HOLD_BATCH too, the
-# commit of that batch id, once durable, touches <dir>/held-<id> and blocks
-# until the test SIGKILLs the driver: the window between the sink's commit
-# and Spark's commit log entry, held open.
-TEST_DIR_ENV = "SPARK_QUEUE_SINK_TEST_DIR"
-TEST_HOLD_BATCH_ENV = "SPARK_QUEUE_SINK_TEST_HOLD_BATCH"
 
 # Commit messages cross the JVM twice on their way to the driver. LZ4 shrinks
 # text-like rows (JSON) for less CPU than the copies it saves, but only costs
@@ -111,18 +99,25 @@ class _SinkWriter:
         messages: list[SqliteQueueCommitMessage | None],
         sink_id: str | None,
         batch_id: int | None,
-    ) -> sinks.SinkCommit:
+    ) -> SinkCommit:
         present = [m for m in messages if m is not None]
-        started, started_wall = time.monotonic(), time.time()
+        started = time.monotonic()
         store = Store(
             self.options.path,
             durability=self.options.durability,
             busy_timeout_ms=self.options.busy_timeout_ms,
         )
+        batches = _batches(present)
         try:
-            result = sinks.commit_batch(
-                store.conn, sink_id, batch_id, lambda conn: self._write_rows(conn, present)
-            )
+            if self.layout.target == "queue":
+                result = store.commit_sink_batch(
+                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout)
+                )
+            else:
+                chunks = (_chunk(batch, self.layout.value_type) for batch in batches)
+                result = store.commit_sink_batch(
+                    sink_id, batch_id, topic=self.options.topic, chunks=chunks
+                )
         finally:
             store.close()
         logger.info(
@@ -134,18 +129,7 @@ class _SinkWriter:
             sum(m.rows for m in present),
             time.monotonic() - started,
         )
-        _test_hook(result, started_wall, time.time())
         return result
-
-    def _write_rows(self, conn, messages: list[SqliteQueueCommitMessage]) -> int:
-        batches = _batches(messages)
-        layout, options = self.layout, self.options
-        if layout.target == "queue":
-            return len(enqueue_rows(conn, options.queue, _jobs(batches, layout)))
-        chunks = (_chunk(batch, layout.value_type) for batch in batches)
-        if options.topic is not None:
-            return len(topics.append_encoded(conn, options.topic, chunks))
-        return sum(len(r) for r in topics.append_routed(conn, chunks).values())
 
 
 class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
@@ -217,9 +201,9 @@ def _batches(messages: list[SqliteQueueCommitMessage]) -> Iterator[pa.RecordBatc
         del payload
 
 
-def _chunk(batch: pa.RecordBatch, value_type: int) -> topics.EncodedChunk:
+def _chunk(batch: pa.RecordBatch, value_type: int) -> EncodedChunk:
     names = batch.schema.names
-    return topics.EncodedChunk(
+    return EncodedChunk(
         values=batch.column("value").to_pylist(),
         value_type=value_type,
         keys=batch.column("key").to_pylist() if "key" in names else None,
@@ -259,18 +243,3 @@ def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[New
                 max_attempts,
                 ttl_ms,
             )
-
-
-def _test_hook(result: sinks.SinkCommit, started_s: float, finished_s: float) -> None:
-    directory = os.environ.get(TEST_DIR_ENV)
-    if not directory:
-        return
-    with open(os.path.join(directory, "commits.jsonl"), "a", encoding="utf-8") as log:
-        record = dict(result._asdict(), started_s=started_s, finished_s=finished_s)
-        log.write(json.dumps(record) + "\n")
-    hold = os.environ.get(TEST_HOLD_BATCH_ENV)
-    if hold is not None and not result.skipped and result.batch_id == int(hold):
-        with open(os.path.join(directory, f"held-{result.batch_id}"), "w") as marker:
-            marker.write(str(os.getpid()))
-        while True:  # the test SIGKILLs the driver now
-            time.sleep(1)

@@ -13,7 +13,8 @@ from spark_queue.store.queue_admin import JobInfo, QueueStats
 from spark_queue.store.queue_handle import Queue
 from spark_queue.store.queues import Job, LeaseResult, NackResult, NewJob, QueueConfig, enqueue_rows
 from spark_queue.store.retention import PruneResult
-from spark_queue.store.topics import Event, Record, TopicInfo
+from spark_queue.store.sinks import SinkCommit
+from spark_queue.store.topics import EncodedChunk, Event, Record, TopicInfo
 
 __all__ = [
     "BYTES",
@@ -22,6 +23,7 @@ __all__ = [
     "TEXT",
     "CheckReport",
     "ConsumerInfo",
+    "EncodedChunk",
     "Event",
     "Job",
     "JobInfo",
@@ -33,6 +35,7 @@ __all__ = [
     "QueueConfig",
     "QueueStats",
     "Record",
+    "SinkCommit",
     "Store",
     "TopicInfo",
     "enqueue_rows",

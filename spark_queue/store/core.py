@@ -16,7 +16,16 @@ from typing import Any
 import apsw
 import pyarrow as pa
 
-from spark_queue.store import arrow_read, consumers, maintenance, queue_admin, retention, topics
+from spark_queue.store import (
+    arrow_read,
+    consumers,
+    maintenance,
+    queue_admin,
+    queues,
+    retention,
+    sinks,
+    topics,
+)
 from spark_queue.store.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     open_connection,
@@ -231,6 +240,38 @@ class Store:
         """Write a consistent copy of the store to a new file while writers continue."""
         with translate_errors():
             return maintenance.backup(self.conn, dest_path)
+
+    # -- the sink ledger (spark_queue/store/sinks.py) ----------------------
+    def commit_sink_batch(
+        self,
+        sink_id: str | None,
+        batch_id: int | None,
+        *,
+        topic: str | None = None,
+        queue: str | None = None,
+        chunks: Iterable[topics.EncodedChunk] = (),
+        jobs: Iterable[queues.NewJob] = (),
+    ) -> sinks.SinkCommit:
+        """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
+        write transaction; a batch id at or below the sink's last one writes nothing.
+
+        With ``queue`` the batch is ``jobs`` (enqueued, the queue created if
+        missing); otherwise it is pre-encoded ``chunks`` appended to ``topic``,
+        or, without a topic, each row to the topic its chunk names. With
+        ``sink_id`` and ``batch_id`` both None the rows are written once with no
+        ledger entry. The iterables are consumed inside the transaction.
+        """
+        if queue is not None:
+            def write(conn: apsw.Connection) -> int:
+                return len(queues.enqueue_rows(conn, queue, jobs))
+        elif topic is not None:
+            def write(conn: apsw.Connection) -> int:
+                return len(topics.append_encoded(conn, topic, chunks))
+        else:
+            def write(conn: apsw.Connection) -> int:
+                return sum(len(r) for r in topics.append_routed(conn, chunks).values())
+        with translate_errors():
+            return sinks.commit_batch(self.conn, sink_id, batch_id, write)
 
     def check(self) -> maintenance.CheckReport:
         """Integrity check (SQLite's and the store's own dense-offset invariant)."""

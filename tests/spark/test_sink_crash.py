@@ -19,11 +19,14 @@ import time
 
 import pytest
 
-from spark_queue.connector.writers import TEST_DIR_ENV, TEST_HOLD_BATCH_ENV
 from spark_queue.store import Store, sinks
 from tests.spark import drivers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+HOOKS_DIR = pathlib.Path(__file__).resolve().parent / "sink_hooks"
+TEST_DIR_ENV = "SPARK_QUEUE_SINK_TEST_DIR"
+TEST_HOLD_BATCH_ENV = "SPARK_QUEUE_SINK_TEST_HOLD_BATCH"
 
 DRIVER = """
     import os, sys
@@ -77,7 +80,9 @@ class Driver:
         self.runs = 0
 
     def start(self, trigger: str, hold_batch: int | None = None) -> subprocess.Popen:
-        env = drivers.driver_env(**{TEST_DIR_ENV: str(self.hooks)})
+        # sink_hooks/sitecustomize.py records (and may hold) each sink commit.
+        path = os.pathsep.join(filter(None, [str(HOOKS_DIR), os.environ.get("PYTHONPATH")]))
+        env = drivers.driver_env(**{TEST_DIR_ENV: str(self.hooks), "PYTHONPATH": path})
         env.pop(TEST_HOLD_BATCH_ENV, None)
         if hold_batch is not None:
             env[TEST_HOLD_BATCH_ENV] = str(hold_batch)
