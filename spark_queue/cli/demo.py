@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
+import sys
 
 from spark_queue.cli.output import emit_object
 
@@ -45,15 +47,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     summary = run_demo(config, out=lambda line: print(line, flush=True))
     print()
     emit_object(summary, as_json=False)
-    store = config.store_path
+    store, cli = config.store_path, _sqliteq_command()
+    bronze = os.path.abspath(config.bronze_path)
+    latest = summary["events_in_topic"]
     print(f"""
-Look at the results:
-  sqliteq topics {store}
-  sqliteq consumers {store}
-  sqliteq queue stats {store}
-  sqliteq tail {store} {config.topic} --from latest --follow
-  spark.read.format("delta").load("{os.path.abspath(config.bronze_path)}").show()
-Run `make demo` again: the queries resume from their checkpoints in {config.dir}/checkpoints.""")
+Alerts the workers handled are in {summary["alerts_log"]}. Saved consumer offsets
+(`sqliteq consumers`) are advisory: Spark's checkpoints hold the truth.
+
+Look at the results (shell):
+  {cli} topics {store}
+  {cli} consumers {store}
+  {cli} queue stats {store}
+  {cli} tail {store} {config.topic} --from {max(0, latest - 5)}
+In Python, with pyspark:
+  spark.read.format("delta").load("{bronze}").show()
+Run the same command again: both queries resume from their checkpoints in
+{os.path.join(config.dir, "checkpoints")}.""")
     ok = summary["rows_in_delta"] == summary["events_in_topic"] == summary[
         "distinct_offsets_in_delta"]
     return 0 if ok else 1
+
+
+def _sqliteq_command() -> str:
+    """How to run this CLI from the user's shell: plain ``sqliteq`` when it is on PATH as
+    this very program, else the script beside this interpreter (``.venv/bin/sqliteq``)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "sqliteq")
+    found = shutil.which("sqliteq")
+    if found and os.path.realpath(found) == os.path.realpath(beside):
+        return "sqliteq"
+    if not os.path.exists(beside):
+        return f"{sys.executable} -m spark_queue"
+    relative = os.path.relpath(beside)
+    return relative if not relative.startswith("..") else beside

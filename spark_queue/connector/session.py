@@ -15,11 +15,12 @@ Delta's jars from Maven Central on the first start; to run offline, set
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -63,13 +64,40 @@ def ensure_python_workers() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+@contextlib.contextmanager
+def _jvm_output_to(log_path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Start the JVM with its stdout and stderr on ``log_path`` (Ivy's jar download
+    chatter, Spark's log, Python workers' stderr); this process keeps its own."""
+    if log_path is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "ab") as log_file:
+        os.dup2(log_file.fileno(), 1)
+        os.dup2(log_file.fileno(), 2)
+    try:
+        yield  # the JVM started now inherits the log file for good
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
 def get_or_create(
     app_name: str = "spark_queue",
     *,
     delta: bool = True,
     conf: Mapping[str, str] | None = None,
+    jvm_log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
-    """The active SparkSession, or a new local one configured from ``conf/``."""
+    """The active SparkSession, or a new local one configured from ``conf/``.
+
+    With ``jvm_log`` a new session's JVM writes its output to that file
+    instead of this terminal.
+    """
     active = SparkSession.getActiveSession()
     if active is not None:
         spark_queue.register(active)
@@ -101,6 +129,7 @@ def get_or_create(
         from delta import configure_spark_with_delta_pip
 
         builder = configure_spark_with_delta_pip(builder)
-    session = builder.getOrCreate()
+    with _jvm_output_to(jvm_log):
+        session = builder.getOrCreate()
     spark_queue.register(session)
     return session

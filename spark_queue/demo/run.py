@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -44,8 +45,11 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                         events_per_second=config.events_per_second,
                         batch_size=config.batch_size, devices=config.devices)
 
-    out("starting Spark (the first start downloads Delta's jars from Maven Central)...")
-    spark = get_or_create("spark_queue demo", delta=True)
+    spark_log = os.path.join(config.dir, "spark.log")
+    out(f"starting Spark; its own output goes to {spark_log}")
+    if not glob.glob(os.path.expanduser("~/.ivy2*/jars/io.delta_delta-spark*.jar")):
+        out("fetching Delta Lake's jars from Maven Central (first run only, about a minute)...")
+    spark = get_or_create("spark_queue demo", delta=True, jvm_log=spark_log)
     bronze = start_bronze(spark, config)
     alerts = start_alerts(spark, config)
     producer.start()
@@ -69,7 +73,8 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                 if now - last_print >= config.progress_seconds:
                     depth = _queue_row(monitor, config.queue)
                     span = now - last_print
-                    out(f"[{now - started:6.1f}s] produced {producer.published:>7,} "
+                    phase = _phase(bronze, producer.is_alive())
+                    out(f"[{now - started:6.1f}s] {phase:<19} | produced {producer.published:>7,} "
                         f"({(producer.published - last_published) / span:,.0f}/s) | "
                         f"bronze {(bronze_end - last_bronze) / span:,.0f} rows/s, "
                         f"lag {latest - bronze_end:,} | alerts queue: ready {depth['ready']} "
@@ -86,8 +91,11 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                     break
     finally:
         producer.stop_requested.set()
+        finals = {"demo-bronze": end_offset(bronze, config.topic),
+                  "demo-alerts": end_offset(alerts, config.topic)}
         for query in (bronze, alerts):
             query.stop()
+    _save_final_offsets(config, finals)
     _drain(worker, config)
     worker.stop()
     worker_thread.join(timeout=10)
@@ -100,10 +108,30 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
             "rows_in_delta": bronze_df.count(),
             "distinct_offsets_in_delta": bronze_df.select("offset").distinct().count(),
             "alerts_processed_now": worker.stats.acked,
+            "alerts_log": os.path.join(config.dir, "alerts.log"),
             "alerts_queue": _queue_row(store, config.queue),
             "seconds": round(time.monotonic() - started, 1),
         }
     return summary
+
+
+def _phase(bronze, producing: bool) -> str:
+    if bronze.lastProgress is None:
+        return "waiting for batch 1"
+    return "streaming" if producing else "catching up"
+
+
+def _save_final_offsets(config: DemoConfig, finals: dict[str, int]) -> None:
+    """Save each query's last committed end offset under its consumer name.
+
+    The source saves a batch's offsets when Spark plans the next one, so after
+    a stop they trail by one batch; the demo knows where its queries ended and
+    brings them level, so ``sqliteq consumers`` shows the lag that is real.
+    """
+    with Store(config.store_path) as store:
+        for consumer, offset in finals.items():
+            if offset > 0:
+                store.commit_offsets(consumer, {config.topic: offset})
 
 
 def _queue_row(store: Store, queue: str) -> dict[str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -56,6 +57,22 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
     assert summary["events_in_topic"] == summary["rows_in_delta"] == total, output[-3000:]
     assert summary["distinct_offsets_in_delta"] == total
     assert "lag" in output and "sqliteq topics" in output
+    # Spark's and Ivy's own output goes to spark.log, not the terminal.
+    assert not re.search(r"(?i)ivy|^:: |resolving dependencies", output, re.M), output[:3000]
+    assert os.path.getsize(os.path.join(directory, "spark.log")) > 0
+    # Every follow-up command runs as printed and shows the demo's data.
+    shell = output[output.index("Look at the results (shell):"):output.index("In Python")]
+    commands = [line.strip() for line in shell.splitlines()[1:] if line.strip()]
+    shows = ["readings", "demo-bronze", "alerts", '"device"']
+    assert [c.split()[1] for c in commands] == ["topics", "consumers", "queue", "tail"]
+    for command, expected in zip(commands, shows, strict=True):
+        result = subprocess.run(command, shell=True, capture_output=True, text=True)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        assert expected in result.stdout, (command, result.stdout)
+    listed = subprocess.run(commands[1] + " --json", shell=True, capture_output=True, text=True)
+    # The demo saves where its queries ended: no phantom lag after "caught up".
+    lag = {row["consumer"]: row["lag"] for row in json.loads(listed.stdout)}
+    assert lag == {"demo-bronze": 0, "demo-alerts": 0}, lag
 
 
 def test_wheel_installs_into_a_fresh_venv_and_runs_the_demo_to_its_summary(tmp_path):
