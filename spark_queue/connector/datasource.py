@@ -194,7 +194,10 @@ class SqliteQueueDataSource(DataSource):
     - Publishing: ``key`` (string or binary), ``headers``
       (``map<string,string>`` or Kafka's ``array<struct<key,value>>`` with
       string or binary UTF-8 values) and ``topic`` (string) are event
-      metadata, never part of a JSON payload.
+      metadata, never part of a JSON payload. The store keeps one text
+      value per header key: a row whose headers repeat a key, or hold a
+      null or non-UTF-8 value, fails the batch naming the key and the row
+      (nothing is written), rather than losing a header silently.
     - Enqueueing: ``priority``, ``delay_ms``, ``max_attempts``, ``ttl_ms``
       (integer types) and ``idempotency_key`` (string) set the job's
       properties and are never part of a JSON payload. Null means the
