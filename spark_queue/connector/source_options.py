@@ -324,16 +324,17 @@ def _check_read_kind(given: Given, streaming: bool | None) -> None:
         for name in BATCH_ONLY:
             if given.is_set(name):
                 raise OptionError(
-                    f"{FORMAT} option '{given.label(name)}' applies to batch reads "
-                    "(spark.read) only; a stream has no end. Remove it, or use "
+                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to batch "
+                    "reads (spark.read) only; a stream has no end. Remove it, or use "
                     "trigger(availableNow=True)."
                 )
     if streaming is False:
         for name in STREAM_ONLY:
             if given.is_set(name):
                 raise OptionError(
-                    f"{FORMAT} option '{given.label(name)}' applies to streaming reads only; "
-                    "a batch read takes the whole range. Use 'endingOffsets' to bound it."
+                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to "
+                    "streaming reads only; a batch read takes the whole range. Use "
+                    "'endingOffsets' to bound it."
                 )
 
 
