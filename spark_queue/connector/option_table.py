@@ -79,6 +79,8 @@ class Given:
 
 @dataclass(frozen=True)
 class OptionTable:
+    """The options of one side; :meth:`read` is the one place their names are checked."""
+
     side: str  # "source" or "sink", for messages
     options: tuple[Option, ...]
     ignored_names: tuple[str, ...] = ()  # Kafka options that mean nothing on this side
@@ -147,9 +149,9 @@ def _warn_ignored(side: str, names: list[str]) -> None:
         return
     ignored_warnings_logged.add(key)
     log.warning(
-        "%s %s ignores the Kafka client option(s) %s: they configure a connection to Kafka "
-        "brokers, and this %s reads and writes a SQLite file named by 'path'.",
-        FORMAT_NAME, side, ", ".join(repr(n) for n in sorted(names)), side,
+        "%s %s ignores the Kafka-only option(s) %s: they set up Kafka's clients (or Kafka's "
+        "own sink) and mean nothing for the SQLite file named by 'path'.",
+        FORMAT_NAME, side, ", ".join(repr(n) for n in sorted(names)),
     )
 
 

@@ -143,7 +143,7 @@ def test_kafka_client_options_are_ignored_with_one_warning_naming_them(caplog, m
     assert opts == parse(subscribe="a")
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1
-    assert warnings[0].startswith("sqliteq source ignores the Kafka client option(s) ")
+    assert warnings[0].startswith("sqliteq source ignores the Kafka-only option(s) ")
     for name in KAFKA_CLIENT:
         assert repr(name) in warnings[0]
 

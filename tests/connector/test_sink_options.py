@@ -125,7 +125,7 @@ def test_kafka_client_options_are_ignored_with_one_warning_naming_them(caplog, m
     warnings = [r.getMessage() for r in caplog.records if "ignores" in r.getMessage()]
     assert len(warnings) == 1
     assert "'includeHeaders', 'kafka.acks', 'kafka.bootstrap.servers'" in warnings[0]
-    assert warnings[0].startswith("sqliteq sink ignores the Kafka client option(s)")
+    assert warnings[0].startswith("sqliteq sink ignores the Kafka-only option(s)")
 
 
 def test_sparks_checkpoint_location_is_accepted_silently(caplog):
