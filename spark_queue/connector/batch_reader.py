@@ -38,7 +38,7 @@ class SqliteQueueBatchReader(DataSourceReader):
             with store.snapshot():
                 bounds = subscribed_bounds(store, self.options)
                 start = starting_offsets(store, self.options, bounds)
-                end = ending_offsets(self.options, bounds)
+                end = ending_offsets(self.options, bounds, store)
                 for topic, stop in end.items():
                     if stop < start.get(topic, 0):
                         raise OptionError(

@@ -13,7 +13,7 @@ from spark_queue.connector import compat
 from spark_queue.connector.batch_reader import SqliteQueueBatchReader
 from spark_queue.connector.offsets import check_store_exists
 from spark_queue.connector.simple_reader import SqliteQueueSimpleStreamReader
-from spark_queue.connector.sink_options import SinkOptions
+from spark_queue.connector.sink_options import parse_sink_options
 from spark_queue.connector.sink_schema import plan_layout
 from spark_queue.connector.source_options import SourceOptions, parse_source_options
 from spark_queue.connector.source_schema import check_user_schema, default_schema
@@ -25,7 +25,7 @@ log = logging.getLogger("spark_queue.connector")
 
 
 class SqliteQueueDataSource(DataSource):
-    """Read and write spark_queue store files from Spark: ``format("sqliteq")``.
+    r"""Read and write spark_queue store files from Spark: ``format("sqliteq")``.
 
     Reading
     -------
@@ -41,29 +41,52 @@ class SqliteQueueDataSource(DataSource):
     Options (names case-insensitive; an unknown name fails, with the
     closest known name as a hint; every value is validated on the driver: at
     ``load()`` when Spark asks for the default schema, otherwise when the
-    query is planned, before any task runs):
+    query is planned, before any task runs). Kafka's names and forms are
+    accepted, so a Kafka pipeline needs only ``format("sqliteq")`` and
+    ``kafka.bootstrap.servers`` -> ``path``; Kafka client options that mean
+    nothing for a file (``kafka.*``, ``kafkaConsumer.*``, ``fetchOffset.*``,
+    ``groupIdPrefix``) are ignored with one logged warning naming them:
 
     - ``path`` (required): the store file. It must exist; a reader never
       creates one.
-    - ``topic`` | ``topics`` | ``topicPattern`` (exactly one): one topic, a
-      comma list, or a Python regular expression matched against whole topic
-      names. A subscribed topic that does not exist yet is read from offset 0
-      once it appears, so topics created while a ``topicPattern`` query runs
-      are picked up from their first event.
+    - ``topic`` | ``topics`` (Kafka's ``subscribe``) | ``topicPattern``
+      (Kafka's ``subscribePattern``) | ``assign`` (exactly one): one topic, a
+      comma list, a regular expression matched against whole topic names, or
+      Kafka's ``{"topic": [0]}`` (every topic has one partition, 0; any other
+      partition fails naming it). A subscribed topic that does not exist yet
+      is read from offset 0 once it appears, so topics created while a
+      ``topicPattern`` query runs are picked up from their first event. The
+      pattern is a Python ``re`` expression, where Kafka's is Java's:
+      ordinary patterns (``topic.*``, ``a|b``, ``[a-z]+``, ``\d``) mean the
+      same; Java-only syntax (``\p{Alpha}``, ``\Q...\E``, ``(?<name>...)``)
+      fails at ``load()`` with the regex error.
     - ``startingOffsets`` (default ``earliest``): ``earliest`` (the first
       stored event), ``latest`` (streams only), ``committed`` (the offsets
       saved by ``consumer``; earliest for topics it never saved), or JSON
-      ``{"topic": offset}`` with ``-2`` = earliest and ``-1`` = latest;
-      subscribed topics left out start at earliest, topics not subscribed are
-      an error. Applies to a new query only: a restart resumes from its
-      checkpoint. The default is ``earliest``, unlike Kafka's ``latest`` for
-      streams, because a store is a durable buffer whose point is to be
-      read in full.
-    - ``startingTimestamp``: instead of ``startingOffsets``, start each topic
-      at its first event stamped at or after this time (milliseconds since
-      the epoch, or ISO-8601; without a zone it is UTC).
+      ``{"topic": offset}`` or Kafka's ``{"topic": {"0": offset}}``, with
+      ``-2`` = earliest and ``-1`` = latest; subscribed topics left out start
+      at earliest, topics not subscribed are an error. Applies to a new query
+      only: a restart resumes from its checkpoint. The default is
+      ``earliest``, unlike Kafka's ``latest`` for streams, because a store is
+      a durable buffer whose point is to be read in full.
+    - ``startingOffsetsByTimestamp``: JSON ``{"topic": {"0": ms}}`` (or
+      ``{"topic": ms}``): start each topic at its first event stamped at or
+      after that time (``-2`` = earliest, ``-1`` = latest; topics left out
+      start at earliest). Takes precedence over ``startingOffsets``.
+    - ``startingTimestamp``: the same time for every topic (milliseconds
+      since the epoch, or ISO-8601; without a zone it is UTC). Takes
+      precedence over both, as in Kafka.
+    - ``startingOffsetsByTimestampStrategy`` (default ``latest``): when a
+      topic has no event at or after the start time, ``latest`` starts after
+      its last event and ``error`` fails naming the topic (Kafka's default is
+      ``error``).
     - ``endingOffsets`` (batch reads only, default ``latest``): ``latest`` or
-      JSON ``{"topic": offset}`` (exclusive; ``-1`` = latest).
+      JSON ``{"topic": offset}`` / ``{"topic": {"0": offset}}`` (exclusive;
+      ``-1`` = latest).
+    - ``endingOffsetsByTimestamp`` and ``endingTimestamp`` (batch reads
+      only): end each topic before its first event stamped at or after the
+      time (per topic as JSON, or one time for all; latest when there is no
+      such event), with the same precedence as the starting options.
     - ``consumer``: a consumer name. After each micro-batch the source saves
       its end offsets under this name in the store (``commit``), which holds
       retention back and shows lag in ``sqliteq consumers``. Spark's
@@ -72,10 +95,11 @@ class SqliteQueueDataSource(DataSource):
       batch, and a new query with ``startingOffsets=committed`` re-reads at
       most that batch (at-least-once across checkpoints). Batch reads never
       save offsets.
-    - ``maxRowsPerTrigger`` (alias ``maxOffsetsPerTrigger``; streams only):
+    - ``maxRowsPerTrigger`` (Kafka's ``maxOffsetsPerTrigger``; streams only):
       at most this many rows per micro-batch, shared among topics in
       proportion to their backlog. Respected by ``availableNow`` triggers.
-    - ``minRowsPerTrigger`` (streams only) and ``maxTriggerDelay`` (default
+    - ``minRowsPerTrigger`` (Kafka's ``minOffsetsPerTrigger``; streams only)
+      and ``maxTriggerDelay`` (default
       ``15m``; ``500ms``, ``2s``, ``15m``, ``1h``): wait until this many rows
       are available, or until ``maxTriggerDelay`` has passed since the last
       micro-batch, whichever comes first (the source keeps the clock).
@@ -149,7 +173,10 @@ class SqliteQueueDataSource(DataSource):
            .option("checkpointLocation", "/data/ckpt/results").start())
         df.write.format("sqliteq").mode("append").option("queue", "jobs").save("/data/app.sqlite")
 
-    Options (names case-insensitive):
+    Options (names case-insensitive; an unknown name fails with a hint, as on
+    the source; ``kafka.*`` client options and ``includeHeaders``, which
+    Kafka's sink takes, are ignored with one logged warning: a ``headers``
+    column is always written):
 
     - ``path`` (required): the store file; created if missing.
     - ``topic``: publish every row to this topic (created if missing). It
@@ -182,7 +209,10 @@ class SqliteQueueDataSource(DataSource):
     - Publishing: ``key`` (string or binary), ``headers``
       (``map<string,string>`` or Kafka's ``array<struct<key,value>>`` with
       string or binary UTF-8 values) and ``topic`` (string) are event
-      metadata, never part of a JSON payload.
+      metadata, never part of a JSON payload. The store keeps one text
+      value per header key: a row whose headers repeat a key, or hold a
+      null or non-UTF-8 value, fails the batch naming the key and the row
+      (nothing is written), rather than losing a header silently.
     - Enqueueing: ``priority``, ``delay_ms``, ``max_attempts``, ``ttl_ms``
       (integer types) and ``idempotency_key`` (string) set the job's
       properties and are never part of a JSON payload. Null means the
@@ -271,7 +301,7 @@ class SqliteQueueDataSource(DataSource):
                 "append-only logs and queues hold live jobs: remove or purge them with the "
                 "sqliteq CLI, then append."
             )
-        options = SinkOptions.parse(self.options, streaming=False)
+        options = parse_sink_options(self.options, streaming=False)
         return SqliteQueueBatchWriter(options, plan_layout(schema, options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> SqliteQueueStreamWriter:
@@ -279,5 +309,5 @@ class SqliteQueueDataSource(DataSource):
 
         ``overwrite`` (complete output mode) appends the whole result, as Kafka's sink does.
         """
-        options = SinkOptions.parse(self.options, streaming=True)
+        options = parse_sink_options(self.options, streaming=True)
         return SqliteQueueStreamWriter(options, plan_layout(schema, options))

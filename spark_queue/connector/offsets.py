@@ -12,12 +12,9 @@ from __future__ import annotations
 import logging
 import os
 
-from spark_queue.connector.source_options import (
-    EARLIEST_SENTINEL,
-    FORMAT,
-    LATEST_SENTINEL,
-    SourceOptions,
-)
+from spark_queue import FORMAT_NAME as FORMAT
+from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
+from spark_queue.connector.source_options import SourceOptions
 from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
 from spark_queue.store import Store
 
@@ -54,7 +51,12 @@ def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
 
 
 def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> dict[str, int]:
-    """Resolve ``startingOffsets`` / ``startingTimestamp`` against the store now."""
+    """Resolve where a new query starts, against the store now.
+
+    ``startingTimestamp`` / ``startingOffsetsByTimestamp``: each topic's first
+    offset stamped at or after the time (-2 earliest, -1 latest; a topic left
+    out of the JSON starts at earliest); ``startingOffsets`` otherwise.
+    """
     kind = options.starting
     if kind == "earliest":
         start = {t: earliest for t, (earliest, _) in bounds.items()}
@@ -65,7 +67,16 @@ def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> di
         start = {t: saved.get(t, earliest) for t, (earliest, _) in bounds.items()}
     elif kind == "timestamp":
         start = {
-            t: store.offset_for_timestamp(t, options.starting_timestamp_ms) for t in bounds
+            t: _at_time(store, options, "startingTimestamp", t, options.starting_timestamp_ms,
+                        bounds[t])
+            for t in bounds
+        }
+    elif kind == "timestamps":
+        given = dict(options.starting_timestamps)
+        start = {
+            t: _at_time(store, options, "startingOffsetsByTimestamp", t,
+                        given.get(t, EARLIEST_SENTINEL), bounds[t])
+            for t in bounds
         }
     else:  # json
         given = options.starting_offsets
@@ -87,9 +98,26 @@ def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> di
     return sorted_offsets(start)
 
 
-def ending_offsets(options: SourceOptions, bounds: Bounds) -> dict[str, int]:
-    """Resolve ``endingOffsets`` (batch reads) against the store now."""
+def ending_offsets(
+    options: SourceOptions, bounds: Bounds, store: Store | None = None
+) -> dict[str, int]:
+    """Resolve where a batch read ends (exclusive), against the store now.
+
+    ``endingTimestamp`` / ``endingOffsetsByTimestamp`` end each topic before
+    its first event stamped at or after the time (latest when there is none;
+    a topic left out of the JSON ends at latest), and need ``store``.
+    """
     end = {t: latest for t, (_, latest) in bounds.items()}
+    if options.ending in ("timestamp", "timestamps"):
+        if store is None:
+            raise TypeError("ending_offsets needs the store to resolve a timestamp")
+        if options.ending == "timestamp":
+            times = dict.fromkeys(bounds, options.ending_timestamp_ms)
+        else:
+            times = {t: ts for t, ts in options.ending_timestamps if t in bounds}
+        for topic, ts in times.items():
+            end[topic] = _offset_at(store, topic, ts, bounds[topic])
+        return sorted_offsets(end)
     for topic, offset in options.ending_offsets.items():
         latest = bounds.get(topic, (0, 0))[1]
         if offset == LATEST_SENTINEL:
@@ -101,6 +129,34 @@ def ending_offsets(options: SourceOptions, bounds: Bounds) -> dict[str, int]:
             )
         end[topic] = offset
     return sorted_offsets(end)
+
+
+def _offset_at(store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]) -> int:
+    """The first offset of ``topic`` stamped at or after the time; latest if none."""
+    if timestamp_ms == EARLIEST_SENTINEL:
+        return bounds[0]
+    if timestamp_ms == LATEST_SENTINEL:
+        return bounds[1]
+    return store.offset_for_timestamp(topic, timestamp_ms)
+
+
+def _at_time(
+    store: Store, options: SourceOptions, name: str, topic: str, timestamp_ms: int,
+    bounds: tuple[int, int],
+) -> int:
+    offset = _offset_at(store, topic, timestamp_ms, bounds)
+    if (
+        options.timestamp_strategy == "error"
+        and timestamp_ms not in (EARLIEST_SENTINEL, LATEST_SENTINEL)
+        and offset == bounds[1]
+    ):
+        raise OptionError(
+            f"{FORMAT} option '{name}' asks for the first event of topic {topic!r} stamped at "
+            f"or after {timestamp_ms} ms, and there is none (startingOffsetsByTimestampStrategy"
+            "=error). Give an earlier time, or set startingOffsetsByTimestampStrategy=latest "
+            "to start after the topic's last event."
+        )
+    return offset
 
 
 def effective_start(

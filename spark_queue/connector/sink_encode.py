@@ -26,8 +26,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_queue.connector.sink_schema import JSON, SinkLayout
+from spark_queue import FORMAT_NAME
+from spark_queue.connector.sink_schema import SinkLayout
 from spark_queue.errors import PayloadError
+from spark_queue.store import JSON
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -76,7 +78,9 @@ def json_rows(batch: pa.RecordBatch, columns: Iterable[str]) -> pa.Array:
             type=pa.string(),
         )
     except (TypeError, ValueError) as exc:  # a converter gap; the schema check should prevent it
-        raise PayloadError(f"sqliteq sink: a row of columns {names} is not JSON: {exc}") from exc
+        raise PayloadError(
+            f"{FORMAT_NAME} sink: a row of columns {names} is not JSON: {exc}"
+        ) from exc
 
 
 def converter(dtype: pa.DataType) -> Converter | None:
@@ -130,9 +134,15 @@ def _isoformat(v: Any) -> str:
 
 
 def encode_headers(array: pa.Array, column: str) -> pa.Array:
-    """Headers (map<string,string> or Kafka's array<struct<key,value>>) as JSON object text."""
+    """Headers (map<string,string> or Kafka's array<struct<key,value>>) as JSON object text.
+
+    The store keeps a row's headers as one JSON object of text values, so a
+    header it cannot hold exactly (a key given twice, a null key or value, a
+    binary value that is not UTF-8) fails the batch naming the key and the
+    row: no header is ever dropped or changed silently.
+    """
     out: list[str | None] = []
-    for entry in array.to_pylist():
+    for row, entry in enumerate(array.to_pylist()):
         if not entry:
             out.append(None)
             continue
@@ -140,19 +150,37 @@ def encode_headers(array: pa.Array, column: str) -> pa.Array:
         for item in entry:
             name, value = (item["key"], item["value"]) if isinstance(item, dict) else item
             if name is None or value is None:
-                raise PayloadError(
-                    f"sqliteq sink: column {column!r} has a header with a null name or value "
-                    f"({name!r}: {value!r}); headers map strings to strings. Filter them out "
-                    "or coalesce them first."
+                raise _refuse(
+                    column, row, entry, name,
+                    "has a null name or value; the store keeps header values as text. "
+                    "Filter such headers out, or coalesce them, first.",
                 )
             if isinstance(value, bytes):
                 try:
                     value = value.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise PayloadError(
-                        f"sqliteq sink: header {name!r} in column {column!r} is binary but not "
-                        "UTF-8; headers are stored as text. Encode it (e.g. base64) first."
+                    raise _refuse(
+                        column, row, entry, name,
+                        "is binary but not UTF-8; the store keeps header values as text. "
+                        "Encode it (e.g. base64) first.",
                     ) from exc
+            if name in headers:
+                raise _refuse(
+                    column, row, entry, name,
+                    "appears more than once; the store keeps one value per header key, and "
+                    "keeping only one would drop the others. Merge the values, or give each "
+                    "its own key, first.",
+                )
             headers[name] = value
         out.append(_dumps(headers))
     return pa.array(out, type=pa.string())
+
+
+def _refuse(column: str, row: int, entry: list, name: object, problem: str) -> PayloadError:
+    shown = [
+        (item["key"], item["value"]) if isinstance(item, dict) else tuple(item) for item in entry
+    ]
+    return PayloadError(
+        f"{FORMAT_NAME} sink: header {name!r} in column {column!r} of row {row} of the task's "
+        f"batch (headers {shown!r}) {problem} Nothing of this batch was written."
+    )

@@ -1,35 +1,60 @@
-"""The sink's options: parsed and validated in one place, on the driver.
+"""The sink's options: one table, parsed and validated in one place, on the driver.
 
-Stdlib only (plus :mod:`spark_queue.errors`), so it is unit-tested without
-Spark. ``writer()``/``streamWriter()`` parse the options before any task
-runs, so a bad option fails the query at start, never in an executor.
+``writer()``/``streamWriter()`` call :func:`parse_sink_options` before any
+task runs, so a bad option fails the query at start, never in an executor.
+Like the source, the sink rejects an unknown option name with a hint, and
+accepts Kafka's client options (``kafka.*``) and ``includeHeaders`` (a Kafka
+sink writes a ``headers`` column whenever there is one, and so does this one)
+with one logged warning.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from spark_queue import FORMAT_NAME
+from spark_queue.connector.option_table import (
+    Option,
+    OptionTable,
+    choice,
+    name_rule,
+    non_negative_int,
+    text,
+)
 from spark_queue.errors import OptionError
+from spark_queue.store import DURABILITY_LEVELS
 
-FORMAT = "sqliteq"
-
-#: Every option the sink reads, with the one-line meaning the README table shows.
-SINK_OPTIONS: dict[str, str] = {
-    "path": "the store file (required); created if missing",
-    "topic": "publish every row to this topic (overrides a `topic` column)",
-    "queue": "enqueue every row as a job in this queue (created with default settings if missing)",
-    "sinkId": "the ledger name of this sink; default: the streaming query id",
-    "batchId": "batch writes only, with `sinkId`: skip the write if this id is already committed",
-    "durability": "`full`, `normal` (default) or `off`: SQLite `synchronous` for the commit",
-    "busyTimeoutMs": "how long a commit waits for another writer's lock (default 30000)",
-}
-
-DURABILITY_LEVELS = ("full", "normal", "off")
+FORMAT = FORMAT_NAME
 DEFAULT_SINK_BUSY_TIMEOUT_MS = 30_000
-# Same rule as spark_queue.store.names (kept here so this module stays stdlib-only).
-_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
+DEFAULT_DURABILITY = "normal"
+
+#: Every option the sink reads (order = the README table's order).
+SINK_OPTIONS: tuple[Option, ...] = (
+    Option("path", text, doc_default="(required)", doc="the store file; created if missing"),
+    Option("topic", name_rule("topic"),
+           doc="publish every row to this topic (created if missing); overrides a `topic` "
+           "column"),
+    Option("queue", name_rule("queue"),
+           doc="enqueue every row as a job (the queue is created with default settings if "
+           "missing); excludes `topic`"),
+    Option("sinkId", name_rule("sink"), doc_default="the query id",
+           doc="the name the sink ledger records batches under; a streaming query's id is "
+           "stable across restarts from one checkpoint"),
+    Option("batchId", non_negative_int,
+           doc="batch writes only, with `sinkId`: skip the write if this id is at or below the "
+           "last one committed under `sinkId` (exactly-once `foreachBatch`)"),
+    Option("durability", choice(DURABILITY_LEVELS, phrase="one of " + ", ".join(DURABILITY_LEVELS)),
+           default=DEFAULT_DURABILITY, doc_default=DEFAULT_DURABILITY,
+           doc="`full`, `normal` or `off`: SQLite `synchronous` for the commit"),
+    Option("busyTimeoutMs", non_negative_int, default=DEFAULT_SINK_BUSY_TIMEOUT_MS,
+           doc_default=str(DEFAULT_SINK_BUSY_TIMEOUT_MS),
+           doc="how long a commit waits for another writer's lock"),
+)
+# Spark hands a streaming sink its checkpointLocation among the options.
+SINK_TABLE = OptionTable(
+    "sink", SINK_OPTIONS, ignored_names=("includeHeaders",), spark_names=("checkpointLocation",)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,66 +66,13 @@ class SinkOptions:
     queue: str | None = None
     sink_id: str | None = None
     batch_id: int | None = None
-    durability: str = "normal"
+    durability: str = DEFAULT_DURABILITY
     busy_timeout_ms: int = DEFAULT_SINK_BUSY_TIMEOUT_MS
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
         """Validate Spark's option map (keys case-insensitive) for a streaming or batch write."""
-        opts = {str(k).lower(): v for k, v in options.items()}
-        path = opts.get("path")
-        if path is None or not str(path).strip():
-            raise OptionError(
-                f"{FORMAT} sink needs option 'path': the store file to write, e.g. "
-                f".option('path', '/data/events.sqlite') or .save('/data/events.sqlite')."
-            )
-        topic = _name(opts, "topic")
-        queue = _name(opts, "queue")
-        if topic is not None and queue is not None:
-            raise OptionError(
-                f"{FORMAT} sink takes option 'topic' (publish) or 'queue' (enqueue), not both; "
-                f"got topic={topic!r} and queue={queue!r}."
-            )
-        sink_id = _name(opts, "sinkid", "sinkId")
-        batch_id = None
-        if "batchid" in opts:
-            if streaming:
-                raise OptionError(
-                    f"{FORMAT} option 'batchId' is for batch writes only; a streaming query "
-                    "uses Spark's micro-batch ids. Remove it."
-                )
-            batch_id = _int(opts, "batchid", "batchId", low=0)
-            if sink_id is None:
-                raise OptionError(
-                    f"{FORMAT} option 'batchId' needs option 'sinkId' too: the ledger skips a "
-                    "batch id already committed under that sink name."
-                )
-        elif sink_id is not None and not streaming:
-            raise OptionError(
-                f"{FORMAT} option 'sinkId' in a batch write needs option 'batchId' too (the "
-                "ledger skips a batch id already committed under that sink); remove 'sinkId' "
-                "for a one-off write."
-            )
-        durability = str(opts.get("durability", "normal")).strip().lower()
-        if durability not in DURABILITY_LEVELS:
-            raise OptionError(
-                f"{FORMAT} option 'durability' must be one of {', '.join(DURABILITY_LEVELS)}; "
-                f"got {opts['durability']!r}."
-            )
-        busy = (
-            _int(opts, "busytimeoutms", "busyTimeoutMs", low=0)
-            if "busytimeoutms" in opts
-            else DEFAULT_SINK_BUSY_TIMEOUT_MS
-        )
-        return cls(
-            path=str(path),
-            topic=topic,
-            queue=queue,
-            sink_id=sink_id,
-            batch_id=batch_id,
-            durability=durability,
-            busy_timeout_ms=busy,
-        )
+        return parse_sink_options(options, streaming=streaming)
 
     @property
     def target(self) -> str:
@@ -108,24 +80,45 @@ class SinkOptions:
         return "queue" if self.queue is not None else "topic"
 
 
-def _name(opts: Mapping[str, str], key: str, label: str | None = None) -> str | None:
-    value = opts.get(key)
-    if value is None:
-        return None
-    if not _NAME.fullmatch(str(value)):
+def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
+    """Validate ``options`` for a streaming or batch write; OptionError on the first problem."""
+    given = SINK_TABLE.read(options)
+    path = given["path"]
+    if path is None or not path.strip():
         raise OptionError(
-            f"{FORMAT} option '{label or key}' must be 1 to 200 characters from letters, "
-            f"digits, '_', '.' and '-'; got {value!r}."
+            f"{FORMAT} sink needs option 'path': the store file to write, e.g. "
+            f".option('path', '/data/events.sqlite') or .save('/data/events.sqlite')."
         )
-    return str(value)
-
-
-def _int(opts: Mapping[str, str], key: str, label: str, *, low: int) -> int:
-    raw = opts[key]
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = None
-    if value is None or value < low:
-        raise OptionError(f"{FORMAT} option '{label}' must be an integer >= {low}; got {raw!r}.")
-    return value
+    topic, queue = given["topic"], given["queue"]
+    if topic is not None and queue is not None:
+        raise OptionError(
+            f"{FORMAT} sink takes option 'topic' (publish) or 'queue' (enqueue), not both; "
+            f"got topic={topic!r} and queue={queue!r}."
+        )
+    sink_id, batch_id = given["sinkId"], given["batchId"]
+    if batch_id is not None:
+        if streaming:
+            raise OptionError(
+                f"{FORMAT} option 'batchId' is for batch writes only; a streaming query "
+                "uses Spark's micro-batch ids. Remove it."
+            )
+        if sink_id is None:
+            raise OptionError(
+                f"{FORMAT} option 'batchId' needs option 'sinkId' too: the ledger skips a "
+                "batch id already committed under that sink name."
+            )
+    elif sink_id is not None and not streaming:
+        raise OptionError(
+            f"{FORMAT} option 'sinkId' in a batch write needs option 'batchId' too (the "
+            "ledger skips a batch id already committed under that sink); remove 'sinkId' "
+            "for a one-off write."
+        )
+    return SinkOptions(
+        path=path,
+        topic=topic,
+        queue=queue,
+        sink_id=sink_id,
+        batch_id=batch_id,
+        durability=given["durability"],
+        busy_timeout_ms=given["busyTimeoutMs"],
+    )

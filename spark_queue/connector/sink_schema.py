@@ -35,9 +35,9 @@ from pyspark.sql.types import (
 
 from spark_queue.connector.sink_options import FORMAT, SinkOptions
 from spark_queue.errors import SinkSchemaError
+from spark_queue.store import BYTES, JSON, TEXT
 
-# value_type codes of the store (spark_queue.store.codec), repeated to keep this module light.
-BYTES, TEXT, JSON = 0, 1, 2
+__all__ = ["BYTES", "JSON", "TEXT", "JOB_COLUMNS", "SinkLayout", "plan_layout"]
 
 #: Queue columns that become job properties: name -> what the column must be.
 JOB_COLUMNS: dict[str, str] = {

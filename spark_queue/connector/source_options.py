@@ -1,86 +1,196 @@
-"""Every option of the ``sqliteq`` source: parsed and validated in one place.
+"""Every option of the ``sqliteq`` source: one table, parsed and validated in one place.
 
 Spark hands options over as strings in a case-insensitive mapping (keys may
-arrive lowercased). :func:`parse_source_options` turns them into a frozen
-:class:`SourceOptions` or raises :class:`OptionError` with a message that
-names the option, the bad value and what is allowed. It runs on the driver
-(in ``schema()``, ``reader()`` and ``streamReader()``), so a bad option fails
-before any task starts. This module imports only the standard library and
-``spark_queue.errors``, so it is unit-tested without Spark.
-
-:data:`SOURCE_OPTIONS` is the one list of option names with their defaults;
-the DataSource docstring and the README table are checked against it
-(``tests/connector/test_source_options_docs.py``).
+arrive lowercased). :func:`parse_source_options` reads them through
+:data:`SOURCE_TABLE` (unknown names fail with a hint; Kafka client options
+are ignored with a warning) and checks how options combine, returning a
+frozen :class:`SourceOptions` or raising :class:`OptionError` naming the
+option, the bad value and what is allowed. It runs on the driver (in
+``schema()``, ``reader()`` and ``streamReader()``), so a bad option fails
+before any task starts. Kafka's names (``subscribe``, ``subscribePattern``,
+``assign``, ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``) and forms
+(``{"t": {"0": 5}}``, the timestamp options) are accepted, so a Kafka
+pipeline needs only its format and ``kafka.bootstrap.servers`` -> ``path``
+changed.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from spark_queue import FORMAT_NAME
+from spark_queue.connector import offset_json
+from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
+from spark_queue.connector.option_table import (
+    Given,
+    Option,
+    OptionTable,
+    boolean,
+    choice,
+    duration_ms,
+    fail,
+    non_empty,
+    positive_int,
+    text,
+    timestamp_ms,
+    topic_list,
+)
 from spark_queue.errors import OptionError
 
-FORMAT = "sqliteq"
-
-# startingOffsets / endingOffsets JSON may use Kafka's sentinels for one topic.
-EARLIEST_SENTINEL = -2
-LATEST_SENTINEL = -1
+FORMAT = FORMAT_NAME
+__all__ = [
+    "EARLIEST_SENTINEL", "FORMAT", "LATEST_SENTINEL", "OPTION_NAMES", "SOURCE_OPTIONS",
+    "SOURCE_TABLE", "SourceOptions", "parse_source_options",
+]
 
 KEY_VALUE_FORMATS = ("binary", "string")
 MODES = ("FAILFAST", "PERMISSIVE")
 READ_PATHS = ("auto", "executor", "driver")
 LATENCY_MODES = ("throughput", "low")
 STARTING_KEYWORDS = ("earliest", "latest", "committed")
+TIMESTAMP_STRATEGIES = ("latest", "error")
+
+SUBSCRIPTIONS = ("topic", "topics", "topicPattern", "assign")
+STREAM_ONLY = ("maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay", "latencyMode")
+BATCH_ONLY = ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
 
 
-@dataclass(frozen=True)
-class OptionSpec:
-    name: str
-    default: str  # as the user would write it; "" = no default
-    allowed: str  # a short phrase for messages and docs
+def _one_topic(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not value or "," in value:
+        raise fail(name, raw, "one topic name (use 'topics' for a list)")
+    return value
+
+
+def _pattern(name: str, raw: str) -> str:
+    try:
+        re.compile(raw)
+    except re.error as exc:
+        raise fail(name, raw, f"a valid regular expression ({exc})") from None
+    if not raw:
+        raise fail(name, raw, "a non-empty regular expression")
+    return raw
+
+
+def _starting(name: str, raw: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    value = raw.strip()
+    if value.lower() in STARTING_KEYWORDS:
+        return value.lower(), ()
+    if value.startswith("{"):
+        return "json", offset_json.per_topic(name, value, "offset")
+    raise fail(
+        name, raw,
+        'earliest, latest, committed or a JSON object like {"clicks": 42} or {"clicks": {"0": 42}}',
+    )
+
+
+def _ending(name: str, raw: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    value = raw.strip()
+    if value.lower() == "latest":
+        return "latest", ()
+    if value.startswith("{"):
+        pairs = offset_json.per_topic(name, value, "offset")
+        if any(offset == EARLIEST_SENTINEL for _, offset in pairs):
+            raise fail(name, raw, "offsets >= 0 or -1 (latest)")
+        return "json", pairs
+    raise fail(name, raw, 'latest or a JSON object like {"clicks": 42} or {"clicks": {"0": 42}}')
+
+
+def _timestamps(name: str, raw: str) -> tuple[tuple[str, int], ...]:
+    return offset_json.per_topic(name, raw, "timestamp")
+
+
+def _column(name: str, raw: str) -> str:
+    if not raw.strip():
+        raise fail(name, raw, "a non-empty column name")
+    return raw.strip()
 
 
 # The one list of source options (order = documentation order).
-SOURCE_OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("path", "", "path of the store file (required)"),
-    OptionSpec("topic", "", "one topic name"),
-    OptionSpec("topics", "", "comma-separated topic names"),
-    OptionSpec("topicPattern", "", "a Python regular expression matched against whole names"),
-    OptionSpec(
-        "startingOffsets", "earliest", "earliest, latest, committed or JSON {topic: offset}"
-    ),
-    OptionSpec("startingTimestamp", "", "milliseconds since the epoch or ISO-8601"),
-    OptionSpec("endingOffsets", "latest", "latest or JSON {topic: offset} (batch reads only)"),
-    OptionSpec("consumer", "", "a consumer name"),
-    OptionSpec("maxRowsPerTrigger", "", "a positive integer (streaming only)"),
-    OptionSpec("maxOffsetsPerTrigger", "", "alias of maxRowsPerTrigger"),
-    OptionSpec("minRowsPerTrigger", "", "a positive integer (streaming only)"),
-    OptionSpec("maxTriggerDelay", "15m", "a duration: 500ms, 2s, 15m, 1h (plain number = ms)"),
-    OptionSpec("failOnDataLoss", "true", "true or false"),
-    OptionSpec("includeHeaders", "false", "true or false"),
-    OptionSpec("keyFormat", "binary", "binary or string"),
-    OptionSpec("valueFormat", "binary", "binary or string"),
-    OptionSpec("mode", "FAILFAST", "FAILFAST or PERMISSIVE (user schemas only)"),
-    OptionSpec("columnNameOfCorruptRecord", "_corrupt_record", "a column name of the user schema"),
-    OptionSpec("rowsPerPartition", "100000", "a positive integer"),
-    OptionSpec("minPartitions", "1", "a positive integer"),
-    OptionSpec("readPath", "auto", "auto, executor or driver"),
-    OptionSpec("latencyMode", "throughput", "throughput or low (streaming only)"),
+SOURCE_OPTIONS: tuple[Option, ...] = (
+    Option("path", text, doc_default="(required)",
+           doc="the store file; it must exist (a reader never creates one)"),
+    Option("topic", _one_topic,
+           doc="one topic (exactly one of `topic`, `topics`, `topicPattern`, `assign`)"),
+    Option("topics", topic_list, aliases=("subscribe",), doc="comma-separated topics"),
+    Option("topicPattern", _pattern, aliases=("subscribePattern",),
+           doc="regular expression (Python `re`) matched against whole topic names; topics "
+           "created while the query runs are read from offset 0"),
+    Option("assign", offset_json.assign,
+           doc='Kafka\'s JSON `{"topic": [0]}`: read the listed topics (partition 0 only; any '
+           "other partition fails naming it)"),
+    Option("startingOffsets", _starting, default=("earliest", ()), doc_default="earliest",
+           doc="`earliest`, `latest` (streams), `committed` (the `consumer`'s saved offsets), "
+           'or JSON `{"topic": n}` or Kafka\'s `{"topic": {"0": n}}` with -2 = earliest, '
+           "-1 = latest; only for a new checkpoint"),
+    Option("startingOffsetsByTimestamp", _timestamps,
+           doc='JSON `{"topic": {"0": ms}}` (or `{"topic": ms}`): start each topic at its first '
+           "event stamped at or after that time (-2 = earliest, -1 = latest); overrides "
+           "`startingOffsets`"),
+    Option("startingTimestamp", timestamp_ms,
+           doc="one start time for every topic (ms since the epoch or ISO-8601, UTC if no "
+           "zone); overrides both"),
+    Option("startingOffsetsByTimestampStrategy", choice(TIMESTAMP_STRATEGIES), default="latest",
+           doc_default="latest",
+           doc="a topic with no event at or after the start time: `latest` starts after its "
+           "last event, `error` fails naming it"),
+    Option("endingOffsets", _ending, default=("latest", ()), doc_default="latest",
+           doc='batch reads only: `latest` or JSON `{"topic": n}` / `{"topic": {"0": n}}` '
+           "(exclusive; -1 = latest)"),
+    Option("endingOffsetsByTimestamp", _timestamps,
+           doc='batch reads only: JSON `{"topic": {"0": ms}}`: end each topic before its first '
+           "event stamped at or after that time (latest if none); overrides `endingOffsets`"),
+    Option("endingTimestamp", timestamp_ms,
+           doc="batch reads only: one end time for every topic; overrides both"),
+    Option("consumer", non_empty,
+           doc="save each committed micro-batch's end offsets under this consumer name (they "
+           "trail the checkpoint by up to one batch)"),
+    Option("maxRowsPerTrigger", positive_int, aliases=("maxOffsetsPerTrigger",),
+           doc_default="no limit",
+           doc="at most this many rows per micro-batch (streams; respected by `availableNow`)"),
+    Option("minRowsPerTrigger", positive_int, aliases=("minOffsetsPerTrigger",),
+           doc="streams: wait until this many rows are available, or `maxTriggerDelay` "
+           "passed"),
+    Option("maxTriggerDelay", duration_ms, default=15 * 60_000, doc_default="15m",
+           doc="with `minRowsPerTrigger`: the longest wait since the last micro-batch "
+           "(`500ms`, `2s`, `15m`, `1h`)"),
+    Option("failOnDataLoss", boolean, default=True, doc_default="true",
+           doc="fail when retention removed offsets the query needs (message names topic, "
+           "requested and earliest offsets); `false` skips ahead with a warning"),
+    Option("includeHeaders", boolean, default=False, doc_default="false",
+           doc="add Kafka's `headers` column `array<struct<key:string,value:binary>>`"),
+    Option("keyFormat", choice(KEY_VALUE_FORMATS), default="binary", doc_default="binary",
+           doc="`binary` (Kafka's) or `string`"),
+    Option("valueFormat", choice(KEY_VALUE_FORMATS), default="binary", doc_default="binary",
+           doc="`binary` (Kafka's) or `string`"),
+    Option("mode", choice(MODES, upper=True), default="FAILFAST", doc_default="FAILFAST",
+           doc="user schemas: `FAILFAST` fails on a malformed value naming topic and offset; "
+           "`PERMISSIVE` gives nulls"),
+    Option("columnNameOfCorruptRecord", _column, default="_corrupt_record",
+           doc_default="_corrupt_record",
+           doc="PERMISSIVE: the STRING column of the user schema that receives the raw "
+           "malformed value"),
+    Option("rowsPerPartition", positive_int, default=100_000, doc_default="100000",
+           doc="split a range into Spark partitions of at most this many rows"),
+    Option("minPartitions", positive_int, default=1, doc_default="1",
+           doc="... and into at least this many (when there are that many rows)"),
+    Option("readPath", choice(READ_PATHS), default="auto", doc_default="auto",
+           doc="`executor`/`auto`: executors open the file (auto first checks it is the "
+           "driver's very file, else fails asking for `driver`); `driver`: the driver reads "
+           "each range and ships it in the partitions as Arrow IPC"),
+    Option("latencyMode", choice(LATENCY_MODES), default="throughput", doc_default="throughput",
+           doc="streams only. `throughput`: executors read each micro-batch in tasks; `low`: "
+           "the driver's planning process reads each micro-batch and Spark ships it with the "
+           "plan (no executor Python worker per batch, for the lowest publish-to-visible "
+           "latency; every row passes through that one process, so bulk throughput is far "
+           "lower; no lag in progress reports)"),
 )
-OPTION_NAMES = tuple(spec.name for spec in SOURCE_OPTIONS)
-_BY_LOWER = {spec.name.lower(): spec for spec in SOURCE_OPTIONS}
+SOURCE_TABLE = OptionTable("source", SOURCE_OPTIONS)
+OPTION_NAMES = SOURCE_TABLE.names()
 
-_STREAM_ONLY = ("maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay", "latencyMode")
-_DURATION = re.compile(r"\s*(\d+)\s*(ms|s|sec|secs|m|min|mins|h|hour|hours|d|day|days)?\s*", re.I)
-_UNIT_MS = {
-    None: 1, "ms": 1, "s": 1000, "sec": 1000, "secs": 1000, "m": 60_000, "min": 60_000,
-    "mins": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
+Offsets = tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -90,13 +200,13 @@ class SourceOptions:
     path: str
     topics: tuple[str, ...]
     topic_pattern: str | None
-    # "earliest" | "latest" | "committed" | "json" | "timestamp"
+    # "earliest" | "latest" | "committed" | "json" | "timestamp" | "timestamps"
     starting: str
-    starting_json: tuple[tuple[str, int], ...]
+    starting_json: Offsets
     starting_timestamp_ms: int | None
-    # "latest" | "json" (batch only)
+    # "latest" | "json" | "timestamp" | "timestamps" (batch only)
     ending: str
-    ending_json: tuple[tuple[str, int], ...]
+    ending_json: Offsets
     consumer: str | None
     max_rows_per_trigger: int | None
     min_rows_per_trigger: int | None
@@ -111,6 +221,13 @@ class SourceOptions:
     min_partitions: int
     read_path: str
     latency_mode: str = "throughput"
+    # Kafka's timestamp forms: {topic: ms} with -2 = earliest, -1 = latest.
+    starting_timestamps: Offsets = ()
+    ending_timestamp_ms: int | None = None
+    ending_timestamps: Offsets = ()
+    # A start time after a topic's last event: "latest" starts there, "error" fails.
+    timestamp_strategy: str = "latest"
+    subscription: str = ""  # as the user wrote it, e.g. "subscribe=a,b", for messages
 
     def subscribes(self, topic: str) -> bool:
         """Whether ``topic`` is one this source reads."""
@@ -127,119 +244,16 @@ class SourceOptions:
         return dict(self.ending_json)
 
 
-def _fail(name: str, value: object, allowed: str) -> OptionError:
-    return OptionError(f"{FORMAT} option '{name}' must be {allowed}; got {str(value)!r}.")
+@dataclass(frozen=True)
+class _Subscription:
+    topics: tuple[str, ...]
+    pattern: str | None
+    describe: str  # e.g. "subscribe=a,b"
 
-
-def _lower_keys(options: Mapping[str, str]) -> dict[str, str]:
-    lowered: dict[str, str] = {}
-    for key, value in options.items():
-        lowered[str(key).lower()] = "" if value is None else str(value)
-    return lowered
-
-
-def _check_unknown(lowered: Mapping[str, str]) -> None:
-    unknown = sorted(key for key in lowered if key not in _BY_LOWER)
-    if not unknown:
-        return
-    hints = []
-    for key in unknown:
-        close = difflib.get_close_matches(key, list(_BY_LOWER), n=1)
-        hint = f" (did you mean '{_BY_LOWER[close[0]].name}'?)" if close else ""
-        hints.append(f"'{key}'{hint}")
-    raise OptionError(
-        f"{FORMAT} source does not know option(s) {', '.join(hints)}; "
-        f"known options: {', '.join(OPTION_NAMES)}."
-    )
-
-
-def _positive_int(name: str, raw: str) -> int:
-    text = raw.strip()
-    if not re.fullmatch(r"\+?\d+", text) or int(text) <= 0:
-        raise _fail(name, raw, "a positive integer")
-    return int(text)
-
-
-def _boolean(name: str, raw: str) -> bool:
-    text = raw.strip().lower()
-    if text not in ("true", "false"):
-        raise _fail(name, raw, "true or false")
-    return text == "true"
-
-
-def _choice(name: str, raw: str, allowed: tuple[str, ...], *, upper: bool = False) -> str:
-    text = raw.strip().upper() if upper else raw.strip().lower()
-    if text not in allowed:
-        raise _fail(name, raw, " or ".join(allowed))
-    return text
-
-
-def parse_duration_ms(name: str, raw: str) -> int:
-    """``500ms``, ``2s``, ``15m``, ``1h``, ``1d``; a plain number is milliseconds."""
-    match = _DURATION.fullmatch(raw)
-    if match is None:
-        raise _fail(name, raw, "a duration such as 500ms, 2s, 15m or 1h")
-    unit = match.group(2).lower() if match.group(2) else None
-    return int(match.group(1)) * _UNIT_MS[unit]
-
-
-def parse_timestamp_ms(name: str, raw: str) -> int:
-    """Milliseconds since the epoch, or ISO-8601 (a time without zone is UTC)."""
-    text = raw.strip()
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise _fail(
-            name, raw, "milliseconds since the epoch or an ISO-8601 time like 2024-05-01T12:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    millis = int(parsed.timestamp() * 1000)
-    if millis < 0:
-        raise _fail(name, raw, "a time at or after 1970-01-01T00:00:00Z")
-    return millis
-
-
-def _topic_list(name: str, raw: str) -> tuple[str, ...]:
-    names = [part.strip() for part in raw.split(",")]
-    if not raw.strip() or any(not part for part in names):
-        raise _fail(name, raw, "a comma-separated list of topic names with no empty entries")
-    if len(set(names)) != len(names):
-        raise _fail(name, raw, "a list of distinct topic names")
-    return tuple(names)
-
-
-def _json_offsets(
-    name: str, raw: str, subscribes, describe: str, *, allow_latest_sentinel: bool
-) -> tuple[tuple[str, int], ...]:
-    allowed = (
-        'a JSON object of topic to offset, like {"clicks": 42} '
-        f"(-2 = earliest{', -1 = latest' if allow_latest_sentinel else ''})"
-    )
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        raise _fail(name, raw, allowed) from None
-    if not isinstance(parsed, dict) or not parsed:
-        raise _fail(name, raw, allowed)
-    sentinels = (EARLIEST_SENTINEL, LATEST_SENTINEL)
-    offsets = []
-    for topic, offset in parsed.items():
-        if (
-            not isinstance(offset, int)
-            or isinstance(offset, bool)
-            or (offset < 0 and offset not in sentinels)
-        ):
-            raise _fail(name, raw, allowed)
-        if not subscribes(topic):
-            raise OptionError(
-                f"{FORMAT} option '{name}' names topic {topic!r}, which this source does not "
-                f"read ({describe}); got {raw!r}. List only subscribed topics."
-            )
-        offsets.append((topic, offset))
-    return tuple(sorted(offsets))
+    def subscribes(self, topic: object) -> bool:
+        if self.pattern is not None:
+            return isinstance(topic, str) and re.fullmatch(self.pattern, topic) is not None
+        return topic in self.topics
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) -> SourceOptions:
@@ -248,184 +262,137 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     ``streaming=None`` (``schema()``, which cannot tell a stream from a batch
     read) checks everything except which options apply to which kind of read.
     """
-    raw = _lower_keys(options)
-    _check_unknown(raw)
-
-    def get(name: str) -> str | None:
-        value = raw.get(name.lower())
-        return None if value is None else value
-
-    path = (get("path") or "").strip()
+    given = SOURCE_TABLE.read(options)
+    path = given["path"].strip() if given.is_set("path") else ""
     if not path:
         raise OptionError(
             f"{FORMAT} option 'path' is required: the store file to read, as "
             f'.option("path", "/data/events.sqlite") or .load("/data/events.sqlite").'
         )
-
-    given = [n for n in ("topic", "topics", "topicPattern") if get(n) is not None]
-    if len(given) != 1:
-        what = "none was given" if not given else f"got {', '.join(given)}"
-        raise OptionError(
-            f"{FORMAT} source needs exactly one of the options 'topic', 'topics' or "
-            f"'topicPattern'; {what}."
-        )
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    if given[0] == "topic":
-        value = get("topic").strip()
-        if not value or "," in value:
-            raise _fail("topic", get("topic"), "one topic name (use 'topics' for a list)")
-        topics = (value,)
-        describe = f"topic={value}"
-    elif given[0] == "topics":
-        topics = _topic_list("topics", get("topics"))
-        describe = f"topics={','.join(topics)}"
-    else:
-        pattern = get("topicPattern")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise _fail("topicPattern", pattern, f"a valid regular expression ({exc})") from None
-        if not pattern:
-            raise _fail("topicPattern", pattern, "a non-empty regular expression")
-        describe = f"topicPattern={pattern}"
-
-    def subscribes(topic: str) -> bool:
-        if pattern is not None:
-            return isinstance(topic, str) and re.fullmatch(pattern, topic) is not None
-        return topic in topics
-
-    consumer = get("consumer")
-    if consumer is not None:
-        consumer = consumer.strip()
-        if not consumer:
-            raise _fail("consumer", get("consumer"), "a non-empty consumer name")
-
-    starting_raw = get("startingOffsets")
-    timestamp_raw = get("startingTimestamp")
-    if starting_raw is not None and timestamp_raw is not None:
-        raise OptionError(
-            f"{FORMAT} options 'startingOffsets' ({starting_raw!r}) and 'startingTimestamp' "
-            f"({timestamp_raw!r}) both choose where to start; give only one."
-        )
-    starting, starting_json, starting_ts = "earliest", (), None
-    if timestamp_raw is not None:
-        starting, starting_ts = "timestamp", parse_timestamp_ms("startingTimestamp", timestamp_raw)
-    elif starting_raw is not None:
-        text = starting_raw.strip()
-        if text.lower() in STARTING_KEYWORDS:
-            starting = text.lower()
-        elif text.startswith("{"):
-            starting = "json"
-            starting_json = _json_offsets(
-                "startingOffsets", text, subscribes, describe, allow_latest_sentinel=True
-            )
-        else:
-            raise _fail(
-                "startingOffsets", starting_raw,
-                'earliest, latest, committed or a JSON object like {"clicks": 42}',
-            )
-        if starting == "committed" and consumer is None:
-            raise OptionError(
-                f"{FORMAT} option 'startingOffsets' is 'committed', which needs the option "
-                "'consumer' naming whose saved offsets to start from."
-            )
-        if starting == "latest" and streaming is False:
-            raise _fail(
-                "startingOffsets", starting_raw, "earliest, committed or JSON for a batch read"
-            )
-        if streaming is False and any(off == LATEST_SENTINEL for _, off in starting_json):
-            raise _fail("startingOffsets", starting_raw, "offsets >= 0 or -2 for a batch read")
-
-    ending, ending_json = "latest", ()
-    ending_raw = get("endingOffsets")
-    if ending_raw is not None:
-        if streaming is True:
-            raise OptionError(
-                f"{FORMAT} option 'endingOffsets' ({ending_raw!r}) applies to batch reads "
-                "(spark.read) only; a stream has no end. Remove it, or use "
-                "trigger(availableNow=True)."
-            )
-        text = ending_raw.strip()
-        if text.lower() == "latest":
-            ending = "latest"
-        elif text.startswith("{"):
-            ending = "json"
-            ending_json = _json_offsets(
-                "endingOffsets", text, subscribes, describe, allow_latest_sentinel=True
-            )
-            if any(off == EARLIEST_SENTINEL for _, off in ending_json):
-                raise _fail("endingOffsets", ending_raw, "offsets >= 0 or -1 (latest)")
-        else:
-            raise _fail("endingOffsets", ending_raw, 'latest or a JSON object like {"clicks": 42}')
-
-    if streaming is False:
-        for name in _STREAM_ONLY + ("maxOffsetsPerTrigger",):
-            if get(name) is not None:
-                raise OptionError(
-                    f"{FORMAT} option '{name}' ({get(name)!r}) applies to streaming reads only; "
-                    "a batch read takes the whole range. Use 'endingOffsets' to bound it."
-                )
-
-    max_rows = None
-    max_raw, alias_raw = get("maxRowsPerTrigger"), get("maxOffsetsPerTrigger")
-    if max_raw is not None and alias_raw is not None:
-        raise OptionError(
-            f"{FORMAT} options 'maxRowsPerTrigger' ({max_raw!r}) and its alias "
-            f"'maxOffsetsPerTrigger' ({alias_raw!r}) are both set; give only one."
-        )
-    if max_raw is not None:
-        max_rows = _positive_int("maxRowsPerTrigger", max_raw)
-    elif alias_raw is not None:
-        max_rows = _positive_int("maxOffsetsPerTrigger", alias_raw)
-    min_rows = None
-    if get("minRowsPerTrigger") is not None:
-        min_rows = _positive_int("minRowsPerTrigger", get("minRowsPerTrigger"))
+    subscription = _subscription(given)
+    _check_read_kind(given, streaming)
+    starting, starting_json, starting_ts, starting_tss = _start(given, subscription, streaming)
+    ending, ending_json, ending_ts, ending_tss = _end(given, subscription)
+    max_rows, min_rows = given["maxRowsPerTrigger"], given["minRowsPerTrigger"]
     if min_rows is not None and max_rows is not None and min_rows > max_rows:
         raise OptionError(
-            f"{FORMAT} option 'minRowsPerTrigger' ({min_rows}) must not exceed "
-            f"'maxRowsPerTrigger' ({max_rows})."
+            f"{FORMAT} option '{given.label('minRowsPerTrigger')}' ({min_rows}) must not exceed "
+            f"'{given.label('maxRowsPerTrigger')}' ({max_rows})."
         )
-    delay_raw = get("maxTriggerDelay")
-    delay_ms = parse_duration_ms("maxTriggerDelay", "15m" if delay_raw is None else delay_raw)
-
-    def flag(name: str, default: bool) -> bool:
-        value = get(name)
-        return default if value is None else _boolean(name, value)
-
-    def choice(name: str, default: str, allowed: tuple[str, ...], upper: bool = False) -> str:
-        value = get(name)
-        return default if value is None else _choice(name, value, allowed, upper=upper)
-
-    corrupt = get("columnNameOfCorruptRecord")
-    if corrupt is not None and not corrupt.strip():
-        raise _fail("columnNameOfCorruptRecord", corrupt, "a non-empty column name")
-
-    def positive(name: str, default: int) -> int:
-        value = get(name)
-        return default if value is None else _positive_int(name, value)
-
     return SourceOptions(
         path=path,
-        topics=topics,
-        topic_pattern=pattern,
+        topics=subscription.topics,
+        topic_pattern=subscription.pattern,
         starting=starting,
         starting_json=starting_json,
         starting_timestamp_ms=starting_ts,
         ending=ending,
         ending_json=ending_json,
-        consumer=consumer,
+        consumer=given["consumer"],
         max_rows_per_trigger=max_rows,
         min_rows_per_trigger=min_rows,
-        max_trigger_delay_ms=delay_ms,
-        fail_on_data_loss=flag("failOnDataLoss", True),
-        include_headers=flag("includeHeaders", False),
-        key_format=choice("keyFormat", "binary", KEY_VALUE_FORMATS),
-        value_format=choice("valueFormat", "binary", KEY_VALUE_FORMATS),
-        mode=choice("mode", "FAILFAST", MODES, upper=True),
-        corrupt_record_column="_corrupt_record" if corrupt is None else corrupt.strip(),
-        rows_per_partition=positive("rowsPerPartition", 100_000),
-        min_partitions=positive("minPartitions", 1),
-        read_path=choice("readPath", "auto", READ_PATHS),
-        latency_mode=choice("latencyMode", "throughput", LATENCY_MODES),
+        max_trigger_delay_ms=given["maxTriggerDelay"],
+        fail_on_data_loss=given["failOnDataLoss"],
+        include_headers=given["includeHeaders"],
+        key_format=given["keyFormat"],
+        value_format=given["valueFormat"],
+        mode=given["mode"],
+        corrupt_record_column=given["columnNameOfCorruptRecord"],
+        rows_per_partition=given["rowsPerPartition"],
+        min_partitions=given["minPartitions"],
+        read_path=given["readPath"],
+        latency_mode=given["latencyMode"],
+        starting_timestamps=starting_tss,
+        ending_timestamp_ms=ending_ts,
+        ending_timestamps=ending_tss,
+        timestamp_strategy=given["startingOffsetsByTimestampStrategy"],
+        subscription=subscription.describe,
     )
+
+
+def _subscription(given: Given) -> _Subscription:
+    chosen = [name for name in SUBSCRIPTIONS if given.is_set(name)]
+    if len(chosen) != 1:
+        what = "none was given" if not chosen else "got " + ", ".join(map(given.label, chosen))
+        raise OptionError(
+            f"{FORMAT} source needs exactly one of the options 'topic', 'topics' or "
+            f"'topicPattern' (Kafka's 'subscribe', 'subscribePattern' or 'assign'); {what}."
+        )
+    name = chosen[0]
+    value = given[name]
+    label = given.label(name)
+    if name == "topic":
+        return _Subscription((value,), None, f"{label}={value}")
+    if name == "topicPattern":
+        return _Subscription((), value, f"{label}={value}")
+    return _Subscription(value, None, f"{label}={','.join(value)}")
+
+
+def _check_read_kind(given: Given, streaming: bool | None) -> None:
+    if streaming is True:
+        for name in BATCH_ONLY:
+            if given.is_set(name):
+                raise OptionError(
+                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to batch "
+                    "reads (spark.read) only; a stream has no end. Remove it, or use "
+                    "trigger(availableNow=True)."
+                )
+    if streaming is False:
+        for name in STREAM_ONLY:
+            if given.is_set(name):
+                raise OptionError(
+                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to "
+                    "streaming reads only; a batch read takes the whole range. Use "
+                    "'endingOffsets' to bound it."
+                )
+
+
+def _check_topics(given: Given, name: str, pairs: Offsets, subscription: _Subscription) -> None:
+    for topic, _ in pairs:
+        if not subscription.subscribes(topic):
+            raise OptionError(
+                f"{FORMAT} option '{given.label(name)}' names topic {topic!r}, which this source "
+                f"does not read ({subscription.describe}); got {given.raw(name)!r}. List only "
+                "subscribed topics."
+            )
+
+
+def _start(
+    given: Given, subscription: _Subscription, streaming: bool | None
+) -> tuple[str, Offsets, int | None, Offsets]:
+    """Kafka's precedence: startingTimestamp, startingOffsetsByTimestamp, startingOffsets."""
+    if given.is_set("startingTimestamp"):
+        return "timestamp", (), given["startingTimestamp"], ()
+    if given.is_set("startingOffsetsByTimestamp"):
+        pairs = given["startingOffsetsByTimestamp"]
+        _check_topics(given, "startingOffsetsByTimestamp", pairs, subscription)
+        return "timestamps", (), None, pairs
+    kind, pairs = given["startingOffsets"]
+    label = given.label("startingOffsets")
+    _check_topics(given, "startingOffsets", pairs, subscription)
+    if kind == "committed" and given["consumer"] is None:
+        raise OptionError(
+            f"{FORMAT} option '{label}' is 'committed', which needs the option "
+            "'consumer' naming whose saved offsets to start from."
+        )
+    if streaming is False and kind == "latest":
+        raise fail(
+            label, given.raw("startingOffsets"), "earliest, committed or JSON for a batch read"
+        )
+    if streaming is False and any(offset == LATEST_SENTINEL for _, offset in pairs):
+        raise fail(label, given.raw("startingOffsets"), "offsets >= 0 or -2 for a batch read")
+    return kind, pairs, None, ()
+
+
+def _end(given: Given, subscription: _Subscription) -> tuple[str, Offsets, int | None, Offsets]:
+    """Kafka's precedence: endingTimestamp, then endingOffsetsByTimestamp, then endingOffsets."""
+    if given.is_set("endingTimestamp"):
+        return "timestamp", (), given["endingTimestamp"], ()
+    if given.is_set("endingOffsetsByTimestamp"):
+        pairs = given["endingOffsetsByTimestamp"]
+        _check_topics(given, "endingOffsetsByTimestamp", pairs, subscription)
+        return "timestamps", (), None, pairs
+    kind, pairs = given["endingOffsets"]
+    _check_topics(given, "endingOffsets", pairs, subscription)
+    return kind, pairs, None, ()
+

@@ -1,20 +1,18 @@
-"""The sink's options parser, without Spark: every rule, and the README table agrees with it."""
+"""The sink's options parser, without Spark: every rule (the README check is test_options_docs)."""
 
 from __future__ import annotations
 
-import pathlib
-import re
+import logging
 
 import pytest
 
+from spark_queue.connector import option_table
 from spark_queue.connector.sink_options import (
     DEFAULT_SINK_BUSY_TIMEOUT_MS,
-    SINK_OPTIONS,
     SinkOptions,
+    parse_sink_options,
 )
 from spark_queue.errors import OptionError, SparkQueueError
-
-README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def parse(streaming=True, **options):
@@ -106,18 +104,36 @@ def test_options_are_picklable():
     assert pickle.loads(pickle.dumps(opts)) == opts
 
 
-def test_readme_sink_table_lists_exactly_the_parsed_options():
-    section = README[README.index("## Writing with Spark") :]
-    section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
-    table = re.findall(r"^\| `([A-Za-z]+)` \|", section, re.M)
-    assert sorted(table) == sorted(SINK_OPTIONS)
+def test_a_misspelled_option_fails_with_a_hint_instead_of_becoming_a_default():
+    with pytest.raises(OptionError) as info:
+        parse(path="/s", topic="t", durabilty="full")
+    message = str(info.value)
+    assert "sink does not know option(s) 'durabilty' (did you mean 'durability'?)" in message
+    assert "known options: path, topic, queue, sinkId, batchId, durability, busyTimeoutMs" in (
+        message
+    )
 
 
-def test_datasource_docstring_documents_every_sink_option():
-    from spark_queue.connector.datasource import SqliteQueueDataSource
+def test_kafka_client_options_are_ignored_with_one_warning_naming_them(caplog, monkeypatch):
+    monkeypatch.setattr(option_table, "ignored_warnings_logged", set())  # once per process
+    kafka = {"kafka.bootstrap.servers": "host1:9092", "kafka.acks": "all",
+             "includeHeaders": "true"}
+    with caplog.at_level(logging.WARNING, logger="spark_queue.connector"):
+        for _ in range(3):  # Spark asks for the writer again on every micro-batch
+            opts = parse_sink_options({"path": "/s", "topic": "t", **kafka}, streaming=True)
+    assert opts == SinkOptions(path="/s", topic="t")
+    warnings = [r.getMessage() for r in caplog.records if "ignores" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "'includeHeaders', 'kafka.acks', 'kafka.bootstrap.servers'" in warnings[0]
+    assert warnings[0].startswith("sqliteq sink ignores the Kafka-only option(s)")
 
-    doc = SqliteQueueDataSource.__doc__
-    writing = doc[doc.index("Writing\n") :]
-    writing = writing[writing.index("Options") : writing.index("Columns:")]
-    documented = set(re.findall(r"^\s+- ``([A-Za-z]+)``[ :]", writing, re.M))
-    assert documented == set(SINK_OPTIONS)
+
+def test_sparks_checkpoint_location_is_accepted_silently(caplog):
+    with caplog.at_level(logging.WARNING, logger="spark_queue.connector"):
+        opts = parse(path="/s", topic="t", checkpointLocation="/ck")
+    assert opts == SinkOptions(path="/s", topic="t") and not caplog.records
+
+
+def test_source_only_kafka_options_are_unknown_on_the_sink():
+    with pytest.raises(OptionError, match="sink does not know option.*'subscribe'"):
+        parse(path="/s", topic="t", subscribe="t")

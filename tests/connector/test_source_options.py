@@ -39,8 +39,9 @@ def test_defaults_are_the_documented_ones():
     assert opts.mode == "FAILFAST" and opts.corrupt_record_column == "_corrupt_record"
     assert (opts.rows_per_partition, opts.min_partitions) == (100_000, 1)
     assert opts.read_path == "auto"
-    defaults = {spec.name: spec.default for spec in SOURCE_OPTIONS}
+    defaults = {spec.name: spec.doc_default for spec in SOURCE_OPTIONS}
     assert defaults["startingOffsets"] == "earliest" and defaults["readPath"] == "auto"
+    assert opts.timestamp_strategy == "latest" and defaults["maxTriggerDelay"] == "15m"
 
 
 def test_option_names_are_case_insensitive_as_spark_lowercases_them():
@@ -155,7 +156,20 @@ def test_starting_timestamp_in_ms_or_iso():
         1_700_000_000_000
     )
     rejects("'startingTimestamp' must be", startingTimestamp="yesterday")
-    rejects("give only one", startingTimestamp="0", startingOffsets="earliest")
+
+
+def test_starting_and_ending_options_take_kafkas_precedence():
+    # startingTimestamp > startingOffsetsByTimestamp > startingOffsets, as Kafka documents.
+    opts = parse(startingTimestamp="5", startingOffsetsByTimestamp='{"clicks": 7}',
+                 startingOffsets="latest")
+    assert (opts.starting, opts.starting_timestamp_ms) == ("timestamp", 5)
+    opts = parse(startingOffsetsByTimestamp='{"clicks": {"0": 7}}', startingOffsets="latest")
+    assert (opts.starting, opts.starting_timestamps) == ("timestamps", (("clicks", 7),))
+    opts = parse(streaming=False, endingTimestamp="9", endingOffsetsByTimestamp='{"clicks": 1}',
+                 endingOffsets="latest")
+    assert (opts.ending, opts.ending_timestamp_ms) == ("timestamp", 9)
+    opts = parse(streaming=False, endingOffsetsByTimestamp='{"clicks": {"0": -1}}')
+    assert (opts.ending, opts.ending_timestamps) == ("timestamps", (("clicks", -1),))
 
 
 @pytest.mark.parametrize(
@@ -213,6 +227,7 @@ def test_parser_accepts_or_raises_option_error_never_anything_else(text):
 
 def test_option_list_has_no_duplicates():
     assert len({n.lower() for n in OPTION_NAMES}) == len(OPTION_NAMES)
+    assert {"subscribe", "subscribePattern", "assign", "minOffsetsPerTrigger"} <= set(OPTION_NAMES)
 
 
 valid_topic = st.from_regex(r"[A-Za-z0-9_.\-]{1,20}", fullmatch=True)

@@ -1,0 +1,92 @@
+"""The JSON forms of the source options, Kafka's and the flat one.
+
+Kafka names a position per topic *partition*: ``{"clicks": {"0": 42}}``; a
+``sqliteq`` topic is one partition, 0, so ``{"clicks": 42}`` says the same
+and is accepted too. Any partition other than 0 is an error naming it, never
+silently read as 0. ``-2`` means earliest and ``-1`` latest, in offsets and
+in timestamps alike (as in Kafka's ``ListOffsets``). ``assign`` is Kafka's
+``{"clicks": [0]}``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from spark_queue import FORMAT_NAME
+from spark_queue.errors import OptionError
+
+EARLIEST_SENTINEL = -2
+LATEST_SENTINEL = -1
+PARTITION = 0  # the one partition of every topic
+
+
+def _loads_object(name: str, raw: str, allowed: str) -> dict:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        raise _malformed(name, raw, allowed) from None
+    if not isinstance(parsed, dict) or not parsed:
+        raise _malformed(name, raw, allowed)
+    return parsed
+
+
+def _malformed(name: str, raw: str, allowed: str) -> OptionError:
+    return OptionError(f"{FORMAT_NAME} option '{name}' must be {allowed}; got {raw!r}.")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _other_partition(name: str, raw: str, topic: str, partition: object) -> OptionError:
+    return OptionError(
+        f"{FORMAT_NAME} option '{name}' names partition {partition} of topic {topic!r}; a "
+        f"{FORMAT_NAME} topic has exactly one partition, {PARTITION}. Name partition "
+        f'"{PARTITION}" only (or give the topic\'s value directly); got {raw!r}.'
+    )
+
+
+def per_topic(name: str, raw: str, what: str) -> tuple[tuple[str, int], ...]:
+    """``{"t": n}`` or Kafka's ``{"t": {"0": n}}`` -> sorted ``((topic, n), ...)``.
+
+    ``what`` is ``offset`` or ``timestamp``: ``n`` >= 0, or -2 (earliest) or
+    -1 (latest). Which sentinels a particular option allows is its caller's check.
+    """
+    example = 42 if what == "offset" else 1700000000000
+    allowed = (
+        f'a JSON object of topic to {what}, like {{"clicks": {example}}} or Kafka\'s '
+        f'{{"clicks": {{"0": {example}}}}} (-2 = earliest, -1 = latest)'
+    )
+    parsed = _loads_object(name, raw, allowed)
+    pairs = []
+    for topic, value in parsed.items():
+        if isinstance(value, dict):
+            if not value:
+                raise _malformed(name, raw, allowed)
+            for partition in value:
+                if partition != str(PARTITION):
+                    raise _other_partition(name, raw, topic, partition)
+            value = value[str(PARTITION)]
+        if not _is_int(value) or (value < 0 and value not in (EARLIEST_SENTINEL, LATEST_SENTINEL)):
+            raise _malformed(name, raw, allowed)
+        pairs.append((topic, value))
+    return tuple(sorted(pairs))
+
+
+def assign(name: str, raw: str) -> tuple[str, ...]:
+    """Kafka's ``{"t": [0], "u": [0]}`` -> ``("t", "u")``."""
+    allowed = 'a JSON object of topic to partition list, like {"clicks": [0]}'
+    parsed = _loads_object(name, raw, allowed)
+    topics = []
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, list) or not partitions:
+            raise _malformed(name, raw, allowed)
+        for partition in partitions:
+            if not _is_int(partition):
+                raise _malformed(name, raw, allowed)
+            if partition != PARTITION:
+                raise _other_partition(name, raw, topic, partition)
+        if not topic:
+            raise _malformed(name, raw, allowed)
+        topics.append(topic)
+    return tuple(sorted(topics))
