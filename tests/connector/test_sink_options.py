@@ -137,3 +137,18 @@ def test_sparks_checkpoint_location_is_accepted_silently(caplog):
 def test_source_only_kafka_options_are_unknown_on_the_sink():
     with pytest.raises(OptionError, match="sink does not know option.*'subscribe'"):
         parse(path="/s", topic="t", subscribe="t")
+
+
+def test_sink_refuses_async_progress_tracking_saying_why():
+    from spark_queue.connector.sink_options import parse_sink_options
+
+    with pytest.raises(OptionError, match="asyncProgressTrackingEnabled=true.*rows would be lost"):
+        parse_sink_options(
+            {"path": "/tmp/x.sqlite", "topic": "t", "asyncProgressTrackingEnabled": "true"},
+            streaming=True,
+        )
+    parsed = parse_sink_options(
+        {"path": "/tmp/x.sqlite", "topic": "t", "asyncProgressTrackingEnabled": "false"},
+        streaming=True,
+    )
+    assert parsed.topic == "t"

@@ -429,3 +429,24 @@ def test_a_million_row_batch_write_is_one_transaction(spark, store_path):
         assert store.bounds("big") == (0, 1_000_000)
         last = store.read("big", 999_999)[0].value
     assert last.startswith("0000999999-") or len(last) == 91
+
+
+def test_a_stream_with_async_progress_tracking_is_refused_at_start(spark, tmp_path, store_path):
+    # At-least-once progress could replay a batch id over other rows, which the
+    # ledger would skip: the query must not start (Spark or the sink refuses it).
+    df = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    writer = (
+        df.selectExpr("CAST(value AS STRING) AS value").writeStream.format("sqliteq")
+        .option("path", store_path).option("topic", "out")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .option("asyncProgressTrackingEnabled", "true")
+    )
+    with pytest.raises(Exception, match="(?i)async progress tracking|asyncProgressTrackingEnabled"):
+        query = writer.start()
+        try:
+            query.awaitTermination(60)
+        finally:
+            query.stop()
+    if os.path.exists(store_path):
+        with Store(store_path) as store:
+            assert store.topics() == []
