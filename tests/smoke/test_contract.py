@@ -165,3 +165,28 @@ def test_stream_sink_writes_every_row_once_across_a_restart(spark, store_path, t
         events = list(store.read("out", 0, limit=1000))
         assert sorted(int(e.key) for e in events) == list(range(450))
         assert sorted(json.loads(e.value)["n"] for e in events) == list(range(450))
+
+
+def test_kafka_option_names_work_on_the_source_and_the_sink(spark, store_path, tmp_path):
+    with Store(store_path) as store:
+        store.publish_many("t", [f"v{i}" for i in range(10)])
+    df = (
+        spark.read.format("sqliteq").option("path", store_path)
+        .option("kafka.bootstrap.servers", "ignored:9092").option("subscribe", "t")
+        .option("startingOffsets", '{"t":{"0":3}}').option("endingOffsets", '{"t":{"0":8}}')
+        .load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value")
+    )
+    assert [r.value for r in df.orderBy("value").collect()] == [f"v{i}" for i in range(3, 8)]
+    query = (
+        stream(spark, store_path, subscribe="t", **{"kafka.bootstrap.servers": "x:9092"})
+        .selectExpr("CAST(value AS STRING) AS value").writeStream.format("sqliteq")
+        .option("kafka.bootstrap.servers", "ignored:9092").option("path", store_path)
+        .option("topic", "copy").option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True).start()
+    )
+    try:
+        assert query.awaitTermination(TIMEOUT_S)
+    finally:
+        query.stop()
+    with Store(store_path) as store:
+        assert sorted(e.value for e in store.read("copy", 0)) == sorted(f"v{i}" for i in range(10))
