@@ -11,18 +11,16 @@ README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(e
 
 
 @pytest.mark.slow
-def test_readme_spark_quickstart_runs(spark, tmp_path):
+def test_readme_spark_quickstart_runs(spark, tmp_path, capsys):
     section = README[README.index("## Quickstart with Spark"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     code = code.replace("/tmp/", f"{tmp_path}/")
-    # getOrCreate() in the snippet returns the shared test session.
+    # get_or_create() in the snippet returns the shared test session.
     exec(compile(code, "README.md quickstart", "exec"), {})
+    captured = capsys.readouterr().out
+    assert "200 clicks on /p/3" in captured
     from spark_queue.store import Store
 
     with Store(str(tmp_path / "app.sqlite")) as store:
-        counts = [e.value for e in store.read("page_counts")]
-    # Complete mode appends the whole result each trigger (5 triggers of 200 rows),
-    # as Kafka's sink does: the newest row per page holds the final count.
-    latest = {c["page"]: c["count"] for c in counts}
-    assert len(counts) == 25
-    assert latest == {f"/p/{i}": 200 for i in range(5)}
+        clicks = [e.value for e in store.read("p3_clicks", 0, limit=1000)]
+    assert sorted(c["user"] for c in clicks) == list(range(3, 1000, 5))
