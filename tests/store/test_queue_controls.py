@@ -301,3 +301,17 @@ def test_encoded_and_routed_appends_name_the_row_in_the_whole_batch(store):
         topics.append_encoded(conn, "small", chunks)
     assert store.bounds("small") == (0, 0)
     assert not store.has_topic("big")
+
+
+def test_admission_of_a_queue_that_does_not_exist_is_open_like_its_claim(store):
+    assert store.queue("nope").admission() == queue_controls.Admission(None)
+    assert store.queue("nope").claim(5) == []
+    assert store.queues() == []  # looking created nothing
+
+
+def test_deleting_a_capped_queue_forgets_its_tracked_leases(store):
+    q = store.queue("q", max_leased=5)
+    q.enqueue_many(range(5))
+    q.claim(5)
+    store.delete_queue("q")
+    assert store.conn.execute("SELECT count(*) FROM sq_queue_leases").fetchone()[0] == 0
