@@ -144,8 +144,8 @@ _CONFIG_COLUMNS = (
 
 
 def config_from_row(row: tuple) -> QueueConfig:
-    config = QueueConfig(*row)
-    return config._replace(paused=bool(config.paused))
+    # Built in one call, not QueueConfig(*row)._replace(...): every claim and ack reads it.
+    return QueueConfig(*row[:9], row[9] == 1, *row[10:])
 
 
 def get_queue(conn: apsw.Connection, queue: str) -> QueueConfig | None:
