@@ -142,7 +142,8 @@ def record_claim(
         # the table stays about max_leased rows long.
         conn.execute(
             "DELETE FROM sq_queue_leases WHERE queue_id = ? AND NOT EXISTS ("
-            "SELECT 1 FROM sq_jobs j WHERE j.id = job_id AND j.lease_expires_at > ?)",
+            "SELECT 1 FROM sq_jobs j WHERE j.id = sq_queue_leases.job_id "
+            "AND j.lease_expires_at > ?)",
             (config.id, now),
         )
     if config.rate_limit_per_s is not None:
