@@ -49,6 +49,10 @@ class PayloadError(SparkQueueError, ValueError):
     """A value, key or header cannot be stored as JSON text, text or bytes."""
 
 
+class PayloadTooLargeError(PayloadError):
+    """A payload is larger than its queue's or topic's ``max_payload_bytes``; nothing was stored."""
+
+
 class OffsetRangeError(SparkQueueError, ValueError):
     """An offset or offset range is negative, inverted or otherwise invalid."""
 

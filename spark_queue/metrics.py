@@ -8,6 +8,12 @@ Metrics (all gauges; labels in brackets):
 
 - ``sqliteq_queue_jobs{queue, state}``: jobs ready / leased / delayed / dead
 - ``sqliteq_queue_oldest_ready_age_seconds{queue}``: how long the oldest claimable job waited
+- ``sqliteq_queue_paused{queue}``: 1 while the queue is paused
+- ``sqliteq_queue_throttled{queue}``: 1 while a claim would get nothing because the queue is
+  at its ``max_leased`` or out of rate-limit tokens
+- ``sqliteq_queue_max_leased{queue}``, ``sqliteq_queue_rate_limit_per_second{queue}``,
+  ``sqliteq_queue_rate_tokens{queue}``, ``sqliteq_queue_max_payload_bytes{queue}``,
+  ``sqliteq_topic_max_payload_bytes{topic}``: the limits, for queues and topics that set them
 - ``sqliteq_topic_latest_offset{topic}``: the next offset the topic will assign
 - ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
 - ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
@@ -28,10 +34,18 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _HELP = {
     "sqliteq_queue_jobs": "Jobs in a queue by state (ready, leased, delayed, dead).",
     "sqliteq_queue_oldest_ready_age_seconds": "Age of the oldest claimable job (0 if none).",
+    "sqliteq_queue_paused": "1 while the queue is paused (claims return nothing).",
+    "sqliteq_queue_throttled": "1 while claims get nothing: the queue is at max_leased or out "
+    "of rate-limit tokens.",
+    "sqliteq_queue_max_leased": "The most jobs of the queue leased at once.",
+    "sqliteq_queue_rate_limit_per_second": "The queue's claim rate limit (jobs per second).",
+    "sqliteq_queue_rate_tokens": "Jobs the queue's rate limit would let a claim take now.",
+    "sqliteq_queue_max_payload_bytes": "The largest payload the queue accepts.",
     "sqliteq_topic_latest_offset": "The next offset a topic will assign.",
     "sqliteq_topic_earliest_offset": "The first offset a topic still stores.",
     "sqliteq_consumer_offset": "A consumer's saved next offset.",
     "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
+    "sqliteq_topic_max_payload_bytes": "The largest value the topic accepts.",
 }
 
 
@@ -62,6 +76,8 @@ def render(store: Store) -> str:
             samples["sqliteq_queue_oldest_ready_age_seconds"].append(
                 _sample("sqliteq_queue_oldest_ready_age_seconds", {"queue": stats.queue}, age)
             )
+        for config in store.queues():
+            _queue_controls(samples, store, config)
         for topic in store.topics():
             samples["sqliteq_topic_latest_offset"].append(
                 _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest)
@@ -69,6 +85,14 @@ def render(store: Store) -> str:
             samples["sqliteq_topic_earliest_offset"].append(
                 _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest)
             )
+            if topic.max_payload_bytes is not None:
+                samples["sqliteq_topic_max_payload_bytes"].append(
+                    _sample(
+                        "sqliteq_topic_max_payload_bytes",
+                        {"topic": topic.name},
+                        topic.max_payload_bytes,
+                    )
+                )
         for consumer in store.consumers():
             labels = {"consumer": consumer.consumer, "topic": consumer.topic}
             samples["sqliteq_consumer_offset"].append(
@@ -78,6 +102,23 @@ def render(store: Store) -> str:
                 _sample("sqliteq_consumer_lag", labels, consumer.lag)
             )
     return "".join(_lines(samples))
+
+
+def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None:
+    labels = {"queue": config.name}
+    admission = store.queue(config.name).admission()
+    throttled = admission.held_by is not None and admission.held_by != "paused"
+    values = {
+        "sqliteq_queue_paused": int(config.paused),
+        "sqliteq_queue_throttled": int(throttled),
+        "sqliteq_queue_max_leased": config.max_leased,
+        "sqliteq_queue_rate_limit_per_second": config.rate_limit_per_s,
+        "sqliteq_queue_rate_tokens": admission.rate_tokens,
+        "sqliteq_queue_max_payload_bytes": config.max_payload_bytes,
+    }
+    for name, value in values.items():
+        if value is not None:
+            samples[name].append(_sample(name, labels, value))
 
 
 def _lines(samples: dict[str, list[str]]) -> Iterator[str]:

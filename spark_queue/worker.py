@@ -26,6 +26,15 @@ other connection commits) with a back-off from 1 ms to 50 ms, and claim at
 least every ``idle_poll_max_ms`` so delayed jobs and expired leases are picked
 up without a write to wake them.
 
+Held slots (the queue is paused, at its ``max_leased``, or out of rate-limit
+tokens: see :mod:`spark_queue.store.queue_controls`) do not claim: they read
+the queue's :meth:`~spark_queue.store.Queue.admission` and sleep until it may
+have changed, that is until another connection commits (an ack frees a slot, a
+resume or a new setting lands) or until the time it names passes (the next
+token, the earliest lease expiry), at most ``idle_poll_max_ms``. Each look is
+one read, never the write lock, and a refused claim writes nothing, so held
+workers do not wake each other.
+
 Shutdown: SIGTERM or SIGINT (handlers only set a flag) or :meth:`Worker.stop`
 stops claiming; claimed jobs not started yet are released at once (their
 attempt not counted); running jobs get ``grace_ms`` to finish and be acked.
@@ -74,6 +83,8 @@ class WorkerStats:
     failed: int = 0
     released: int = 0
     lost_leases: int = 0
+    # Times a slot found the queue paused or at a limit and waited instead of claiming.
+    held: int = 0
     by_slot: dict[int, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
@@ -82,6 +93,7 @@ class WorkerStats:
             "failed": self.failed,
             "released": self.released,
             "lost_leases": self.lost_leases,
+            "held": self.held,
         }
 
 
@@ -294,6 +306,8 @@ class Worker:
             if not jobs:
                 jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
             if not jobs:
+                if self._held_wait(store, q):
+                    continue
                 if self.until_empty and self._queue_drained(q):
                     return
                 self._idle_wait(store)
@@ -343,15 +357,40 @@ class Worker:
         stats = self._retry(q.stats)
         return stats.ready + stats.leased + stats.delayed == 0
 
-    def _idle_wait(self, store: Store) -> None:
-        """Sleep until another connection commits, with back-off, at most idle_poll_max_ms."""
+    def _held_wait(self, store: Store, q) -> bool:
+        """If the queue holds claims back, wait until that may have changed; True if it did."""
+        admission = self._retry(q.admission)
+        if admission.held_by is None:
+            return False
+        self._count(held=1)
+        # A pause is an operator's act worth a line; limits are hit all the time.
+        log.log(
+            logging.INFO if admission.held_by == "paused" else logging.DEBUG,
+            "queue %r holds claims back (%s): waiting",
+            self.queue,
+            admission.held_by,
+        )
+        while admission.held_by is not None and not self._stopping.is_set():
+            wait_ms = self.idle_poll_max_ms
+            if admission.retry_after_ms is not None:
+                wait_ms = min(wait_ms, admission.retry_after_ms)
+            self._wait_for_commit(store, wait_ms / 1000)
+            admission = self._retry(q.admission)
+        return True
+
+    def _wait_for_commit(self, store: Store, timeout_s: float) -> None:
+        """Sleep until another connection commits or ``timeout_s`` passes (or a stop)."""
         version = store.data_version()
         step = _IDLE_STEP_MIN_S
-        end = time.monotonic() + self.idle_poll_max_ms / 1000
+        end = time.monotonic() + timeout_s
         while not self._stopping.wait(min(step, max(0.0, end - time.monotonic()))):
             if store.data_version() != version or time.monotonic() >= end:
                 return
             step = min(step * 2, _IDLE_STEP_MAX_S)
+
+    def _idle_wait(self, store: Store) -> None:
+        """Sleep until another connection commits, with back-off, at most idle_poll_max_ms."""
+        self._wait_for_commit(store, self.idle_poll_max_ms / 1000)
 
     # -- heartbeat thread ------------------------------------------------------
     def _heartbeat(self, every_s: float) -> None:
@@ -396,9 +435,11 @@ class Worker:
         failed: int = 0,
         released: int = 0,
         lost: int = 0,
+        held: int = 0,
         slot: int | None = None,
     ) -> None:
         with self._stats_lock:
+            self.stats.held += held
             self.stats.acked += acked
             self.stats.failed += failed
             self.stats.released += released

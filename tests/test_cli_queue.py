@@ -198,3 +198,77 @@ def test_metrics_serve_runs_until_interrupted(store_path):
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 130
+
+
+def test_queue_controls_are_set_shown_and_switched_off_from_the_cli(capsys, store_path):
+    config = run_json(
+        capsys, "queue", "config", store_path, "q", "--max-leased", "3",
+        "--rate-limit-per-s", "2.5", "--rate-burst", "4", "--max-payload-bytes", "100",
+    )
+    assert (config["max_leased"], config["rate_limit_per_s"], config["rate_burst"]) == (3, 2.5, 4)
+    assert config["max_payload_bytes"] == 100 and config["paused"] is False
+    assert "rate_tokens" not in config  # the bucket's stored state is not a setting
+    show = run_json(capsys, "queue", "show", store_path, "q")
+    assert (show["held_by"], show["rate_tokens"]) == (None, 4.0)
+    assert run_json(capsys, "queue", "pause", store_path, "q") == {"queue": "q", "paused": True}
+    [stats] = run_json(capsys, "queue", "stats", store_path, "q")
+    assert (stats["paused"], stats["held_by"]) == (True, "paused")
+    code, out, _ = run(capsys, "queue", "list", store_path)
+    assert code == 0 and "max_leased" in out.splitlines()[0]
+    assert run_json(capsys, "queue", "resume", store_path, "q")["paused"] is False
+    off = run_json(
+        capsys, "queue", "config", store_path, "q", "--no-max-leased", "--no-rate-limit",
+        "--no-rate-burst", "--no-max-payload-bytes",
+    )
+    assert [off[k] for k in ("max_leased", "rate_limit_per_s", "rate_burst",
+                             "max_payload_bytes")] == [None] * 4
+    code, _, err = run(capsys, "queue", "config", store_path, "q", "--max-leased", "2",
+                       "--no-max-leased")
+    assert code == 1 and "not both" in err
+    code, _, err = run(capsys, "queue", "pause", store_path, "typo")
+    assert code == 1 and "queue 'typo' does not exist" in err
+
+
+def test_payload_over_the_limit_exits_1_with_one_line_naming_the_limit(capsys, store_path):
+    run_json(capsys, "queue", "config", store_path, "q", "--max-payload-bytes", "4")
+    code, out, err = run(capsys, "queue", "add", store_path, "q", "12345")
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("sqliteq queue: ")
+    assert "PayloadTooLarge" not in err and "5 bytes, over the max_payload_bytes of 4" in err
+    topic = run_json(capsys, "topic", "config", store_path, "t", "--max-payload-bytes", "4")
+    assert (topic["name"], topic["max_payload_bytes"]) == ("t", 4)
+    code, _, err = run(capsys, "publish", store_path, "t", "12345")
+    assert code == 1 and err.count("\n") == 1 and "topic 't' refuses row 0" in err
+    [row] = run_json(capsys, "topics", store_path)
+    assert (row["max_payload_bytes"], row["count"]) == (4, 0)
+    assert run_json(capsys, "topic", "config", store_path, "t", "--no-max-payload-bytes")[
+        "max_payload_bytes"
+    ] is None
+    assert run(capsys, "publish", store_path, "t", "12345")[0] == 0
+    code, _, err = run(capsys, "topic", "config", store_path, "t")
+    assert code == 1 and "--max-payload-bytes" in err
+
+
+def test_metrics_show_pause_throttling_and_limits(capsys, store_path):
+    with Store(store_path) as store:
+        store.queue("capped", max_leased=1).enqueue_many(["a", "b"])
+        store.queue("capped").claim(1)
+        store.queue("off").enqueue("x")
+        store.queue("off").pause()
+        store.queue("rated", rate_limit_per_s=5.0, max_payload_bytes=64)
+        store.set_topic_limits("t", max_payload_bytes=128)
+    code, out, _ = run(capsys, "metrics", store_path)
+    assert code == 0
+    for line in (
+        'sqliteq_queue_paused{queue="off"} 1',
+        'sqliteq_queue_paused{queue="capped"} 0',
+        'sqliteq_queue_throttled{queue="capped"} 1',
+        'sqliteq_queue_throttled{queue="off"} 0',
+        'sqliteq_queue_max_leased{queue="capped"} 1',
+        'sqliteq_queue_rate_limit_per_second{queue="rated"} 5.0',
+        'sqliteq_queue_rate_tokens{queue="rated"} 5.0',
+        'sqliteq_queue_max_payload_bytes{queue="rated"} 64',
+        'sqliteq_topic_max_payload_bytes{topic="t"} 128',
+    ):
+        assert line in out.splitlines(), line
+    assert 'sqliteq_queue_max_leased{queue="off"}' not in out

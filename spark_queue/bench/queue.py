@@ -1,6 +1,7 @@
 """Queue benchmark: enqueue and claim+ack, against bare apsw SQL and two peer queues.
 
-``python -m spark_queue.bench queue [--jobs N] [--peer-jobs N] [--repeats N] [--no-peers]``
+``python -m spark_queue.bench queue [--jobs N] [--peer-jobs N] [--repeats N] [--no-peers]
+[--only SECTION ...] [--baseline-tree DIR]``
 
 Paths, side by side in one run, each on a fresh file in a temp directory:
 
@@ -18,6 +19,13 @@ Claim+ack drains a pre-filled queue (filling is not timed). The backlog rows
 keep 1,000 or 100,000 jobs waiting (each round refills 128, untimed, then
 claims and acks 128, timed): the claim index keeps claim cost independent of
 the backlog.
+
+The controls section drains the same queue with each queue control set but
+never binding (a cap and a bucket far above what one drain takes), against
+no control: the cost of enforcing them in the claim transaction. With
+``--baseline-tree DIR`` (a checkout of another commit) it also runs the plain
+claim(128)+ack drain with that tree's code and this one's, alternating, each
+in a fresh process: the before/after of a change to the claim path.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import argparse
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +46,38 @@ from spark_queue.store.codec import TEXT
 
 RAW = "raw apsw (the limit)"
 OURS = "spark_queue"
+SECTIONS = ("enqueue", "claim-ack", "backlog", "controls")
+NO_CONTROL = "no control set"
+
+# Settings that never bind in one drain: what is measured is their bookkeeping.
+CONTROL_CASES = [
+    (NO_CONTROL, {}),
+    ("max_leased 1,000,000 (never reached)", {"max_leased": 1_000_000}),
+    ("rate_limit_per_s 1e9, burst 1e9 (never empty)",
+     {"rate_limit_per_s": 1e9, "rate_burst": 10**9}),
+    ("both", {"max_leased": 1_000_000, "rate_limit_per_s": 1e9, "rate_burst": 10**9}),
+]
+
+# Run by --baseline-tree in a fresh process per tree: only API both trees have.
+_DRAIN_SCRIPT = """
+import os, sys, time
+import spark_queue
+from spark_queue.store import Store
+path, jobs, payload, tree = sys.argv[1], int(sys.argv[2]), "x" * int(sys.argv[3]), sys.argv[4]
+if not spark_queue.__file__.startswith(os.path.join(tree, "")):
+    sys.exit(f"imported {spark_queue.__file__}, not the code of {tree}")
+with Store(path) as store:
+    q = store.queue("bench")
+    for start in range(0, jobs, 1000):
+        q.enqueue_many([payload] * min(1000, jobs - start))
+    started, done = time.perf_counter(), 0
+    while True:
+        claimed = q.claim(128)
+        if not claimed:
+            break
+        done += len(q.ack_many(claimed).done)
+    print(done / (time.perf_counter() - started))
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--payload-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     parser.add_argument("--no-peers", action="store_true", help="skip persist-queue and litequeue")
+    parser.add_argument(
+        "--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="run these sections"
+    )
+    parser.add_argument(
+        "--baseline-tree",
+        metavar="DIR",
+        help="a checkout of another commit: compare its claim(128)+ack with this tree's",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -342,15 +392,63 @@ class _Bench:
         self.close_stores()
         return jobs / elapsed
 
+    # -- controls ----------------------------------------------------------------
+    def controls(self) -> list[tuple[str, float, str]]:
+        """claim(128)+ack with each control set but never binding, all cases in turn."""
+
+        def setup(settings: dict) -> Store:
+            store = self.filled_store(self.args.jobs)
+            store.queue("bench").configure(**settings)
+            return store
+
+        rates = self.interleaved(
+            [(lambda s=settings: setup(s), self._ours_drain(128)) for _, settings in CONTROL_CASES]
+        )
+        return [
+            (label, rate, NO_CONTROL)
+            for (label, _), rate in zip(CONTROL_CASES, rates, strict=True)
+        ]
+
+    def trees(self, baseline: str) -> list[tuple[str, float, str]]:
+        """claim(128)+ack on ``baseline``'s code and this tree's, alternating fresh processes."""
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        labels = {baseline: f"baseline tree ({baseline})", here: "this tree"}
+        best = dict.fromkeys(labels, 0.0)
+        for repeat in range(max(self.args.repeats, 3)):
+            # ABBA: the tree that runs second in a round must not always be the same one.
+            for tree in list(labels)[:: 1 if repeat % 2 == 0 else -1]:
+                env = dict(os.environ, PYTHONPATH=tree)
+                # cwd: `python -c` puts it first on sys.path, ahead of PYTHONPATH.
+                out = subprocess.run(
+                    [sys.executable, "-c", _DRAIN_SCRIPT, self.path(), str(self.args.jobs),
+                     str(self.args.payload_bytes), tree],
+                    env=env, cwd=self.workdir, capture_output=True, text=True,
+                )
+                if out.returncode != 0:
+                    raise RuntimeError(f"the drain in {tree} failed: {out.stderr.strip()}")
+                best[tree] = max(best[tree], float(out.stdout))
+        return [(labels[tree], rate, labels[baseline]) for tree, rate in best.items()]
+
     def run(self) -> None:
         started = time.perf_counter()
+        only = set(self.args.only)
         print(
             f"queue benchmark: {self.args.jobs:,} jobs per run ({self.args.peer_jobs:,} for "
             f"peers), {self.args.payload_bytes}-byte text payloads, best of "
             f"{self.args.repeats}; rates in jobs/s"
         )
-        print_table("enqueue, 100 jobs per transaction", self.enqueue())
-        for batch in (32, 128):
-            print_table(f"claim-batch({batch}) + ack-batch", self.claim_ack(batch))
-        print_table("claim-batch(128) + ack-batch at a constant backlog", self.backlog())
+        if "enqueue" in only:
+            print_table("enqueue, 100 jobs per transaction", self.enqueue())
+        if "claim-ack" in only:
+            for batch in (32, 128):
+                print_table(f"claim-batch({batch}) + ack-batch", self.claim_ack(batch))
+        if "backlog" in only:
+            print_table("claim-batch(128) + ack-batch at a constant backlog", self.backlog())
+        if "controls" in only:
+            print_table("claim-batch(128) + ack-batch, queue controls set", self.controls())
+            if self.args.baseline_tree:
+                print_table(
+                    "claim-batch(128) + ack-batch, another tree's code vs this one's",
+                    self.trees(os.path.abspath(self.args.baseline_tree)),
+                )
         print(f"\n(total {time.perf_counter() - started:.0f} s)")

@@ -1,4 +1,5 @@
-"""Queue commands: ``queue add|list|show|config|stats|peek|purge``, ``dlq``, ``job``, ``worker``."""
+"""Queue commands: ``queue add|list|show|config|pause|resume|stats|peek|purge``, ``dlq``, ``job``,
+``worker``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from spark_queue.cli.store_commands import (
 from spark_queue.errors import OptionError
 from spark_queue.store import NewJob, Store
 
-STATS_COLUMNS = ["queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms"]
+STATS_COLUMNS = [
+    "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
+]
 JOB_COLUMNS = [
     "id",
     "state",
@@ -38,7 +41,21 @@ SETTING_FLAGS = {
     "backoff_cap_ms": "--backoff-cap-ms",
     "max_size": "--max-size",
     "idempotency_window_ms": "--idempotency-window-ms",
+    "max_leased": "--max-leased",
+    "rate_limit_per_s": "--rate-limit-per-s",
+    "rate_burst": "--rate-burst",
+    "max_payload_bytes": "--max-payload-bytes",
 }
+# Limits a --no-... flag switches off.
+LIMIT_OFF_FLAGS = {
+    "max_size": "--no-max-size",
+    "max_leased": "--no-max-leased",
+    "rate_limit_per_s": "--no-rate-limit",
+    "rate_burst": "--no-rate-burst",
+    "max_payload_bytes": "--no-max-payload-bytes",
+}
+# The bucket as last written: `queue show` prints the live content instead.
+_INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
 
 def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
@@ -98,9 +115,23 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue")
     for setting, flag in SETTING_FLAGS.items():
-        p.add_argument(flag, dest=setting, type=int, help=f"set {setting}")
-    p.add_argument("--no-max-size", action="store_true", help="remove the max_size limit")
+        kind = float if setting == "rate_limit_per_s" else int
+        p.add_argument(flag, dest=setting, type=kind, help=f"set {setting}")
+    for setting, flag in LIMIT_OFF_FLAGS.items():
+        p.add_argument(
+            flag, dest=f"no_{setting}", action="store_true", help=f"remove the {setting} limit"
+        )
     p.set_defaults(func=cmd_queue_config)
+
+    p = queue.add_parser("pause", help="stop claims (enqueues still land, leased jobs finish)")
+    common(p)
+    p.add_argument("queue")
+    p.set_defaults(func=cmd_queue_pause, paused=True)
+
+    p = queue.add_parser("resume", help="let claims take jobs again")
+    common(p)
+    p.add_argument("queue")
+    p.set_defaults(func=cmd_queue_pause, paused=False)
 
     p = queue.add_parser("stats", help="ready/leased/delayed/dead counts and oldest ready age")
     common(p)
@@ -227,17 +258,30 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(config) -> dict[str, Any]:
+    return {"queue": config.name} | {
+        k: v for k, v in config._asdict().items() if k not in _INTERNAL
+    }
+
+
+def _controls(store, queue: str) -> dict[str, Any]:
+    """What holds claims back now, and the rate limit's bucket (live, not as last written)."""
+    admission = store.queue(queue).admission()
+    tokens = admission.rate_tokens
+    return {
+        "held_by": admission.held_by,
+        "rate_tokens": None if tokens is None else round(tokens, 3),
+    }
+
+
 def _settings_and_stats(store, name: str | None = None) -> list[dict[str, Any]]:
-    stats = {s.queue: s._asdict() for s in store.queue_stats()}
-    rows = []
-    for config in store.queues():
-        if name is not None and config.name != name:
-            continue
-        row = {"queue": config.name} | {
-            k: v for k, v in config._asdict().items() if k not in ("id", "name")
-        }
-        rows.append(row | stats[config.name])
-    return rows
+    with store.snapshot():
+        stats = {s.queue: s._asdict() for s in store.queue_stats()}
+        return [
+            _settings(config) | stats[config.name] | _controls(store, config.name)
+            for config in store.queues()
+            if name is None or config.name == name
+        ]
 
 
 def cmd_queue_list(args: argparse.Namespace) -> int:
@@ -246,7 +290,8 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
     emit(
         rows,
         as_json=args.json,
-        columns=STATS_COLUMNS + ["visibility_timeout_ms", "max_attempts", "max_size"],
+        columns=STATS_COLUMNS
+        + ["visibility_timeout_ms", "max_attempts", "max_size", "max_leased", "rate_limit_per_s"],
     )
     return 0
 
@@ -261,26 +306,34 @@ def cmd_queue_show(args: argparse.Namespace) -> int:
 
 def cmd_queue_config(args: argparse.Namespace) -> int:
     settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
-    if args.no_max_size:
-        if "max_size" in settings:
-            raise OptionError("give --max-size or --no-max-size, not both.")
-        settings["max_size"] = None
+    for setting, flag in LIMIT_OFF_FLAGS.items():
+        if getattr(args, f"no_{setting}"):
+            if setting in settings:
+                raise OptionError(f"give {SETTING_FLAGS[setting]} or {flag}, not both.")
+            settings[setting] = None
     with Store(args.path, create=True) as store:
         config = store.queue(args.queue).configure(**settings)
-    emit_object(
-        {"queue": config.name}
-        | {k: v for k, v in config._asdict().items() if k not in ("id", "name")},
-        as_json=args.json,
-    )
+    emit_object(_settings(config), as_json=args.json)
+    return 0
+
+
+def cmd_queue_pause(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        q = store.queue(args.queue)
+        q.config()  # UnknownQueueError names the queue: a typo must not create one
+        config = q.pause() if args.paused else q.resume()
+    emit_object({"queue": config.name, "paused": config.paused}, as_json=args.json)
     return 0
 
 
 def cmd_queue_stats(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
-        if args.queue is None:
-            rows = [s._asdict() for s in store.queue_stats()]
-        else:
-            rows = [store.queue(args.queue).stats()._asdict()]
+    with open_store(args, readonly=True) as store, store.snapshot():
+        one = args.queue is not None
+        stats = [store.queue(args.queue).stats()] if one else store.queue_stats()
+        paused = {config.name: config.paused for config in store.queues()}
+        rows = [
+            s._asdict() | {"paused": paused[s.queue]} | _controls(store, s.queue) for s in stats
+        ]
     emit(rows, as_json=args.json, columns=STATS_COLUMNS)
     return 0
 

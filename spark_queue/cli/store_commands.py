@@ -1,4 +1,4 @@
-"""Store commands: init, topics, publish, tail, consumers, prune, backup, check."""
+"""Store commands: init, topics, topic config, publish, tail, consumers, prune, backup, check."""
 
 from __future__ import annotations
 
@@ -33,6 +33,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("topics", help="list topics with offsets and counts")
     common(p)
     p.set_defaults(func=cmd_topics)
+
+    topic = sub.add_parser("topic", help="one topic's settings")
+    topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
+    p = topic_sub.add_parser("config", help="create a topic or change its payload limit")
+    common(p)
+    p.add_argument("topic")
+    p.add_argument(
+        "--max-payload-bytes", type=int, help="refuse publishes with a larger value (bytes)"
+    )
+    p.add_argument(
+        "--no-max-payload-bytes", action="store_true", help="remove the payload limit"
+    )
+    p.set_defaults(func=cmd_topic_config)
 
     p = sub.add_parser(
         "publish",
@@ -111,7 +124,22 @@ def cmd_topics(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
         rows = [info._asdict() for info in store.topics()]
     emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
-                                           "retention_ms", "retention_rows"])
+                                           "retention_ms", "retention_rows", "max_payload_bytes"])
+    return 0
+
+
+def cmd_topic_config(args: argparse.Namespace) -> int:
+    if args.no_max_payload_bytes and args.max_payload_bytes is not None:
+        raise OptionError("give --max-payload-bytes or --no-max-payload-bytes, not both.")
+    if not args.no_max_payload_bytes and args.max_payload_bytes is None:
+        raise OptionError(
+            "topic config needs a setting to change: --max-payload-bytes N or "
+            "--no-max-payload-bytes."
+        )
+    with Store(args.path, create=True) as store:  # like `queue config`: creates what is missing
+        store.set_topic_limits(args.topic, max_payload_bytes=args.max_payload_bytes)
+        [info] = [t for t in store.topics() if t.name == args.topic]
+    emit_object(info._asdict(), as_json=args.json)
     return 0
 
 

@@ -10,6 +10,7 @@ from spark_queue.store.consumers import ConsumerInfo
 from spark_queue.store.core import Store
 from spark_queue.store.maintenance import CheckReport
 from spark_queue.store.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queue_controls import Admission
 from spark_queue.store.queue_handle import Queue
 from spark_queue.store.queues import Job, LeaseResult, NackResult, NewJob, QueueConfig, enqueue_rows
 from spark_queue.store.retention import PruneResult
@@ -21,6 +22,7 @@ __all__ = [
     "DURABILITY_LEVELS",
     "JSON",
     "TEXT",
+    "Admission",
     "CheckReport",
     "ConsumerInfo",
     "EncodedChunk",

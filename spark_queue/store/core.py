@@ -20,6 +20,7 @@ from spark_queue.store import (
     arrow_read,
     consumers,
     maintenance,
+    payload_limits,
     queue_admin,
     queues,
     retention,
@@ -177,6 +178,17 @@ class Store:
         """Every topic with its earliest and latest offsets and event count."""
         with read_transaction(self.conn):
             return topics.list_topics(self.conn)
+
+    def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
+        """Set ``topic``'s payload limit in one transaction (None removes it).
+
+        Creates the topic if missing. From the commit on, a publish with a
+        value over the limit fails whole with ``PayloadTooLargeError``.
+        """
+        limit = payload_limits.validate_limit(max_payload_bytes, f"topic {topic!r}")
+        with self.write() as conn:
+            tid, _ = topics.ensure_topic(conn, topic)
+            payload_limits.set_topic_limit(conn, tid, limit)
 
     def has_topic(self, topic: str) -> bool:
         return topics.find_id(self.conn, topic) is not None

@@ -13,8 +13,15 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
+from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value
-from spark_queue.store.queues import _CONFIG_COLUMNS, QueueConfig, ensure_queue, get_queue
+from spark_queue.store.queues import (
+    _CONFIG_COLUMNS,
+    QueueConfig,
+    config_from_row,
+    ensure_queue,
+    get_queue,
+)
 from spark_queue.store.topics import now_ms as _clock_ms
 
 # Settings a caller may change, with the smallest value each allows.
@@ -25,7 +32,15 @@ SETTINGS = {
     "backoff_cap_ms": 0,
     "max_size": 1,
     "idempotency_window_ms": 1,
+    "paused": None,
+    "max_leased": 1,
+    "rate_limit_per_s": 0,
+    "rate_burst": 1,
+    "max_payload_bytes": 1,
 }
+# Settings that None switches off (no limit).
+NULLABLE = frozenset({"max_size", "max_leased", "rate_limit_per_s", "rate_burst",
+                      "max_payload_bytes"})
 DEFAULTS = {
     "visibility_timeout_ms": 30_000,
     "max_attempts": 5,
@@ -33,7 +48,14 @@ DEFAULTS = {
     "backoff_cap_ms": 300_000,
     "max_size": None,
     "idempotency_window_ms": 86_400_000,
+    "paused": False,
+    "max_leased": None,
+    "rate_limit_per_s": None,
+    "rate_burst": None,
+    "max_payload_bytes": None,
 }
+# The most a rate limit may be: beyond it the bucket arithmetic loses precision.
+_MAX_RATE_PER_S = 1e9
 JOB_STATES = ("ready", "delayed", "leased", "dead")
 
 
@@ -75,30 +97,66 @@ def require_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
     return config
 
 
-def configure(conn: apsw.Connection, queue: str, settings: dict[str, Any]) -> QueueConfig:
-    """Create ``queue`` if missing and set the given settings (``None`` only for ``max_size``)."""
-    for name, value in settings.items():
-        if name not in SETTINGS:
+def _check_setting(queue: str, name: str, value: Any) -> Any:
+    """The value to store for setting ``name``; QueueConfigError names what is allowed."""
+    if name not in SETTINGS:
+        raise QueueConfigError(
+            f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
+        )
+    if value is None and name in NULLABLE:
+        return None
+    or_none = " or None (no limit)" if name in NULLABLE else ""
+    if name == "paused":
+        if not isinstance(value, bool):
+            raise QueueConfigError(f"queue {queue!r} setting paused must be True or False; "
+                                   f"got {value!r}.")
+        return int(value)
+    if name == "rate_limit_per_s":
+        ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+              and 0 < value <= _MAX_RATE_PER_S)
+        if not ok:
             raise QueueConfigError(
-                f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
+                f"queue {queue!r} setting rate_limit_per_s (jobs per second) must be a number "
+                f"> 0 and <= {_MAX_RATE_PER_S:.0e}{or_none}; got {value!r}."
             )
-        if value is None and name == "max_size":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < SETTINGS[name]:
-            raise QueueConfigError(
-                f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]}"
-                f"{' or None' if name == 'max_size' else ''}; got {value!r}."
-            )
-    config = ensure_queue(conn, queue)
-    for name, value in settings.items():
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < SETTINGS[name]:
+        raise QueueConfigError(
+            f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]}"
+            f"{or_none}; got {value!r}."
+        )
+    return value
+
+
+def configure(
+    conn: apsw.Connection, queue: str, settings: dict[str, Any], *, now_ms: int | None = None
+) -> QueueConfig:
+    """Create ``queue`` if missing and set the given settings (None switches a limit off).
+
+    Setting ``max_leased`` starts counting the leases already held; changing
+    the rate limit keeps the bucket's earned tokens (see
+    :func:`~spark_queue.store.queue_controls.carry_bucket`).
+    """
+    values = {name: _check_setting(queue, name, value) for name, value in settings.items()}
+    old = ensure_queue(conn, queue)
+    for name, value in values.items():
         # ``name`` is one of the fixed SETTINGS keys checked above, never user text.
-        conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, config.id))
-    return get_queue(conn, queue)
+        conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, old.id))
+    new = get_queue(conn, queue)
+    if old.max_leased is None and new.max_leased is not None:
+        queue_controls.track_existing_leases(conn, new.id)
+    elif new.max_leased is None and old.max_leased is not None:
+        queue_controls.untrack_leases(conn, new.id)
+    if (old.rate_limit_per_s, old.rate_burst) != (new.rate_limit_per_s, new.rate_burst):
+        now = _clock_ms() if now_ms is None else now_ms
+        queue_controls.carry_bucket(conn, old, new, now)
+        new = get_queue(conn, queue)
+    return new
 
 
 def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
     rows = conn.execute(f"SELECT {_CONFIG_COLUMNS} FROM sq_queues ORDER BY name").fetchall()
-    return [QueueConfig(*row) for row in rows]
+    return [config_from_row(row) for row in rows]
 
 
 def delete_queue(conn: apsw.Connection, queue: str) -> int:

@@ -16,10 +16,11 @@ from spark_queue.errors import (
     QueueFullError,
     StaleLeaseError,
 )
-from spark_queue.store import queue_admin, queue_leases, queues
+from spark_queue.store import queue_admin, queue_controls, queue_leases, queues
 from spark_queue.store.connection import read_transaction, translate_errors
 from spark_queue.store.names import validate_name
 from spark_queue.store.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queue_controls import Admission
 from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob, QueueConfig
 
 if TYPE_CHECKING:
@@ -49,6 +50,30 @@ class Queue:
         """Create the queue if missing and change the given settings (one transaction)."""
         with self.store.write() as conn:
             return queue_admin.configure(conn, self.name, settings)
+
+    def pause(self) -> QueueConfig:
+        """Stop claims (one transaction): from its commit on, claims return nothing.
+
+        Enqueues still land; jobs already leased can be acked, nacked and extended.
+        """
+        return self.configure(paused=True)
+
+    def resume(self) -> QueueConfig:
+        """Let claims take jobs again (one transaction)."""
+        return self.configure(paused=False)
+
+    def admission(self) -> Admission:
+        """How many jobs a claim may take now and what holds it back (one read snapshot).
+
+        What a claim would decide, without claiming: a worker uses it to wait
+        (paused, at ``max_leased``, or out of rate-limit tokens) without taking
+        the write lock.
+        """
+        with read_transaction(self.store.conn), translate_errors():
+            config = queues.get_queue(self.store.conn, self.name)
+            if config is None:  # like a claim: an unknown queue has no jobs, and no controls
+                return queue_controls.OPEN
+            return queue_controls.admission(self.store.conn, config, queues._clock_ms())
 
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
@@ -122,6 +147,8 @@ class Queue:
 
         At-least-once: a job comes back to another claim if this lease expires
         before ack, nack or extend. Order is ``priority DESC, available_at, id``.
+        A paused queue returns nothing; ``max_leased`` and the rate limit may
+        cut the batch short (:meth:`admission` says why).
         """
         with self.store.write() as conn:
             return queues.claim(conn, self.name, limit, lease_ms=lease_ms)

@@ -172,12 +172,27 @@ def extend(
     lease_ms: int | None = None,
     now_ms: int | None = None,
 ) -> LeaseResult:
-    """Heartbeat: the leases whose token still matches now expire ``lease_ms`` from now."""
+    """Heartbeat: the leases whose token still matches now expire ``lease_ms`` from now.
+
+    In a queue with ``max_leased``, only leases that have not expired yet are extended.
+    """
     pairs = lease_pairs(leases)
     config = get_queue(conn, queue)
     if config is None or not pairs:
         return LeaseResult([], [job_id for job_id, _ in pairs])
-    expires = (_clock_ms() if now_ms is None else now_ms) + _lease_ms(config, lease_ms)
+    now = _clock_ms() if now_ms is None else now_ms
+    expires = now + _lease_ms(config, lease_ms)
+    if config.max_leased is not None:
+        # A capped queue stopped counting a lease once it expired and may have
+        # let another job in: reviving it would exceed the cap
+        # (test_queue_controls.py::test_a_late_heartbeat_cannot_revive_a_lease_past_the_cap).
+        return _each_lease(
+            conn,
+            "UPDATE sq_jobs SET lease_expires_at = ? WHERE id = ? AND lease_token = ? "
+            "AND queue_id = ? AND lease_expires_at > ?",
+            pairs,
+            lambda job_id, token: (expires, job_id, token, config.id, now),
+        )
     return _each_lease(
         conn,
         "UPDATE sq_jobs SET lease_expires_at = ? WHERE id = ? AND lease_token = ? AND queue_id = ?",

@@ -45,8 +45,10 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
+from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value, encode_value
 from spark_queue.store.names import validate_name
+from spark_queue.store.payload_limits import check_sizes
 from spark_queue.store.topics import now_ms as _clock_ms
 
 # The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
@@ -95,6 +97,12 @@ class Job(NamedTuple):
 
 
 class QueueConfig(NamedTuple):
+    """A queue's settings (the controls are explained in :mod:`.queue_controls`).
+
+    ``rate_tokens``/``rate_updated_ms`` are the rate limit's bucket as last
+    written, not a setting.
+    """
+
     id: int
     name: str
     visibility_timeout_ms: int
@@ -104,6 +112,13 @@ class QueueConfig(NamedTuple):
     max_size: int | None
     idempotency_window_ms: int
     created_ms: int
+    paused: bool = False
+    max_leased: int | None = None
+    rate_limit_per_s: float | None = None
+    rate_burst: int | None = None
+    max_payload_bytes: int | None = None
+    rate_tokens: float | None = None
+    rate_updated_ms: int | None = None
 
 
 class LeaseResult(NamedTuple):
@@ -123,15 +138,21 @@ Lease = Job | tuple[int, int]
 
 _CONFIG_COLUMNS = (
     "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
-    "max_size, idempotency_window_ms, created_ms"
+    "max_size, idempotency_window_ms, created_ms, paused != 0, max_leased, rate_limit_per_s, "
+    "rate_burst, max_payload_bytes, rate_tokens, rate_updated_ms"
 )
+
+
+def config_from_row(row: tuple) -> QueueConfig:
+    # Built in one call, not QueueConfig(*row)._replace(...): every claim and ack reads it.
+    return QueueConfig(*row[:9], row[9] == 1, *row[10:])
 
 
 def get_queue(conn: apsw.Connection, queue: str) -> QueueConfig | None:
     row = conn.execute(
         f"SELECT {_CONFIG_COLUMNS} FROM sq_queues WHERE name = ?", (validate_name(queue, "queue"),)
     ).fetchone()
-    return None if row is None else QueueConfig(*row)
+    return None if row is None else config_from_row(row)
 
 
 def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
@@ -204,13 +225,20 @@ def enqueue_rows(
     an earlier row of the same batch, is not inserted; its id is the original's.
     Raises :class:`QueueFullError` if the queue has a ``max_size`` that the
     batch would exceed (the caller's transaction is untouched: nothing was
-    inserted), :class:`QueueBatchTooLargeError` if it could never fit.
+    inserted), :class:`QueueBatchTooLargeError` if it could never fit, and
+    :class:`PayloadTooLargeError` naming the row if a payload is over the
+    queue's ``max_payload_bytes`` (nothing inserted either).
     """
     config = ensure_queue(conn, queue)
     now = _clock_ms() if now_ms is None else now_ms
     encoded = [_encode_row(i, job, config.id, now) for i, job in enumerate(rows)]
     if not encoded:
         return []
+    if config.max_payload_bytes is not None:
+        check_sizes(
+            (row[7] for row in encoded), config.max_payload_bytes, f"queue {config.name!r}",
+            f"sqliteq queue config PATH {config.name} --max-payload-bytes N",
+        )
     if config.max_size is not None:
         check_capacity(conn, config, len(encoded))
     if all(row[5] is None for row in encoded):
@@ -323,6 +351,8 @@ def claim(
     Returns them ordered ``priority DESC, id``, all under one token. A job
     whose previous lease expired on its last allowed attempt is moved to the
     dead letters instead of being delivered again. An unknown queue has no jobs.
+    A paused queue, one at its ``max_leased`` or one whose rate limit has no
+    token left returns fewer jobs or none (:mod:`.queue_controls`).
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise QueueConfigError(f"claim limit must be a positive integer; got {limit!r}.")
@@ -331,6 +361,22 @@ def claim(
         return []
     lease_ms = _lease_ms(config, lease_ms)
     now = _clock_ms() if now_ms is None else now_ms
+    if not queue_controls.controlled(config):
+        return _claim_rows(conn, config, limit, lease_ms, now)
+    allowed = queue_controls.admission(conn, config, now).allowed
+    if allowed == 0:
+        return []  # refused without a write (see queue_controls)
+    if allowed is not None:
+        limit = min(limit, allowed)
+    jobs = _claim_rows(conn, config, limit, lease_ms, now)
+    if jobs:
+        queue_controls.record_claim(conn, config, [job.id for job in jobs], now)
+    return jobs
+
+
+def _claim_rows(
+    conn: apsw.Connection, config: QueueConfig, limit: int, lease_ms: int, now: int
+) -> list[Job]:
     expires = now + lease_ms
     token = new_token()
     jobs: list[Job] = []

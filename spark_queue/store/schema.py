@@ -133,7 +133,35 @@ CREATE TABLE sq_job_keys (
 CREATE INDEX sq_job_keys_age ON sq_job_keys (queue_id, created_ms);
 """
 
-MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES]
+# Queue and topic controls (spark_queue/store/queue_controls.py, payload_limits.py).
+# The token bucket's state (rate_tokens, rate_updated_ms) lives in the queue's
+# row so every worker process shares one bucket. sq_queue_leases holds the ids
+# of jobs a claim leased in a queue with max_leased: a superset of the queue's
+# live leases, so the cap is counted from a handful of rows instead of a scan
+# of the queue, and queues without a cap never touch it (no cost on their claim
+# or ack). No foreign key on job_id: acks must not pay for a lookup here.
+_V3_CONTROLS = """
+ALTER TABLE sq_queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));
+ALTER TABLE sq_queues ADD COLUMN max_leased INTEGER
+    CHECK (max_leased IS NULL OR max_leased > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_limit_per_s REAL
+    CHECK (rate_limit_per_s IS NULL OR rate_limit_per_s > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_burst INTEGER CHECK (rate_burst IS NULL OR rate_burst > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_tokens REAL;
+ALTER TABLE sq_queues ADD COLUMN rate_updated_ms INTEGER;
+ALTER TABLE sq_queues ADD COLUMN max_payload_bytes INTEGER
+    CHECK (max_payload_bytes IS NULL OR max_payload_bytes > 0);
+ALTER TABLE sq_topics ADD COLUMN max_payload_bytes INTEGER
+    CHECK (max_payload_bytes IS NULL OR max_payload_bytes > 0);
+
+CREATE TABLE sq_queue_leases (
+    queue_id INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    job_id   INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, job_id)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS]
 
 
 def latest_version() -> int:

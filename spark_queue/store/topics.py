@@ -27,6 +27,7 @@ from spark_queue.store.codec import (
     encode_value,
 )
 from spark_queue.store.names import validate_name
+from spark_queue.store.payload_limits import check_sizes, checked_rows, topic_fix
 
 
 def now_ms() -> int:
@@ -63,6 +64,7 @@ class TopicInfo(NamedTuple):
     created_ms: int
     retention_ms: int | None
     retention_rows: int | None
+    max_payload_bytes: int | None = None
 
 
 def find_id(conn: apsw.Connection, topic: str) -> int | None:
@@ -83,13 +85,18 @@ def topic_id(conn: apsw.Connection, topic: str) -> int:
 
 def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
     """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
+    return _open_topic(conn, topic)[:2]
+
+
+def _open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
+    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths."""
     validate_name(topic)
     conn.execute(
         "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
         (topic, now_ms()),
     )
     return conn.execute(
-        "SELECT id, next_offset FROM sq_topics WHERE name = ?", (topic,)
+        "SELECT id, next_offset, max_payload_bytes FROM sq_topics WHERE name = ?", (topic,)
     ).fetchone()
 
 
@@ -133,14 +140,20 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     The caller holds the write lock.
 
     Returns the assigned offsets. Items are encoded while they stream into
-    SQLite, so a large batch is never copied into an intermediate list.
+    SQLite, so a large batch is never copied into an intermediate list. A
+    value over the topic's ``max_payload_bytes`` raises
+    :class:`PayloadTooLargeError` naming its row (the caller's transaction
+    then stores nothing).
     """
-    tid, first = ensure_topic(conn, topic)
+    tid, first, limit = _open_topic(conn, topic)
     counter = [first]
+    rows = _rows(tid, first, items, now_ms(), counter)
+    if limit is not None:
+        rows = checked_rows(rows, 4, limit, f"topic {topic!r}", topic_fix(topic))
     conn.executemany(
         "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        _rows(tid, first, items, now_ms(), counter),
+        rows,
     )
     end = counter[0]
     if end != first:
@@ -176,9 +189,11 @@ def append_encoded(
     """Append pre-encoded chunks at the topic's next offsets; caller holds the write lock.
 
     Returns the assigned offsets. Rows stream from the chunks into one
-    ``executemany``: nothing is copied into an intermediate list.
+    ``executemany``: nothing is copied into an intermediate list. A value over
+    the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
+    naming its row in the whole batch.
     """
-    tid, first = ensure_topic(conn, topic)
+    tid, first, limit = _open_topic(conn, topic)
     ts = now_ms() if ts_ms is None else int(ts_ms)
     counter = [first]
 
@@ -188,6 +203,9 @@ def append_encoded(
                 raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
             n = len(chunk.values)
             start = counter[0]
+            if limit is not None:
+                owner = f"topic {topic!r}"
+                check_sizes(chunk.values, limit, owner, topic_fix(topic), start - first)
             counter[0] = start + n
             yield zip(
                 repeat(tid, n),
@@ -214,10 +232,14 @@ def append_routed(
 
     Topics are created on first use. Returns each topic's assigned offsets
     (consecutive per topic, as in :func:`append`). A null or invalid topic
-    name raises and, with the caller's transaction, stores nothing.
+    name, or a value over its topic's ``max_payload_bytes`` (the error names the
+    row's position in the whole batch), raises and, with the caller's
+    transaction, stores nothing.
     """
     ts = now_ms() if ts_ms is None else int(ts_ms)
     state: dict[str, list[int]] = {}  # topic -> [id, first offset, next offset]
+    limits: dict[str, int] = {}  # topics that have a max_payload_bytes
+    position = [0]
 
     def rows() -> Iterator[tuple]:
         for chunk in chunks:
@@ -236,8 +258,14 @@ def append_routed(
                             "a row has a null topic; every row needs its topic column set "
                             "(or set the sink's 'topic' option)."
                         )
-                    tid, first = ensure_topic(conn, topic)
+                    tid, first, limit = _open_topic(conn, topic)
                     entry = state[topic] = [tid, first, first]
+                    if limit is not None:
+                        limits[topic] = limit
+                if limits and topic in limits:
+                    check_sizes((value,), limits[topic], f"topic {topic!r}", topic_fix(topic),
+                                position[0])
+                position[0] += 1
                 yield (entry[0], entry[2], ts, key, value, vtype, header)
                 entry[2] += 1
 
@@ -312,10 +340,10 @@ def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
     rows = conn.execute(
         "SELECT t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
         "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
-        "t.retention_ms, t.retention_rows FROM sq_topics t ORDER BY t.name"
+        "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
     ).fetchall()
     # Retention only ever removes a prefix, so the count is latest - earliest.
     return [
-        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows)
-        for name, first, latest, created, r_ms, r_rows in rows
+        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
+        for name, first, latest, created, r_ms, r_rows, max_bytes in rows
     ]
