@@ -27,7 +27,7 @@ REVIEWED_SQL_INTERPOLATIONS = {
     "APPLICATION_ID",  # int constant
     "version + 1",  # int from PRAGMA user_version
     "cast",  # 'BLOB' or 'TEXT' from a literal tuple
-    "_CONFIG_COLUMNS",  # column-list constants
+    "CONFIG_COLUMNS",  # column-list constants
     "_JOB_COLUMNS",
     "_DEAD_COLUMNS",
     "table",  # one of two table-name literals

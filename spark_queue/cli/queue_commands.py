@@ -7,13 +7,10 @@ import argparse
 import logging
 from typing import Any
 
+from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.store_commands import (
     DEFAULT_BATCH_SIZE,
-    _batches,
-    _ndjson_values,
-    _open_input,
-    _parse_value,
     common,
     open_store,
 )
@@ -241,15 +238,15 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
         q = store.queue(args.queue)
         if args.ndjson is None:
             [job_id] = q.enqueue_many(
-                [job(_parse_value(args.value, args.value_format))], wait_ms=args.wait_ms
+                [job(parse_value(args.value, args.value_format))], wait_ms=args.wait_ms
             )
             emit_object({"queue": args.queue, "id": job_id}, as_json=args.json)
             return 0
         if args.idempotency_key is not None:
             raise OptionError("--idempotency-key names one job; it cannot go with --ndjson.")
         ids: list[int] = []
-        with _open_input(args.ndjson) as stream:
-            for batch in _batches(_ndjson_values(stream, args.ndjson), args.batch_size):
+        with open_input(args.ndjson) as stream:
+            for batch in batches(ndjson_values(stream, args.ndjson), args.batch_size):
                 ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
     emit_object(
         {"queue": args.queue, "enqueued": len(ids), "first_id": ids[0] if ids else None},

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any
 
+from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
 from spark_queue.cli.output import emit, emit_line, emit_object
 from spark_queue.errors import OptionError
-from spark_queue.store import DURABILITY_LEVELS, Event, Store
-from spark_queue.store.maintenance import check_file
+from spark_queue.store import DURABILITY_LEVELS, Event, Store, check_file
 
 DEFAULT_BATCH_SIZE = 10_000
 
@@ -151,8 +149,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     with Store(args.path, create=True) as store:
         if args.ndjson is not None:
             first = last = None
-            with _open_input(args.ndjson) as stream:
-                for batch in _batches(_ndjson_values(stream, args.ndjson), args.batch_size):
+            with open_input(args.ndjson) as stream:
+                for batch in batches(ndjson_values(stream, args.ndjson), args.batch_size):
                     offsets = store.publish_many(args.topic, batch)
                     first = offsets.start if first is None else first
                     last = offsets.stop
@@ -160,7 +158,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
             emit_object({"topic": args.topic, "published": count, "first_offset": first},
                         as_json=args.json)
             return 0
-        value = _parse_value(args.value, args.value_format)
+        value = parse_value(args.value, args.value_format)
         offset = store.publish(args.topic, value, key=args.key, headers=_headers(args.header))
     emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
     return 0
@@ -249,15 +247,6 @@ def _print_event(event: Event, *, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _parse_value(text: str, value_format: str) -> Any:
-    if value_format == "text":
-        return text
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OptionError(f"VALUE is not valid JSON ({exc}); got {text!r}.") from exc
-
-
 def _headers(pairs: list[str]) -> dict[str, str] | None:
     headers = {}
     for pair in pairs:
@@ -266,33 +255,3 @@ def _headers(pairs: list[str]) -> dict[str, str] | None:
             raise OptionError(f"--header must look like NAME=VALUE; got {pair!r}.")
         headers[name] = value
     return headers or None
-
-
-def _open_input(name: str) -> contextlib.AbstractContextManager[TextIO]:
-    if name == "-":
-        return contextlib.nullcontext(sys.stdin)
-    try:
-        return open(name, encoding="utf-8")
-    except OSError as exc:
-        raise OptionError(f"cannot read --ndjson file {name!r}: {exc.strerror}.") from exc
-
-
-def _ndjson_values(stream: TextIO, name: str) -> Iterator[Any]:
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise OptionError(f"{name} line {number} is not valid JSON: {exc}.") from exc
-
-
-def _batches(values: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for value in values:
-        batch.append(value)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -26,7 +26,7 @@ from typing import Any
 
 from spark_queue import FORMAT_NAME
 from spark_queue.errors import InvalidNameError, OptionError
-from spark_queue.store.names import MAX_NAME_LENGTH, validate_name
+from spark_queue.store import MAX_NAME_LENGTH, validate_name
 
 log = logging.getLogger("spark_queue.connector")
 

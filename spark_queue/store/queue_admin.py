@@ -16,7 +16,7 @@ from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueEr
 from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value
 from spark_queue.store.queues import (
-    _CONFIG_COLUMNS,
+    CONFIG_COLUMNS,
     QueueConfig,
     config_from_row,
     ensure_queue,
@@ -155,7 +155,7 @@ def configure(
 
 
 def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
-    rows = conn.execute(f"SELECT {_CONFIG_COLUMNS} FROM sq_queues ORDER BY name").fetchall()
+    rows = conn.execute(f"SELECT {CONFIG_COLUMNS} FROM sq_queues ORDER BY name").fetchall()
     return [config_from_row(row) for row in rows]
 
 

@@ -20,8 +20,9 @@ from spark_queue.store import queue_admin, queue_controls, queue_leases, queues
 from spark_queue.store.connection import read_transaction, translate_errors
 from spark_queue.store.names import validate_name
 from spark_queue.store.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queue_config import QueueConfig
 from spark_queue.store.queue_controls import Admission
-from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob, QueueConfig
+from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob
 
 if TYPE_CHECKING:
     from spark_queue.store.core import Store

@@ -20,10 +20,10 @@ from spark_queue.store.queues import (
     LeaseResult,
     NackResult,
     QueueConfig,
-    _int_option,
-    _lease_ms,
     bury,
     get_queue,
+    int_option,
+    lease_duration_ms,
 )
 from spark_queue.store.topics import now_ms as _clock_ms
 
@@ -114,7 +114,7 @@ def nack(
     if config is None:
         return NackResult([], [], [job_id for job_id, _ in pairs])
     if delay_ms is not None:
-        _int_option(0, "delay_ms", delay_ms, 0, False)
+        int_option(0, "delay_ms", delay_ms, 0, False)
     now = _clock_ms() if now_ms is None else now_ms
     retried, dead = [], []
     for job_id, token in pairs:
@@ -181,7 +181,7 @@ def extend(
     if config is None or not pairs:
         return LeaseResult([], [job_id for job_id, _ in pairs])
     now = _clock_ms() if now_ms is None else now_ms
-    expires = now + _lease_ms(config, lease_ms)
+    expires = now + lease_duration_ms(config, lease_ms)
     if config.max_leased is not None:
         # A capped queue stopped counting a lease once it expired and may have
         # let another job in: reviving it would exceed the cap

@@ -49,6 +49,7 @@ from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value, encode_value
 from spark_queue.store.names import validate_name
 from spark_queue.store.payload_limits import check_sizes
+from spark_queue.store.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
 from spark_queue.store.topics import now_ms as _clock_ms
 
 # The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
@@ -96,31 +97,6 @@ class Job(NamedTuple):
         return (self.id, self.lease_token)
 
 
-class QueueConfig(NamedTuple):
-    """A queue's settings (the controls are explained in :mod:`.queue_controls`).
-
-    ``rate_tokens``/``rate_updated_ms`` are the rate limit's bucket as last
-    written, not a setting.
-    """
-
-    id: int
-    name: str
-    visibility_timeout_ms: int
-    max_attempts: int
-    backoff_base_ms: int
-    backoff_cap_ms: int
-    max_size: int | None
-    idempotency_window_ms: int
-    created_ms: int
-    paused: bool = False
-    max_leased: int | None = None
-    rate_limit_per_s: float | None = None
-    rate_burst: int | None = None
-    max_payload_bytes: int | None = None
-    rate_tokens: float | None = None
-    rate_updated_ms: int | None = None
-
-
 class LeaseResult(NamedTuple):
     """What a batch ack/nack/release/extend did: ids changed, ids whose token was stale."""
 
@@ -136,21 +112,9 @@ class NackResult(NamedTuple):
 
 Lease = Job | tuple[int, int]
 
-_CONFIG_COLUMNS = (
-    "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
-    "max_size, idempotency_window_ms, created_ms, paused != 0, max_leased, rate_limit_per_s, "
-    "rate_burst, max_payload_bytes, rate_tokens, rate_updated_ms"
-)
-
-
-def config_from_row(row: tuple) -> QueueConfig:
-    # Built in one call, not QueueConfig(*row)._replace(...): every claim and ack reads it.
-    return QueueConfig(*row[:9], row[9] == 1, *row[10:])
-
-
 def get_queue(conn: apsw.Connection, queue: str) -> QueueConfig | None:
     row = conn.execute(
-        f"SELECT {_CONFIG_COLUMNS} FROM sq_queues WHERE name = ?", (validate_name(queue, "queue"),)
+        f"SELECT {CONFIG_COLUMNS} FROM sq_queues WHERE name = ?", (validate_name(queue, "queue"),)
     ).fetchone()
     return None if row is None else config_from_row(row)
 
@@ -165,7 +129,7 @@ def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
 
 
 # -- enqueue -------------------------------------------------------------
-def _int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
+def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_MS:
@@ -195,11 +159,11 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
             f"job {index} of the batch: priority must be an integer; got {priority!r}."
         )
     if delay:
-        delay = _int_option(index, "delay_ms", delay, 0, False)
+        delay = int_option(index, "delay_ms", delay, 0, False)
     if ttl is not None:
-        ttl = now + _int_option(index, "ttl_ms", ttl, 1, False)
+        ttl = now + int_option(index, "ttl_ms", ttl, 1, False)
     if max_attempts is not None:
-        _int_option(index, "max_attempts", max_attempts, 1, False)
+        int_option(index, "max_attempts", max_attempts, 1, False)
     if key is not None and (type(key) is not str or not key):
         raise QueueConfigError(
             f"job {index} of the batch: idempotency_key must be a non-empty str or None; "
@@ -359,7 +323,7 @@ def claim(
     config = get_queue(conn, queue)
     if config is None:
         return []
-    lease_ms = _lease_ms(config, lease_ms)
+    lease_ms = lease_duration_ms(config, lease_ms)
     now = _clock_ms() if now_ms is None else now_ms
     if not queue_controls.controlled(config):
         return _claim_rows(conn, config, limit, lease_ms, now)
@@ -419,7 +383,7 @@ def _claim_rows(
     return jobs
 
 
-def _lease_ms(config: QueueConfig, lease_ms: int | None) -> int:
+def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
     if lease_ms is None:
         return config.visibility_timeout_ms
     if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 0 < lease_ms < _MAX_MS:

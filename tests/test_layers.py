@@ -1,0 +1,164 @@
+"""The rules the code keeps about its own shape, checked from the source (nothing is imported).
+
+- Layers: ``errors`` <- ``store`` <- ``worker``, ``cli``, ``connector``. Nothing
+  under ``store/`` imports pyspark, the connector, the CLI or the worker, not
+  even inside a function.
+- The connector, the CLI, the worker and the demo use the store through the
+  public names of ``spark_queue.store`` only.
+- No module imports another module's ``_private`` name.
+- No two modules import each other, directly or around a circle (imports
+  under ``TYPE_CHECKING`` count: a circle of types is still a circle).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "spark_queue"
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(path: pathlib.Path) -> list[tuple[str, str | None]]:
+    """(module, name) for every import in the file, at any depth; name None for ``import m``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.extend((node.module, alias.name) for alias in node.names)
+    return found
+
+
+def resolve(module: str, name: str | None) -> str:
+    """The spark_queue module an import loads: ``from pkg import mod`` names a module too."""
+    if name is not None and f"{module}.{name}" in MODULES:
+        return f"{module}.{name}"
+    return module
+
+
+def store_public_names() -> set[str]:
+    tree = ast.parse((PACKAGE / "store" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("spark_queue/store/__init__.py has no __all__")
+
+
+def violations_of_layers() -> list[str]:
+    bad = []
+    forbidden = ("pyspark", "py4j", "spark_queue.connector", "spark_queue.cli",
+                 "spark_queue.worker", "spark_queue.demo")
+    for name, path in MODULES.items():
+        if not name.startswith("spark_queue.store"):
+            continue
+        for module, _ in imports(path):
+            if module.startswith(forbidden):
+                bad.append(f"{name} imports {module}")
+    return bad
+
+
+def violations_of_public_store_use() -> list[str]:
+    public = store_public_names()
+    bad = []
+    users = ("spark_queue.connector", "spark_queue.cli", "spark_queue.worker",
+             "spark_queue.demo", "spark_queue.metrics")
+    for name, path in MODULES.items():
+        if not name.startswith(users):
+            continue
+        for module, imported in imports(path):
+            if module.startswith("spark_queue.store.") or (
+                module == "spark_queue.store" and imported not in public
+            ):
+                bad.append(f"{name} imports {imported or module} from {module}")
+    return bad
+
+
+def violations_of_privacy() -> list[str]:
+    bad = []
+    for name, path in MODULES.items():
+        for module, imported in imports(path):
+            if module.startswith("spark_queue") and imported and imported.startswith("_"):
+                if imported != "__version__":
+                    bad.append(f"{name} imports {imported} from {module}")
+    return bad
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        targets = {resolve(m, n) for m, n in imports(path) if m.startswith("spark_queue")}
+        graph[name] = {t for t in targets if t in MODULES and t != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def package_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package-level view: a package __init__ that re-exports is not a circle with its parts."""
+    return {
+        node: {t for t in targets if not node.startswith(t + ".") and not t.startswith(node + ".")}
+        for node, targets in graph.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "rule", [violations_of_layers, violations_of_public_store_use, violations_of_privacy]
+)
+def test_the_code_keeps_its_import_rules(rule):
+    assert rule() == []
+
+
+def test_no_two_modules_import_each_other():
+    assert circles(package_edges(import_graph())) == []
+
+
+def test_the_rule_checks_see_a_violation():
+    # The checks themselves must bite: a made-up circle and a made-up layer break.
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+    assert imports(PACKAGE / "store" / "core.py"), "imports() found nothing to check"
