@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_queue.errors import PayloadError
 
@@ -29,12 +29,26 @@ VALUE_TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
+class Encoded(NamedTuple):
+    """A value :func:`encode_value` already encoded, handed on to be stored as is.
+
+    The producer encodes a payload in the calling thread (so a bad one fails
+    there, and later changes to a mutable value are not seen) and its writer
+    thread stores this result without encoding it again.
+    """
+
+    stored: Any
+    value_type: int
+
+
 def encode_value(value: Any) -> tuple[Any, int]:
     """Return ``(stored, value_type)`` for ``value``; raise PayloadError if it cannot be stored."""
     if isinstance(value, str):
         return value, TEXT
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value), BYTES
+    if type(value) is Encoded:
+        return value
     try:
         return _dumps(value), JSON
     except (TypeError, ValueError) as exc:

@@ -172,6 +172,11 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
     return (queue_id, priority, now + (delay or 0), max_attempts, ttl, key, now, value, vtype)
 
 
+def check_job(job: NewJob | Any) -> None:
+    """Raise the PayloadError or QueueConfigError enqueueing ``job`` would raise; no I/O."""
+    _encode_row(0, job, 0, 0)
+
+
 _INSERT = (
     "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
     "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
