@@ -10,6 +10,7 @@ from spark_queue.store.consumers import ConsumerInfo
 from spark_queue.store.core import Store
 from spark_queue.store.maintenance import CheckReport, check_file
 from spark_queue.store.names import MAX_NAME_LENGTH, validate_name
+from spark_queue.store.producer import Producer
 from spark_queue.store.queue_admin import JobInfo, QueueStats
 from spark_queue.store.queue_config import QueueConfig
 from spark_queue.store.queue_controls import Admission
@@ -35,6 +36,7 @@ __all__ = [
     "LeaseResult",
     "NackResult",
     "NewJob",
+    "Producer",
     "PruneResult",
     "Queue",
     "QueueConfig",

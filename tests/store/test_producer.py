@@ -1,0 +1,279 @@
+"""The producer: many threads, one writer, batches that commit whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from spark_queue.errors import (
+    InvalidNameError,
+    PayloadError,
+    QueueConfigError,
+    QueueFullError,
+    StoreBusyError,
+    StoreError,
+    StoreFullError,
+)
+from spark_queue.store import Producer, Store
+
+# A linger no test waits out: calls stay queued until max_batch, flush or close.
+HOLD_MS = 600_000
+
+
+def _in_threads(count, body):
+    errors = []
+
+    def target(i):
+        try:
+            body(i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if errors:
+        raise errors[0]
+
+
+def test_every_caller_gets_the_offset_a_reader_sees_and_thread_order_holds(store_path):
+    returned = {}
+    with Producer(store_path) as producer:
+
+        def publish(t):
+            returned[t] = [producer.publish("t", {"t": t, "seq": i}) for i in range(300)]
+
+        _in_threads(8, publish)
+    with Store(store_path) as reader:
+        events = reader.read("t")
+        assert reader.check().ok
+    assert [e.offset for e in events] == list(range(2400))
+    for t, offsets in returned.items():
+        assert [events[o].value for o in offsets] == [{"t": t, "seq": i} for i in range(300)]
+        assert offsets == sorted(offsets)
+
+
+def test_enqueue_returns_the_ids_a_claim_sees_and_keeps_idempotency(store_path):
+    with Producer(store_path) as producer:
+        ids = {}
+
+        def enqueue(t):
+            ids[t] = [producer.enqueue("jobs", f"{t}-{i}", priority=1) for i in range(50)]
+
+        _in_threads(4, enqueue)
+        first = producer.enqueue("jobs", "keyed", idempotency_key="k1")
+        assert producer.enqueue("jobs", "again", idempotency_key="k1") == first
+    with Store(store_path) as store:
+        claimed = {job.id: job.payload for job in store.queue("jobs").claim(1000)}
+    for t, job_ids in ids.items():
+        assert [claimed[i] for i in job_ids] == [f"{t}-{i}" for i in range(50)]
+    assert claimed[first] == "keyed" and len(claimed) == 201
+
+
+def test_calls_waiting_together_commit_in_one_transaction_only_when_released(store_path):
+    with Producer(store_path, linger_ms=HOLD_MS) as producer, Store(store_path) as reader:
+        futures = [producer.publish_nowait("t", i) for i in range(5)]
+        futures.append(producer.enqueue_nowait("jobs", "j"))
+        # Nothing is visible or answered while the calls linger.
+        assert not reader.has_topic("t") and not any(f.done() for f in futures)
+        producer.flush()
+        assert all(f.done() for f in futures)
+        assert [f.result() for f in futures[:5]] == [0, 1, 2, 3, 4]
+        assert producer.batches_committed == 1
+        assert [e.value for e in reader.read("t")] == [0, 1, 2, 3, 4]
+
+
+def test_max_batch_ends_the_linger(store_path):
+    with Producer(store_path, linger_ms=HOLD_MS, max_batch=3) as producer:
+        futures = [producer.publish_nowait("t", i) for i in range(3)]
+        assert [f.result(timeout=60) for f in futures] == [0, 1, 2]
+        assert producer.batches_committed == 1
+
+
+def test_bad_input_fails_in_the_calling_thread_and_neighbours_commit(store_path):
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        before = producer.publish_nowait("t", "before")
+        with pytest.raises(PayloadError, match="set"):
+            producer.publish_nowait("t", {1, 2})
+        with pytest.raises(PayloadError, match="key must be str"):
+            producer.publish_nowait("t", "v", key=7)
+        with pytest.raises(PayloadError, match="headers must map str to str"):
+            producer.publish_nowait("t", "v", headers={"a": 1})
+        with pytest.raises(InvalidNameError):
+            producer.publish_nowait("bad name", "v")
+        with pytest.raises(QueueConfigError, match="delay_ms"):
+            producer.enqueue_nowait("jobs", "v", delay_ms=-1)
+        with pytest.raises(PayloadError):
+            producer.enqueue("jobs", float("nan"))
+        after = producer.publish_nowait("t", "after")
+        producer.flush()
+        assert (before.result(), after.result()) == (0, 1)
+        assert producer.batches_committed == 1
+
+
+def test_a_value_changed_after_the_call_is_stored_as_it_was(store_path):
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        value = {"n": 1}
+        payload = ["a"]
+        producer.publish_nowait("t", value)
+        producer.enqueue_nowait("jobs", payload)
+        value["n"] = 2
+        payload.append("b")
+    with Store(store_path) as store:
+        assert store.read("t")[0].value == {"n": 1}
+        assert store.queue("jobs").claim(1)[0].payload == ["a"]
+
+
+def test_a_failed_batch_fails_every_call_with_the_error_and_writes_nothing(store_path):
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        producer.publish_nowait("t", "seed")
+        producer.flush()
+        # The writer's connection, while its thread waits for work: the page
+        # limit makes the next batch run out of space halfway through.
+        conn = producer._store.conn
+        pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
+        conn.execute(f"PRAGMA max_page_count={pages + 5}")
+        futures = [producer.publish_nowait("t", "small")]
+        futures += [producer.publish_nowait("t", "x" * 100_000) for _ in range(3)]
+        futures.append(producer.enqueue_nowait("jobs", "j"))
+        producer.flush()
+        for future in futures:
+            with pytest.raises(StoreFullError, match="nothing of this transaction"):
+                future.result()
+        with Store(store_path) as reader:
+            assert reader.bounds("t") == (0, 1)
+            assert reader.queues() == []
+        conn.execute("PRAGMA max_page_count=4294967294")
+        # Offsets stay dense: the next batch continues after the seed.
+        after = producer.publish_nowait("t", "after")
+        producer.flush()
+        assert after.result() == 1
+
+
+def test_busy_timeout_fails_the_batch_with_store_busy_error(store_path):
+    with Store(store_path) as holder, Producer(
+        store_path, busy_timeout_ms=50, linger_ms=HOLD_MS, max_batch=3
+    ) as producer:
+        holder.publish("t", "first")
+        with holder.write():
+            futures = [producer.publish_nowait("t", i) for i in range(3)]
+            for future in futures:
+                with pytest.raises(StoreBusyError, match="locked by another writer"):
+                    future.result(timeout=60)
+        after = producer.publish_nowait("t", "after")
+        producer.flush()
+        assert after.result() == 1
+        assert holder.check().ok
+
+
+def test_a_full_queue_fails_only_the_calls_that_do_not_fit(store_path):
+    with Store(store_path) as store:
+        store.queue("small", max_size=2)
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        event = producer.publish_nowait("t", "kept")
+        jobs = [producer.enqueue_nowait("small", i) for i in range(4)]
+        producer.flush()
+        assert event.result() == 0
+        assert [jobs[0].result(), jobs[1].result()] == [1, 2]
+        for future in jobs[2:]:
+            with pytest.raises(QueueFullError, match="max_size 2"):
+                future.result()
+
+
+def test_close_writes_everything_sent_and_refuses_new_calls(store_path):
+    producer = Producer(store_path, linger_ms=HOLD_MS)
+    futures = [producer.publish_nowait("t", i) for i in range(10)]
+    producer.close()
+    assert [f.result() for f in futures] == list(range(10))
+    with pytest.raises(StoreError, match="producer .* is closed"):
+        producer.publish("t", "late")
+    producer.close()
+
+
+def test_flush_times_out_naming_what_is_unwritten(store_path):
+    with Store(store_path) as holder, Producer(store_path, busy_timeout_ms=60_000) as producer:
+        with holder.write():
+            future = producer.publish_nowait("t", "waits")
+            with pytest.raises(TimeoutError, match="1 calls still unwritten"):
+                producer.flush(timeout_ms=50)
+        assert future.result(timeout=60) == 0
+
+
+def test_a_blocking_call_from_a_done_callback_is_refused_not_deadlocked(store_path):
+    seen = []
+    with Producer(store_path) as producer:
+
+        def callback(future):
+            try:
+                producer.publish("t", "nested")
+            except StoreError as exc:
+                seen.append(exc)
+            seen.append(producer.publish_nowait("t", "chained"))
+
+        producer.publish_nowait("t", "first").add_done_callback(callback)
+        producer.flush()
+        producer.flush()
+        assert "writer thread" in str(seen[0])
+        assert seen[1].result(timeout=60) == 1
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("linger_ms", -1), ("max_batch", 0), ("max_batch", True), ("max_pending", 10)],
+)
+def test_bad_producer_settings_fail_naming_the_setting(store_path, setting, value):
+    with pytest.raises(StoreError, match=f"Producer {setting} must be an integer"):
+        Producer(store_path, **{setting: value})
+
+
+KILLED_PRODUCER = textwrap.dedent(
+    """
+    import os, sys, threading
+    from spark_queue.store import Producer
+    producer = Producer(sys.argv[1])
+    def publish(t):
+        seq = 0
+        while True:
+            offset = producer.publish("t", {"t": t, "seq": seq})
+            # One write per line: a line in the pipe is a call that returned.
+            os.write(1, f"{t} {seq} {offset}\\n".encode())
+            seq += 1
+    for t in range(8):
+        threading.Thread(target=publish, args=(t,), daemon=True).start()
+    threading.Event().wait()
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigkill_while_8_threads_publish_keeps_every_returned_offset(store_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_PRODUCER, store_path], stdout=subprocess.PIPE, text=True
+    )
+    acked = []
+    for line in proc.stdout:
+        acked.append(tuple(map(int, line.split())))
+        if len(acked) == 3000:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    # Lines written before the kill are still in the pipe: they were answered too.
+    acked += [tuple(map(int, line.split())) for line in proc.stdout]
+    proc.wait(timeout=30)
+    with Store(store_path, create=False) as store:
+        assert store.check().ok
+        events = store.read("t")
+    assert [e.offset for e in events] == list(range(len(events)))
+    for t, seq, offset in acked:
+        assert events[offset].value == {"t": t, "seq": seq}
+    for t in range(8):
+        # Per thread: a prefix of its calls, in call order, with no gap.
+        seqs = [e.value["seq"] for e in events if e.value["t"] == t]
+        assert seqs == list(range(len(seqs)))
