@@ -1,20 +1,44 @@
-"""Store benchmark: publish-many and range reads, against raw apsw on the same table.
+"""Store benchmark: publish-many and range reads against raw apsw; single publishes from threads.
 
-The raw side is the limit: pre-built row tuples into ``executemany`` for
-writes, ``SELECT ... fetchall()`` into tuples for reads, on a file opened
+``python -m spark_queue.bench store [--events N] [--threads N] [--thread-events N]
+[--section all|bulk|threads] [--no-honker]``
+
+Bulk: the raw side is the limit: pre-built row tuples into ``executemany``
+for writes, ``SELECT ... fetchall()`` into tuples for reads, on a file opened
 with the same pragmas and schema. Our side includes payload encoding and
 offset assignment (writes) and building Arrow columns (reads).
+
+Threads: ``--threads`` threads each publish ``--thread-events`` single events
+(one call per event, durability ``normal``) through a :class:`Producer`
+(group commit), and the two ways a service has without it, one transaction
+per event: one Store per thread, or one Store shared behind a lock (what
+honker's thread-safe ``Stream.publish`` does). The baseline is the same
+events from one thread with ``Store.publish``: one transaction per event
+with no hand-off between threads.
+honker itself, if installed (the ``bench`` extra), runs in a subprocess:
+it brings its own SQLite library, which must not share a process with apsw
+connections. The paths take turns on every repeat, so machine load hits
+them alike. Every offset a producer call returned is checked against what a
+reader sees.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import wait
 
 from spark_queue.bench.report import best_of, print_table
-from spark_queue.store import TEXT, Store
+from spark_queue.store import TEXT, Producer, Store
 from spark_queue.store.topics import now_ms
 
 
@@ -22,12 +46,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=8, help="publishing threads")
+    parser.add_argument(
+        "--thread-events", type=int, default=5_000, help="single publishes per thread"
+    )
+    parser.add_argument("--section", choices=("all", "bulk", "threads"), default="all")
+    parser.add_argument("--no-honker", action="store_true", help="skip honker's rows")
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-store-")
     try:
-        return _run(args, workdir)
+        if args.section in ("all", "bulk"):
+            _run(args, workdir)
+        if args.section in ("all", "threads"):
+            _run_threads(args, workdir)
+        return 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -104,3 +138,157 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         ],
     )
     return 0
+
+
+# -- single publishes from many threads --------------------------------------------
+BASELINE = "1 thread: Store.publish, 1 tx per event"
+
+HONKER = textwrap.dedent(
+    """
+    import sys, threading, time, honker
+    path, threads, per_thread, size = sys.argv[1], *map(int, sys.argv[2:])
+    stream = honker.open(path).stream("bench")
+    value = "x" * size
+    start = threading.Barrier(threads + 1)
+    def publish():
+        start.wait()
+        for _ in range(per_thread):
+            stream.publish(value)
+    workers = [threading.Thread(target=publish) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    print(threads * per_thread / (time.perf_counter() - started))
+    """
+)
+
+
+def _in_threads(threads: int, body: Callable[[int], None]) -> float:
+    """Seconds from a common start until ``body(i)`` returned in each of ``threads`` threads."""
+    start = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
+
+    def target(i: int) -> None:
+        start.wait()
+        try:
+            body(i)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the main thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=target, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise errors[0]
+    return elapsed
+
+
+def _run_threads(args: argparse.Namespace, workdir: str) -> None:
+    threads, per_thread, size = args.threads, args.thread_events, args.value_bytes
+    total = threads * per_thread
+    # Each value names its thread and sequence number, so a reader can check
+    # the offset every call got back.
+    values = [
+        [f"{t:03d}-{i:09d}-".ljust(size, "x") for i in range(per_thread)] for t in range(threads)
+    ]
+    counter = iter(range(1_000_000))
+
+    def path() -> str:
+        return os.path.join(workdir, f"t{next(counter)}.sqlite")
+
+    def one_thread() -> float:
+        with Store(path()) as store:
+            started = time.perf_counter()
+            for row in values:
+                for value in row:
+                    store.publish("bench", value)
+            return total / (time.perf_counter() - started)
+
+    def store_per_thread() -> float:
+        target = path()
+        Store(target).close()
+        stores = [Store(target, busy_timeout_ms=60_000) for _ in range(threads)]
+        try:
+            return total / _in_threads(
+                threads, lambda t: [stores[t].publish("bench", v) for v in values[t]]
+            )
+        finally:
+            for store in stores:
+                store.close()
+
+    def shared_store() -> float:
+        lock = threading.Lock()
+
+        def body(t: int) -> None:
+            for value in values[t]:
+                with lock:
+                    store.publish("bench", value)
+
+        with Store(path()) as store:
+            return total / _in_threads(threads, body)
+
+    def producer(nowait: bool) -> float:
+        target = path()
+        offsets: list[list[int]] = [[] for _ in range(threads)]
+        with Producer(target) as sender:
+
+            def body(t: int) -> None:
+                if nowait:
+                    futures = [sender.publish_nowait("bench", v) for v in values[t]]
+                    wait(futures)
+                    offsets[t] = [f.result() for f in futures]
+                else:
+                    offsets[t] = [sender.publish("bench", v) for v in values[t]]
+
+            elapsed = _in_threads(threads, body)
+        _check_offsets(target, values, offsets)
+        return total / elapsed
+
+    cases: dict[str, Callable[[], float]] = {
+        BASELINE: one_thread,
+        f"{threads} threads: one Store each, 1 tx per event": store_per_thread,
+        f"{threads} threads: one Store + a lock, 1 tx each": shared_store,
+        f"{threads} threads: Producer.publish": lambda: producer(False),
+        f"{threads} threads: Producer.publish_nowait": lambda: producer(True),
+    }
+    if not args.no_honker and importlib.util.find_spec("honker") is not None:
+        cases["honker 1 thread: Stream.publish"] = lambda: _honker(path(), 1, total, size)
+        cases[f"honker {threads} threads: Stream.publish"] = lambda: _honker(
+            path(), threads, per_thread, size
+        )
+    best = dict.fromkeys(cases, 0.0)
+    for _ in range(args.repeats):
+        for label, case in cases.items():
+            best[label] = max(best[label], case())
+    print_table(
+        f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
+        "durability normal",
+        [(label, rate, BASELINE) for label, rate in best.items()],
+    )
+
+
+def _check_offsets(path: str, values: list[list[str]], offsets: list[list[int]]) -> None:
+    """Every offset a call returned holds that call's value; offsets are dense."""
+    with Store(path) as reader:
+        stored = [event.value for event in reader.read("bench")]
+    if len(stored) != sum(map(len, values)):
+        raise RuntimeError(f"producer check: {len(stored)} events stored, expected more")
+    for sent, got in zip(values, offsets, strict=True):
+        if [stored[offset] for offset in got] != sent or got != sorted(got):
+            raise RuntimeError("producer check: a returned offset does not hold its value")
+
+
+def _honker(path: str, threads: int, per_thread: int, size: int) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", HONKER, path, str(threads), str(per_thread), str(size)],
+        capture_output=True, text=True, check=True, timeout=600,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
