@@ -18,8 +18,10 @@ enqueue code; each caller gets its offset or job id after that COMMIT.
   thread before the call joins a batch, so it cannot fail its neighbours;
   the value is encoded then, and later changes to it are not seen.
 - A batch that fails in SQLite (disk full, busy timeout, a damaged file)
-  fails every call in it with that error and writes nothing. Only a queue's
-  ``max_size`` is per call: the calls that do not fit get QueueFullError.
+  fails every call in it with that error and writes nothing. Only the limits
+  kept in the file are per call: a payload over its topic's or queue's
+  ``max_payload_bytes`` (PayloadTooLargeError) or a call that does not fit a
+  queue's ``max_size`` (QueueFullError) fails alone.
 - Calls are written in the order they were made: per-thread order holds and
   offsets stay dense; a SIGKILL leaves all or none of the batch in flight.
 """
@@ -30,11 +32,12 @@ import copy
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
-from spark_queue.errors import QueueFullError, StoreError
+from spark_queue.errors import PayloadTooLargeError, QueueFullError, StoreError
 from spark_queue.store import queues, topics
 from spark_queue.store.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.connection import DEFAULT_BUSY_TIMEOUT_MS
@@ -272,10 +275,9 @@ class Producer:
         try:
             with self._store.write() as conn:
                 for topic, calls in events.items():
-                    offsets = topics.append_encoded(conn, topic, _chunks(calls))
-                    results.extend(zip([call[3] for call in calls], offsets, strict=True))
+                    results += _write_group(conn, calls, partial(_append, conn, topic))
                 for queue, calls in jobs.items():
-                    results.extend(_enqueue(conn, queue, calls))
+                    results += _write_group(conn, calls, partial(_enqueue, conn, queue))
         except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
             for call in batch:
                 _settle(call[3], exc)
@@ -351,22 +353,57 @@ def _chunks(calls: list[tuple]) -> Iterator[EncodedChunk]:
             start = end
 
 
-def _enqueue(conn: Any, queue: str, calls: list[tuple]) -> list[tuple[Future[int], Any]]:
-    futures = [call[3] for call in calls]
+def _append(conn: Any, topic: str, calls: list[tuple]) -> range:
+    return topics.append_encoded(conn, topic, _chunks(calls))
+
+
+def _enqueue(conn: Any, queue: str, calls: list[tuple]) -> list[int]:
+    return queues.enqueue_rows(conn, queue, [call[2] for call in calls])
+
+
+# What a topic or queue refuses for one call's sake: its max_payload_bytes
+# (the limit lives in the file, so only the writer can check it) or max_size.
+_REFUSALS = (PayloadTooLargeError, QueueFullError)
+
+
+def _write_group(
+    conn: Any, calls: list[tuple], write: Callable[[list[tuple]], Sequence[int]]
+) -> list[tuple[Any, Any]]:
+    """(reply, offset or job id) for ``calls`` to one topic or queue, written together.
+
+    If the destination refuses one of them, the group is undone (a savepoint)
+    and each call is written alone, in call order, so only the refused calls
+    fail, as if each had been sent on its own.
+    """
     try:
-        ids = queues.enqueue_rows(conn, queue, [call[2] for call in calls])
-        return list(zip(futures, ids, strict=True))
-    except QueueFullError:
+        return list(zip([call[3] for call in calls], _undone_if_refused(conn, write, calls),
+                        strict=True))
+    except _REFUSALS:
         pass
-    # enqueue_rows checks room before it inserts anything, so the transaction
-    # is untouched: give each call its own try, in call order, as if alone.
-    results: list[tuple[Future[int], Any]] = []
-    for future, call in zip(futures, calls, strict=True):
+    results: list[tuple[Any, Any]] = []
+    for call in calls:
         try:
-            results.append((future, queues.enqueue_rows(conn, queue, [call[2]])[0]))
-        except QueueFullError as exc:
-            results.append((future, exc))
+            results.append((call[3], _undone_if_refused(conn, write, [call])[0]))
+        except _REFUSALS as exc:
+            results.append((call[3], exc))
     return results
+
+
+def _undone_if_refused(
+    conn: Any, write: Callable[[list[tuple]], Sequence[int]], calls: list[tuple]
+) -> Sequence[int]:
+    """``write(calls)`` in a savepoint that a refusal rolls back. Any other error
+    leaves the savepoint to the batch's ROLLBACK (SQLite may have ended the
+    transaction already, on a full disk)."""
+    conn.execute("SAVEPOINT sq_producer_group")
+    try:
+        written = write(calls)
+    except _REFUSALS:
+        conn.execute("ROLLBACK TO sq_producer_group")
+        conn.execute("RELEASE sq_producer_group")
+        raise
+    conn.execute("RELEASE sq_producer_group")
+    return written
 
 
 def _settle(future: _Reply | Future[int], result: Any) -> None:

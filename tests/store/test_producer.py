@@ -14,6 +14,7 @@ import pytest
 from spark_queue.errors import (
     InvalidNameError,
     PayloadError,
+    PayloadTooLargeError,
     QueueConfigError,
     QueueFullError,
     StoreBusyError,
@@ -186,6 +187,26 @@ def test_a_full_queue_fails_only_the_calls_that_do_not_fit(store_path):
         for future in jobs[2:]:
             with pytest.raises(QueueFullError, match="max_size 2"):
                 future.result()
+
+
+def test_a_payload_over_its_limit_fails_alone_and_the_rest_of_its_topic_commits(store_path):
+    with Store(store_path) as store:
+        store.set_topic_limits("t", max_payload_bytes=10)
+        store.queue("jobs", max_payload_bytes=10)
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        sent = [producer.publish_nowait("t", v) for v in ("a", "x" * 11, "b")]
+        jobs = [producer.enqueue_nowait("jobs", v) for v in ("y" * 11, "c")]
+        producer.flush()
+        assert (sent[0].result(), sent[2].result()) == (0, 1)
+        for refused in (sent[1], jobs[0]):
+            with pytest.raises(PayloadTooLargeError, match="over the max_payload_bytes of 10"):
+                refused.result()
+        assert jobs[1].result() >= 1
+        assert producer.batches_committed == 1
+    with Store(store_path) as store:
+        assert [e.value for e in store.read("t")] == ["a", "b"]
+        assert [job.payload for job in store.queue("jobs").claim(10)] == ["c"]
+        assert store.check().ok
 
 
 def test_close_writes_everything_sent_and_refuses_new_calls(store_path):
