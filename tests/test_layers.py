@@ -90,9 +90,9 @@ def violations_of_privacy() -> list[str]:
     bad = []
     for name, path in MODULES.items():
         for module, imported in imports(path):
-            if module.startswith("spark_queue") and imported and imported.startswith("_"):
-                if imported != "__version__":
-                    bad.append(f"{name} imports {imported} from {module}")
+            private = imported is not None and imported.startswith("_")
+            if module.startswith("spark_queue") and private and imported != "__version__":
+                bad.append(f"{name} imports {imported} from {module}")
     return bad
 
 
