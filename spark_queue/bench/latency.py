@@ -11,14 +11,19 @@ collects the batch's one row and stamps the time it has it:
   event published at a time, the next one ``--gap-ms`` after the previous
   one was seen (so each micro-batch holds one row and none waits behind the
   previous batch's commit);
+- the same ``rate`` as a Python simple stream reader that yields Arrow and does
+  no I/O (FileSystem manager only): what any Python source pays on the path
+  ``latencyMode=low`` takes, to tell that cost from the source's own;
 
-each under Spark's default checkpoint manager (FileContext) and the
+the first three each under Spark's default checkpoint manager (FileContext) and the
 recommended ``FileSystemBasedCheckpointFileManager``. That setting is a SQL
 conf read when a query starts, so it is switched per query with
 ``spark.conf.set`` before ``start()``; the benchmark reads the class back from
 each query's offset log and fails if it is not the one asked for. Then the
-same three paths with ``asyncProgressTrackingEnabled`` (at-least-once),
-reported separately.
+first three paths with ``asyncProgressTrackingEnabled`` (at-least-once),
+reported separately: Spark (4.2) allows it on the Kafka, console, memory and
+noop sinks only, so ``foreachBatch`` gets it through Spark's internal
+override of that check, to keep one definition of "visible".
 
 Paths take turns round-robin, ``--round-events`` events per turn, so load on
 the machine hits them alike; each turn is a fresh query whose first batch
@@ -42,6 +47,10 @@ import time
 from dataclasses import dataclass, field
 
 FLOOR = "rate"
+# rate's twin as a Python simple stream reader without I/O: what any Python
+# source pays on the path latencyMode=low takes.
+PYTHON_FLOOR = "python-rate"
+TIMED = (FLOOR, PYTHON_FLOOR)  # sources that make their own rows, one a second
 READ_MODES = ("throughput", "low")
 MANAGERS = ("default", "filesystem")
 PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "walCommit", "addBatch",
@@ -59,7 +68,8 @@ class Variant:
 
     @property
     def label(self) -> str:
-        name = "rate (floor)" if self.source == FLOOR else f"sqliteq latencyMode={self.source}"
+        name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O"}.get(
+            self.source, f"sqliteq latencyMode={self.source}")
         return name + (" + async progress" if self.async_progress else "")
 
     @property
@@ -107,6 +117,7 @@ def variants(with_async: bool) -> list[Variant]:
     """Every measured path, in the order each round runs them."""
     found = [Variant(source, manager) for manager in MANAGERS
              for source in (FLOOR, *READ_MODES)]
+    found.append(Variant(PYTHON_FLOOR, "filesystem"))
     if with_async:
         found += [Variant(source, "filesystem", True) for source in (FLOOR, *READ_MODES)]
     return found
@@ -120,6 +131,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     with Store(path) as store:
         store.create_topic("own")
     spark = local_session("spark_queue-bench-latency", args.cores)
+    spark.dataSource.register(_python_rate_source())
     paths = variants(not args.no_async)
     samples = {v: Samples() for v in paths}
     rounds = math.ceil(args.events / args.round_events)
@@ -171,7 +183,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
     arrived = threading.Condition()
 
     def collect(df, batch_id: int) -> None:
-        if variant.source == FLOOR:
+        if variant.source in TIMED:
             rows = df.selectExpr("CAST(timestamp AS DOUBLE) AS t").collect()
             now = time.time()
             latencies = [now - (row.t + 1.0) for row in rows]
@@ -179,6 +191,8 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
             rows = df.select("value").collect()
             now = time.time()
             latencies = [now - float(bytes(row.value).decode()[2:]) for row in rows]
+        if not latencies:  # a new query's batch 0 can be empty (start = end)
+            return
         with arrived:
             seen.append((batch_id, latencies))
             arrived.notify_all()
@@ -196,6 +210,8 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
     if variant.source == FLOOR:
         reader = (spark.readStream.format("rate").option("rowsPerSecond", 1)
                   .option("numPartitions", 1))
+    elif variant.source == PYTHON_FLOOR:
+        reader = spark.readStream.format(PYTHON_FLOOR)
     else:
         with Store(path) as store:
             store.create_topic(topic)
@@ -218,7 +234,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
         spark.conf.unset(compat.CHECKPOINT_MANAGER_CONF)
     query = writer.start()
     try:
-        if variant.source == FLOOR:
+        if variant.source in TIMED:
             # The first batch with rows is the warm-up; then one row a second.
             with arrived:
                 arrived.wait_for(lambda: len(seen) >= 1, 120)
@@ -253,6 +269,50 @@ def _check_manager(query, variant: Variant, file_system_class: str) -> None:
     if (used == file_system_class) != wants_file_system:
         raise RuntimeError(f"latency benchmark: {variant.label} ({variant.manager} checkpoint "
                            f"manager) ran with {used}")
+
+
+def _python_rate_source():
+    """``rate`` at 1 row/s (offsets in whole seconds since the reader started, a row
+    stamped T available at T + 1 s) as a Python simple stream reader that yields Arrow and
+    does no I/O: the floor of a Python source on the path ``latencyMode=low`` takes."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+
+    def rows(created_s: float, first: int, end: int) -> list[pa.RecordBatch]:
+        seconds = range(first, end)
+        return [pa.RecordBatch.from_arrays(
+            [pa.array(seconds, pa.int64()),
+             pa.array([created_s + k for k in seconds], pa.float64())],
+            names=["value", "timestamp"])]
+
+    class PythonRateReader(SimpleDataSourceStreamReader):
+        def __init__(self) -> None:
+            self.created_s = time.time()
+
+        def initialOffset(self) -> dict:
+            return {"second": 0}
+
+        def read(self, start: dict):
+            end = int(time.time() - self.created_s)
+            if end <= start["second"]:
+                return iter(()), start
+            return iter(rows(self.created_s, start["second"], end)), {"second": end}
+
+        def readBetweenOffsets(self, start: dict, end: dict):
+            return iter(rows(self.created_s, start["second"], end["second"]))
+
+    class PythonRateSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return PYTHON_FLOOR
+
+        def schema(self) -> str:
+            return "value LONG, timestamp DOUBLE"
+
+        def simpleStreamReader(self, schema):
+            return PythonRateReader()
+
+    return PythonRateSource
 
 
 # -- bulk rate of both modes ----------------------------------------------------
@@ -366,6 +426,12 @@ def _print_targets(samples: dict[Variant, Samples]) -> None:
               (f"p50 {ratio:.2f}x the floor <= 1.00x", ratio <= 1.0)]
     print("\nTargets, latencyMode=low with the FileSystem manager: "
           + "; ".join(f"{text}: {'met' if ok else 'NOT met'}" for text, ok in checks))
+    python_floor = samples.get(Variant(PYTHON_FLOOR, "filesystem"))
+    if python_floor and python_floor.latencies_s:
+        ratios = [percentile(samples[low].latencies_s, q)
+                  / percentile(python_floor.latencies_s, q) for q in (0.5, 0.95)]
+        print(f"latencyMode=low vs the Python rate source (FileSystem): p50 {ratios[0]:.2f}x, "
+              f"p95 {ratios[1]:.2f}x")
 
 
 def _print_phases(samples: dict[Variant, Samples], rows: list[Variant]) -> None:
