@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench {store,queue,source,sink,soak}``: side-by-side benchmarks.
+"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak}``: side-by-side benchmarks.
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -13,12 +13,14 @@ BENCHMARKS = {
     "store": "publish-many and range reads vs raw apsw",
     "queue": "enqueue and claim+ack vs raw apsw and peer queues",
     "source": "Spark source vs the rate source and the raw store read",
+    "latency": "publish -> visible in foreachBatch, both read modes vs the rate source",
     "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
     "soak": "minutes of steady load: memory, file size and lag over time",
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every benchmark's subcommand and flags; importing them loads no pyspark."""
     parser = argparse.ArgumentParser(prog="python -m spark_queue.bench")
     sub = parser.add_subparsers(dest="name", required=True)
     for name, help_text in BENCHMARKS.items():
@@ -31,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=help_text)
         module.add_arguments(p)
         p.set_defaults(run=module.run)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return args.run(args) or 0
 
 

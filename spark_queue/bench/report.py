@@ -1,10 +1,10 @@
-"""Shared helpers for benchmarks: timing the best of several runs, printing ratio tables."""
+"""Shared helpers for benchmarks: timing, percentiles, the local SparkSession, ratio tables."""
 
 from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 
 def best_of(repeats: int, setup: Callable[[], object], body: Callable[[object], int]) -> float:
@@ -28,3 +28,37 @@ def print_table(title: str, rows: Sequence[tuple[str, float, str]]) -> None:
     for label, rate, baseline in rows:
         ratio = f"{rate / rates[baseline]:.2f}x" if baseline in rates and baseline != label else ""
         print(f"{label:<44} {rate:>12,.0f} {ratio:>8}  {baseline if ratio else ''}")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 <= q <= 1) of ``values``."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def in_batch_seconds(progress: Iterable[dict]) -> float:
+    """Seconds Spark spent in micro-batches that had rows (``triggerExecution``): the
+    query's own work, without its start and stop."""
+    return sum(p["durationMs"].get("triggerExecution", 0) for p in progress
+               if p["numInputRows"] > 0) / 1000
+
+
+def local_session(app_name: str, cores: int):
+    """A plain ``local[cores]`` SparkSession with Spark's defaults (no spark_queue conf/), UI
+    off; Spark's Python workers run this interpreter. Imports pyspark, so call it in run()."""
+    from pyspark.sql import SparkSession
+
+    from spark_queue.connector.session import ensure_python_workers
+
+    ensure_python_workers()
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "3g")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

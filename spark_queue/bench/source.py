@@ -11,10 +11,9 @@ All in one run, on one store of N events of ~100 bytes:
   checkpoint included), the executor read path and the driver-shipped path.
 - Spark stream ``rate-micro-batch`` (N rows in one micro-batch) with a
   100-byte string column, a long and a timestamp -> ``noop``.
-- latency: one event published every ``--interval-ms`` while a trigger-0
-  query runs; publish -> rows in hand inside ``foreachBatch``, p50/p95; and
-  the fixed cost of a one-row micro-batch from Spark's progress
-  (``durationMs``), split into its phases.
+
+Latency (publish -> rows in ``foreachBatch``) is ``python -m spark_queue.bench
+latency`` (:mod:`spark_queue.bench.latency`).
 """
 
 from __future__ import annotations
@@ -22,9 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import tempfile
-import threading
 import time
 
 
@@ -92,9 +89,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2, help="best of N for each path")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark")
-    parser.add_argument("--latency-events", type=int, default=60)
-    parser.add_argument("--interval-ms", type=int, default=600,
-                        help="publish interval; above the batch time, so batches hold one row")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,13 +105,8 @@ def _timed(body) -> float:
     return time.perf_counter() - started
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _run(args: argparse.Namespace, workdir: str) -> int:
-    from spark_queue.bench.report import print_table
+    from spark_queue.bench.report import in_batch_seconds, local_session, print_table
     from spark_queue.store import Store
 
     n = args.events
@@ -150,21 +139,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     partition_s = min(_timed(in_process) for _ in range(args.repeats))
 
     # -- Spark -----------------------------------------------------------------
-    from spark_queue.connector.session import ensure_python_workers
-
-    ensure_python_workers()
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master(f"local[{args.cores}]")
-        .appName("spark_queue-bench-source")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "3g")
-        .config("spark.sql.shuffle.partitions", str(args.cores))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("spark_queue-bench-source", args.cores)
     counter = iter(range(1_000_000))
 
     def sqliteq_stream(read_path: str) -> float:
@@ -181,7 +156,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         elapsed = time.perf_counter() - started
         rows = sum(p["numInputRows"] for p in q.recentProgress)
         assert rows == n, f"sqliteq read {rows} rows, expected {n}"
-        return elapsed, _in_batch_s(q)
+        return elapsed, in_batch_seconds(q.recentProgress)
 
     def rate_stream() -> float:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
@@ -202,7 +177,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         elapsed = time.perf_counter() - started
         rows = sum(p["numInputRows"] for p in q.recentProgress)
         assert rows == n, f"rate-micro-batch produced {rows} rows, expected {n}"
-        return elapsed, _in_batch_s(q)
+        return elapsed, in_batch_seconds(q.recentProgress)
 
     def ceiling_batch() -> float:
         df = (spark.read.format("sqliteq_bench_ceiling").option("rows", n)
@@ -223,9 +198,6 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     rate_s, rate_batch_s = _best(rate_stream() for _ in range(args.repeats))
     batch_s = min(sqliteq_batch() for _ in range(args.repeats))
     ceiling_s = min(ceiling_batch() for _ in range(args.repeats))
-    own_ms = _own_per_batch_ms(path)
-
-    latencies, one_row = _latency(spark, path, workdir, args)
     spark.stop()
 
     print(f"\nsource: {n:,} events of {args.value_bytes} bytes, local[{args.cores}], "
@@ -249,8 +221,6 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
              "raw Store.read_arrow (1 process)"),
         ],
     )
-    print("\nThe source's own work for a one-row micro-batch, in process (ms, p50 of 50): "
-          + ", ".join(f"{k} {v:.2f}" for k, v in own_ms.items()))
     print_table(
         "In-batch rate (rows/s = numInputRows / triggerExecution: without query start and stop)",
         [
@@ -263,103 +233,9 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             ("sqliteq -> noop (readPath=driver)", n / driver_batch_s, "rate-micro-batch -> noop"),
         ],
     )
-    print(f"\nLatency publish -> rows in foreachBatch (trigger 0, {len(latencies)} events, "
-          f"one every {args.interval_ms} ms): p50 {_pct(latencies, 0.5) * 1000:.0f} ms, "
-          f"p95 {_pct(latencies, 0.95) * 1000:.0f} ms")
-    if one_row:
-        phases = sorted({k for d in one_row for k in d})
-        print(f"One-row micro-batch fixed cost (Spark durationMs, over {len(one_row)} batches):")
-        for phase in ["triggerExecution"] + [p for p in phases if p != "triggerExecution"]:
-            values = [d.get(phase, 0) for d in one_row]
-            print(f"  {phase:<20} p50 {statistics.median(values):7.0f} ms   "
-                  f"p95 {_pct(values, 0.95):7.0f} ms")
     return 0
-
-
-def _in_batch_s(query) -> float:
-    return sum(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress
-               if p["numInputRows"] > 0) / 1000
 
 
 def _best(runs) -> tuple[float, float]:
     """The run with the best wall time: (wall seconds, in-batch seconds)."""
     return min(runs)
-
-
-def _own_per_batch_ms(path: str) -> dict[str, float]:
-    """latestOffset, partitions and read of one new row, timed without Spark."""
-    from pyspark.sql.streaming.datasource import ReadAllAvailable
-
-    from spark_queue.connector.partition_reader import read_partition
-    from spark_queue.connector.source_options import parse_source_options
-    from spark_queue.connector.source_schema import default_schema
-    from spark_queue.connector.stream_reader import SqliteQueueStreamReader
-    from spark_queue.store import Store
-
-    opts = parse_source_options({"path": path, "topic": "own"}, streaming=True)
-    reader = SqliteQueueStreamReader(opts, default_schema(opts))
-    timings: dict[str, list[float]] = {"latestOffset": [], "partitions": [], "read": []}
-    with Store(path) as store:
-        for _ in range(50):
-            start = {"own": store.publish("own", "x" * 100)}
-            t0 = time.perf_counter()
-            end = reader.latestOffset(start, ReadAllAvailable())
-            t1 = time.perf_counter()
-            parts = reader.partitions(start, end)
-            t2 = time.perf_counter()
-            for part in parts:
-                for _batch in read_partition(opts, reader.schema, part):
-                    pass
-            t3 = time.perf_counter()
-            timings["latestOffset"].append(t1 - t0)
-            timings["partitions"].append(t2 - t1)
-            timings["read"].append(t3 - t2)
-    return {k: statistics.median(v) * 1000 for k, v in timings.items()}
-
-
-def _latency(spark, path: str, workdir: str, args: argparse.Namespace):
-    from spark_queue.store import Store
-
-    latencies: list[float] = []
-    stop = threading.Event()
-
-    def collect(df, _batch_id) -> None:
-        rows = df.select("value").collect()
-        seen = time.time()
-        for row in rows:
-            text = bytes(row.value).decode()
-            if text.startswith("t="):
-                latencies.append(seen - float(text[2:]))
-
-    with Store(path) as store:
-        store.create_topic("latency")
-    query = (
-        spark.readStream.format("sqliteq").option("path", path).option("topic", "latency")
-        .option("startingOffsets", "latest").load()
-        .writeStream.foreachBatch(collect)
-        .option("checkpointLocation", os.path.join(workdir, "ck-latency"))
-        .start()
-    )
-
-    def publish() -> None:
-        with Store(path) as store:
-            for _ in range(args.latency_events):
-                if stop.is_set():
-                    return
-                store.publish("latency", f"t={time.time():.6f}")
-                time.sleep(args.interval_ms / 1000)
-
-    # Wait for the first (empty) trigger: startingOffsets=latest is resolved then.
-    deadline = time.monotonic() + 120
-    while query.lastProgress is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    publisher = threading.Thread(target=publish)
-    publisher.start()
-    publisher.join()
-    deadline = time.monotonic() + 30
-    while len(latencies) < args.latency_events and time.monotonic() < deadline:
-        time.sleep(0.1)
-    stop.set()
-    one_row = [p["durationMs"] for p in query.recentProgress if p["numInputRows"] == 1]
-    query.stop()
-    return latencies, one_row

@@ -1,0 +1,466 @@
+"""Latency benchmark: publish -> rows in hand inside ``foreachBatch``, against Spark's floor.
+
+In one run and one SparkSession (``local[N]``, Spark's defaults), every path
+runs a trigger-0 query (``processingTime`` 0) into ``foreachBatch``, which
+collects the batch's one row and stamps the time it has it:
+
+- the floor: Spark's built-in ``rate`` source at 1 row/s (one partition). Its
+  row stamped T becomes available at T + 1 s (the source's offset is whole
+  seconds since the query started), so its latency is counted from T + 1 s;
+- ``sqliteq`` with ``latencyMode=throughput`` (the default) and ``low``: one
+  event published at a time, the next one ``--gap-ms`` after the previous
+  one was seen (so each micro-batch holds one row and none waits behind the
+  previous batch's commit);
+- the same ``rate`` as a Python simple stream reader that yields Arrow and does
+  no I/O (FileSystem manager only): what any Python source pays on the path
+  ``latencyMode=low`` takes, to tell that cost from the source's own;
+
+the first three each under Spark's default checkpoint manager (FileContext) and the
+recommended ``FileSystemBasedCheckpointFileManager``. That setting is a SQL
+conf read when a query starts, so it is switched per query with
+``spark.conf.set`` before ``start()``; the benchmark reads the class back from
+each query's offset log and fails if it is not the one asked for. Then the
+first three paths with ``asyncProgressTrackingEnabled`` (at-least-once),
+reported separately: Spark (4.2) allows it on the Kafka, console, memory and
+noop sinks only, so ``foreachBatch`` gets it through Spark's internal
+override of that check, to keep one definition of "visible".
+
+Paths take turns round-robin, ``--round-events`` events per turn, so load on
+the machine hits them alike; each turn is a fresh query whose first batch
+with data is a warm-up and not counted. Ratios are to the floor measured in
+the same run under the same settings. Also printed: each path's one-row
+micro-batch split into Spark's progress phases (``durationMs``, p50), the
+source's own work per one-row batch measured in process, and the bulk rate of
+both read modes (``availableNow`` into ``noop``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+FLOOR = "rate"
+# rate's twin as a Python simple stream reader without I/O: what any Python
+# source pays on the path latencyMode=low takes.
+PYTHON_FLOOR = "python-rate"
+TIMED = (FLOOR, PYTHON_FLOOR)  # sources that make their own rows, one a second
+READ_MODES = ("throughput", "low")
+MANAGERS = ("default", "filesystem")
+PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "walCommit", "addBatch",
+          "commitOffsets")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One measured path: the source (``rate`` or a ``latencyMode``), the checkpoint
+    manager and whether progress is tracked asynchronously."""
+
+    source: str
+    manager: str
+    async_progress: bool = False
+
+    @property
+    def label(self) -> str:
+        name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O"}.get(
+            self.source, f"sqliteq latencyMode={self.source}")
+        return name + (" + async progress" if self.async_progress else "")
+
+    @property
+    def floor(self) -> Variant:
+        return Variant(FLOOR, self.manager, self.async_progress)
+
+
+@dataclass
+class Samples:
+    """What the turns of one variant measured."""
+
+    latencies_s: list[float] = field(default_factory=list)
+    phases_ms: list[dict[str, int]] = field(default_factory=list)
+    batches: int = 0
+    multi_row_batches: int = 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--events", type=int, default=50,
+                        help="events measured per path (default 50)")
+    parser.add_argument("--round-events", type=int, default=10,
+                        help="events per turn; paths take turns round-robin (default 10)")
+    parser.add_argument("--gap-ms", type=int, default=300,
+                        help="sqliteq: publish the next event this long after the previous one "
+                             "was seen, so each micro-batch holds one row (default 300)")
+    parser.add_argument("--bulk-events", type=int, default=200_000,
+                        help="events of 100 bytes for the bulk rate of both modes (default "
+                             "200000; 0 skips it)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="bulk: best of N, modes alternating (default 2)")
+    parser.add_argument("--no-async", action="store_true",
+                        help="skip the async progress tracking paths")
+    parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark (default 2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    workdir = tempfile.mkdtemp(prefix="sq-bench-latency-")
+    try:
+        return _run(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def variants(with_async: bool) -> list[Variant]:
+    """Every measured path, in the order each round runs them."""
+    found = [Variant(source, manager) for manager in MANAGERS
+             for source in (FLOOR, *READ_MODES)]
+    found.append(Variant(PYTHON_FLOOR, "filesystem"))
+    if with_async:
+        found += [Variant(source, "filesystem", True) for source in (FLOOR, *READ_MODES)]
+    return found
+
+
+def _run(args: argparse.Namespace, workdir: str) -> int:
+    from spark_queue.bench.report import local_session
+    from spark_queue.store import Store
+
+    path = os.path.join(workdir, "bench.sqlite")
+    with Store(path) as store:
+        store.create_topic("own")
+    spark = local_session("spark_queue-bench-latency", args.cores)
+    spark.dataSource.register(_python_rate_source())
+    paths = variants(not args.no_async)
+    samples = {v: Samples() for v in paths}
+    rounds = math.ceil(args.events / args.round_events)
+    turn = iter(range(1_000_000))
+    for variant in paths:  # warm-up: the JVM's JIT, Python workers, imports
+        _measure_turn(spark, variant, path, workdir, next(turn), 2, args.gap_ms, Samples())
+    started = time.monotonic()
+    for _ in range(rounds):
+        for variant in paths:
+            _measure_turn(spark, variant, path, workdir, next(turn), args.round_events,
+                          args.gap_ms, samples[variant])
+    latency_s = time.monotonic() - started
+    bulk = _bulk(spark, path, workdir, args) if args.bulk_events else {}
+    spark.stop()
+    own_ms = _own_work_ms(path)
+
+    print(f"\nlatency: publish -> rows in hand in foreachBatch; trigger processingTime 0, "
+          f"local[{args.cores}], one SparkSession; {args.round_events} events per turn, "
+          f"{rounds} rounds, paths round-robin ({latency_s:.0f} s)")
+    print("rate: 1 row/s in one partition, counted from T + 1 s (when a row stamped T becomes "
+          f"available); sqliteq: each event published {args.gap_ms} ms after the previous "
+          "one was seen")
+    _print_latency(samples, [v for v in paths if not v.async_progress],
+                   "Exactly-once progress tracking (Spark's default)")
+    if not args.no_async:
+        _print_latency(samples, [v for v in paths if v.async_progress],
+                       "asyncProgressTrackingEnabled=true (at-least-once), FileSystem manager; "
+                       "foreachBatch through Spark's internal sink-check override")
+    _print_targets(samples)
+    _print_phases(samples, paths)
+    print("\nThe source's own work per one-row micro-batch, in process without Spark "
+          "(ms, p50 of 50): " + ", ".join(f"{k} {v:.2f}" for k, v in own_ms.items()))
+    if bulk:
+        _print_bulk(bulk, args)
+    return 0
+
+
+# -- one turn ------------------------------------------------------------------
+
+
+def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, events: int,
+                  gap_ms: int, into: Samples) -> None:
+    """Run a fresh query of ``variant`` until ``events`` events after its warm-up batch
+    were seen; add what it measured to ``into``."""
+    from spark_queue.connector import compat
+    from spark_queue.store import Store
+
+    seen: list[tuple[int, list[float]]] = []  # (batch id, latencies of its rows)
+    arrived = threading.Condition()
+
+    def collect(df, batch_id: int) -> None:
+        if variant.source in TIMED:
+            rows = df.selectExpr("CAST(timestamp AS DOUBLE) AS t").collect()
+            now = time.time()
+            latencies = [now - (row.t + 1.0) for row in rows]
+        else:
+            rows = df.select("value").collect()
+            now = time.time()
+            latencies = [now - float(bytes(row.value).decode()[2:]) for row in rows]
+        if not latencies:  # a new query's batch 0 can be empty (start = end)
+            return
+        with arrived:
+            seen.append((batch_id, latencies))
+            arrived.notify_all()
+
+    def events_seen() -> int:
+        return sum(len(lat) for _, lat in seen)
+
+    def wait_for(count: int, timeout_s: float) -> None:
+        with arrived:
+            if not arrived.wait_for(lambda: events_seen() >= count, timeout_s):
+                raise RuntimeError(f"latency benchmark: {variant.label} saw {events_seen()} "
+                                   f"of {count} events within {timeout_s:.0f} s")
+
+    topic = f"latency{turn}"
+    if variant.source == FLOOR:
+        reader = (spark.readStream.format("rate").option("rowsPerSecond", 1)
+                  .option("numPartitions", 1))
+    elif variant.source == PYTHON_FLOOR:
+        reader = spark.readStream.format(PYTHON_FLOOR)
+    else:
+        with Store(path) as store:
+            store.create_topic(topic)
+        reader = (spark.readStream.format("sqliteq").option("path", path)
+                  .option("topic", topic).option("latencyMode", variant.source))
+    writer = (reader.load().writeStream.foreachBatch(collect)
+              .option("checkpointLocation", os.path.join(workdir, f"ck{turn}"))
+              .trigger(processingTime="0 seconds"))
+    if variant.async_progress:
+        # Spark (4.2) allows async progress tracking only on the Kafka, console,
+        # memory and noop sinks; its internal override lets foreachBatch time it
+        # with the same definition of "visible" as every other path here.
+        writer = (writer.option("asyncProgressTrackingEnabled", "true")
+                  .option("_asyncProgressTrackingOverrideSinkSupportCheck", "true"))
+    # A SQL conf read when the query starts (its checkpoint logs open their file
+    # manager then): set per query, checked below from the query's offset log.
+    if variant.manager == "filesystem":
+        spark.conf.set(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
+    else:
+        spark.conf.unset(compat.CHECKPOINT_MANAGER_CONF)
+    query = writer.start()
+    try:
+        if variant.source in TIMED:
+            # The first batch with rows is the warm-up; then one row a second.
+            with arrived:
+                arrived.wait_for(lambda: len(seen) >= 1, 120)
+            first = events_seen()
+            wait_for(first + events, events + 60)
+        else:
+            with Store(path) as store:
+                for count in range(1, events + 2):  # the first: warm-up
+                    store.publish(topic, f"t={time.time():.6f}")
+                    wait_for(count, 60)
+                    time.sleep(gap_ms / 1000)
+        _check_manager(query, variant, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
+        progress = query.recentProgress
+    finally:
+        query.stop()
+    with arrived:
+        batches = sorted(seen)[1:]  # without the warm-up batch
+    first_batch = min((b for b, _ in seen), default=-1)
+    into.latencies_s.extend([x for _, lat in batches for x in lat][:events])
+    into.batches += len(batches)
+    into.multi_row_batches += sum(1 for _, lat in batches if len(lat) > 1)
+    into.phases_ms.extend(p["durationMs"] for p in progress
+                          if p["numInputRows"] == 1 and p["batchId"] > first_batch)
+
+
+def _check_manager(query, variant: Variant, file_system_class: str) -> None:
+    """Fail unless the query's offset log writes through the manager ``variant`` asks for."""
+    # Internal accessors (StreamExecution.offsetLog, HDFSMetadataLog.fileManager):
+    # the one place that names the class a running query really uses.
+    used = query._jsq.streamingQuery().offsetLog().fileManager().getClass().getName()
+    wants_file_system = variant.manager == "filesystem"
+    if (used == file_system_class) != wants_file_system:
+        raise RuntimeError(f"latency benchmark: {variant.label} ({variant.manager} checkpoint "
+                           f"manager) ran with {used}")
+
+
+def _python_rate_source():
+    """``rate`` at 1 row/s (offsets in whole seconds since the reader started, a row
+    stamped T available at T + 1 s) as a Python simple stream reader that yields Arrow and
+    does no I/O: the floor of a Python source on the path ``latencyMode=low`` takes."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+
+    def rows(created_s: float, first: int, end: int) -> list[pa.RecordBatch]:
+        seconds = range(first, end)
+        return [pa.RecordBatch.from_arrays(
+            [pa.array(seconds, pa.int64()),
+             pa.array([created_s + k for k in seconds], pa.float64())],
+            names=["value", "timestamp"])]
+
+    class PythonRateReader(SimpleDataSourceStreamReader):
+        def __init__(self) -> None:
+            self.created_s = time.time()
+
+        def initialOffset(self) -> dict:
+            return {"second": 0}
+
+        def read(self, start: dict):
+            end = int(time.time() - self.created_s)
+            if end <= start["second"]:
+                return iter(()), start
+            return iter(rows(self.created_s, start["second"], end)), {"second": end}
+
+        def readBetweenOffsets(self, start: dict, end: dict):
+            return iter(rows(self.created_s, start["second"], end["second"]))
+
+    class PythonRateSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return PYTHON_FLOOR
+
+        def schema(self) -> str:
+            return "value LONG, timestamp DOUBLE"
+
+        def simpleStreamReader(self, schema):
+            return PythonRateReader()
+
+    return PythonRateSource
+
+
+# -- bulk rate of both modes ----------------------------------------------------
+
+
+def _bulk(spark, path: str, workdir: str, args: argparse.Namespace) -> dict[str, tuple]:
+    """Best (wall rows/s, in-batch rows/s) per read mode: availableNow into noop."""
+    from spark_queue.bench.report import in_batch_seconds
+    from spark_queue.connector import compat
+    from spark_queue.store import Store
+
+    n = args.bulk_events
+    with Store(path) as store:
+        store.publish_many("bulk", (f"{i:010d}-{'x' * 89}" for i in range(n)))
+    spark.conf.set(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
+    counter = iter(range(1_000_000))
+
+    def once(mode: str) -> tuple[float, float]:
+        query = (spark.readStream.format("sqliteq").option("path", path).option("topic", "bulk")
+                 .option("latencyMode", mode).load()
+                 .writeStream.format("noop").trigger(availableNow=True)
+                 .option("checkpointLocation", os.path.join(workdir, f"bulk{next(counter)}")))
+        started = time.perf_counter()
+        q = query.start()
+        q.awaitTermination()
+        wall_s = time.perf_counter() - started
+        rows = sum(p["numInputRows"] for p in q.recentProgress)
+        if rows != n:
+            raise RuntimeError(f"latency benchmark: latencyMode={mode} read {rows} of {n} rows")
+        return n / wall_s, n / in_batch_seconds(q.recentProgress)
+
+    for mode in READ_MODES:  # warm-up
+        once(mode)
+    best: dict[str, tuple] = {mode: (0.0, 0.0) for mode in READ_MODES}
+    for _ in range(args.repeats):
+        for mode in READ_MODES:
+            wall, in_batch = once(mode)
+            best[mode] = (max(best[mode][0], wall), max(best[mode][1], in_batch))
+    return best
+
+
+# -- the source's own work, without Spark -----------------------------------------
+
+
+def _own_work_ms(path: str) -> dict[str, float]:
+    """Both readers' driver-side calls for one new row, and the default mode's task read."""
+    from spark_queue.connector.partition_reader import read_partition
+    from spark_queue.connector.simple_reader import SqliteQueueSimpleStreamReader
+    from spark_queue.connector.source_options import parse_source_options
+    from spark_queue.connector.source_schema import default_schema
+    from spark_queue.connector.stream_reader import SqliteQueueStreamReader
+    from spark_queue.store import Store
+
+    opts = parse_source_options({"path": path, "topic": "own"}, streaming=True)
+    schema = default_schema(opts)
+    reader = SqliteQueueStreamReader(opts, schema)
+    simple = SqliteQueueSimpleStreamReader(opts, schema)
+    names = ("throughput latestOffset", "partitions", "read (task)", "low read (plan + rows)")
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    with Store(path) as store:
+        for _ in range(50):
+            start = {"own": store.publish("own", "x" * 100)}
+            t0 = time.perf_counter()
+            end = reader.latestOffset(start)
+            t1 = time.perf_counter()
+            parts = reader.partitions(start, end)
+            t2 = time.perf_counter()
+            rows = sum(b.num_rows for part in parts for b in read_partition(opts, schema, part))
+            t3 = time.perf_counter()
+            batches, _ = simple.read(start)
+            rows_low = sum(b.num_rows for b in batches)
+            t4 = time.perf_counter()
+            assert rows == rows_low == 1, (rows, rows_low)
+            for name, elapsed in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                timings[name].append(elapsed)
+    return {name: statistics.median(v) * 1000 for name, v in timings.items()}
+
+
+# -- printing ---------------------------------------------------------------------
+
+
+def _print_latency(samples: dict[Variant, Samples], rows: list[Variant], title: str) -> None:
+    from spark_queue.bench.report import percentile
+
+    print(f"\n{title}")
+    print(f"{'path':<48} {'checkpoint manager':<21} {'events':>6} {'p50 ms':>7} {'p95 ms':>7}"
+          f" {'p50 ratio':>9} {'p95 ratio':>9}  multi-row batches")
+    for variant in rows:
+        s = samples[variant]
+        p50, p95 = (percentile(s.latencies_s, q) * 1000 for q in (0.5, 0.95))
+        floor = samples.get(variant.floor)
+        ratios = ("", "")
+        if variant.source != FLOOR and floor and floor.latencies_s:
+            ratios = (f"{p50 / (percentile(floor.latencies_s, 0.5) * 1000):.2f}x",
+                      f"{p95 / (percentile(floor.latencies_s, 0.95) * 1000):.2f}x")
+        manager = "FileSystem" if variant.manager == "filesystem" else "default (FileContext)"
+        print(f"{variant.label:<48} {manager:<21} {len(s.latencies_s):>6} {p50:>7.0f} {p95:>7.0f}"
+              f" {ratios[0]:>9} {ratios[1]:>9}  {s.multi_row_batches} of {s.batches}")
+
+
+def _print_targets(samples: dict[Variant, Samples]) -> None:
+    from spark_queue.bench.report import percentile
+
+    low, floor = Variant("low", "filesystem"), Variant(FLOOR, "filesystem")
+    if low not in samples:
+        return
+    p50 = percentile(samples[low].latencies_s, 0.5) * 1000
+    p95 = percentile(samples[low].latencies_s, 0.95) * 1000
+    ratio = p50 / (percentile(samples[floor].latencies_s, 0.5) * 1000)
+    checks = [(f"p50 {p50:.0f} ms <= 100", p50 <= 100), (f"p95 {p95:.0f} ms <= 150", p95 <= 150),
+              (f"p50 {ratio:.2f}x the floor <= 1.00x", ratio <= 1.0)]
+    print("\nTargets, latencyMode=low with the FileSystem manager: "
+          + "; ".join(f"{text}: {'met' if ok else 'NOT met'}" for text, ok in checks))
+    python_floor = samples.get(Variant(PYTHON_FLOOR, "filesystem"))
+    if python_floor and python_floor.latencies_s:
+        ratios = [percentile(samples[low].latencies_s, q)
+                  / percentile(python_floor.latencies_s, q) for q in (0.5, 0.95)]
+        print(f"latencyMode=low vs the Python rate source (FileSystem): p50 {ratios[0]:.2f}x, "
+              f"p95 {ratios[1]:.2f}x")
+
+
+def _print_phases(samples: dict[Variant, Samples], rows: list[Variant]) -> None:
+    print("\nOne-row micro-batch by Spark's progress phases (durationMs, p50; "
+          "triggerExecution holds the others; latencyMode=low reads its rows in latestOffset; "
+          "rows are visible at the end of addBatch, before commitOffsets)")
+    print(f"{'path':<48} {'manager':<10}" + "".join(f" {p:>16}" for p in PHASES))
+    for variant in rows:
+        phases = samples[variant].phases_ms
+        if not phases:
+            continue
+        cells = "".join(f" {statistics.median(d.get(p, 0) for d in phases):>16.0f}"
+                        for p in PHASES)
+        manager = "FileSystem" if variant.manager == "filesystem" else "default"
+        print(f"{variant.label:<48} {manager:<10}{cells}")
+
+
+def _print_bulk(bulk: dict[str, tuple], args: argparse.Namespace) -> None:
+    from spark_queue.bench.report import print_table
+
+    base = "sqliteq latencyMode=throughput"
+    print_table(
+        f"Bulk: {args.bulk_events:,} events of 100 bytes, availableNow into noop, one "
+        f"micro-batch, best of {args.repeats} (wall = query start included; in-batch = "
+        "triggerExecution)",
+        [
+            (f"{base} (wall)", bulk["throughput"][0], f"{base} (wall)"),
+            ("sqliteq latencyMode=low (wall)", bulk["low"][0], f"{base} (wall)"),
+            (f"{base} (in-batch)", bulk["throughput"][1], f"{base} (in-batch)"),
+            ("sqliteq latencyMode=low (in-batch)", bulk["low"][1], f"{base} (in-batch)"),
+        ],
+    )

@@ -1,0 +1,49 @@
+"""BENCHMARKS.md's commands are the benchmarks that exist, and they run as written."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+from spark_queue.bench.__main__ import BENCHMARKS, build_parser
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BENCHMARKS_MD = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMAND = re.compile(r"`python -m spark_queue\.bench ([^`|]+)`")
+
+
+def test_every_benchmark_has_a_section_with_its_command():
+    documented = {shlex.split(args)[0] for args in COMMAND.findall(BENCHMARKS_MD)}
+    assert documented == set(BENCHMARKS)
+
+
+def test_every_documented_benchmark_command_parses_with_its_flags():
+    parser = build_parser()
+    for args in COMMAND.findall(BENCHMARKS_MD):
+        parser.parse_args(shlex.split(args))  # exits (fails the test) on an unknown flag
+
+
+def test_readme_lists_every_benchmark():
+    listed = re.search(r"`python -m spark_queue\.bench ([a-z|]+)`", README).group(1)
+    assert listed.split("|") == list(BENCHMARKS)
+
+
+def test_latency_benchmark_help_works_without_pyspark():
+    code = (
+        "import sys\n"
+        "from spark_queue.bench.__main__ import main\n"
+        "try:\n"
+        "    main(['latency', '--help'])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))\n"
+        "sys.exit(f'--help imported {bad}' if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--events" in result.stdout and "--gap-ms" in result.stdout
