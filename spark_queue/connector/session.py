@@ -3,7 +3,8 @@
 Where a session already exists (Databricks, a notebook kernel, spark-submit)
 it is used as it is. A session built here checkpoints through Hadoop's
 FileSystem API (``FileSystemBasedCheckpointFileManager``: atomic rename on
-local disks and HDFS, about 35 ms less per micro-batch than Spark's default),
+local disks and HDFS, about 50 ms less per micro-batch than Spark's default, about
+26 ms of it in publish-to-visible latency; BENCHMARKS.md "Latency"),
 because its checkpoints live on the local disk; never use that manager for
 checkpoints on an object store. Otherwise one is built from ``conf/spark-defaults.conf``
 with ``conf/log4j2.properties`` for the driver's logging and, when asked,
