@@ -184,6 +184,12 @@ def _topic_problems(conn: apsw.Connection) -> Iterator[str]:
                 "no longer dense (a hole, left by a delete that was not a prefix). Reads of "
                 "the range fail with CorruptStoreError; restore a backup."
             )
+        if count and high < nxt - 1:
+            yield (
+                f"topic {name!r}: offsets {high + 1}..{nxt - 1} are missing below next_offset "
+                f"{nxt}; offsets are no longer dense (the newest events were deleted). Reads "
+                "of the range fail with CorruptStoreError; restore a backup."
+            )
         if count and high >= nxt:
             yield (
                 f"topic {name!r}: events at offsets {max(low, nxt)}..{high} are at or above "

@@ -325,6 +325,7 @@ def read(
         (tid, start, stop),
     ):
         if off != expected:
+            expected = -1
             break
         expected += 1
         try:
@@ -337,10 +338,10 @@ def read(
                 "this row; run `sqliteq check` on the store, and republish the event."
             ) from exc
     if expected != stop:
-        offsets = [e.offset for e in events] + [
+        offsets = [
             row[0] for row in conn.execute(
                 "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? "
-                "AND offset < ? ORDER BY offset", (tid, expected, stop),
+                "AND offset < ? ORDER BY offset", (tid, start, stop),
             )
         ]
         raise CorruptStoreError(offsets_message(topic, offsets, first, stop))
@@ -350,23 +351,17 @@ def read(
 def offsets_message(topic: str, offsets: list[int], first: int, end: int) -> str:
     """What is wrong with ``offsets`` where ``first..end-1`` was expected, for an error."""
     problem = f"{len(offsets)} events where {end - first} were expected"
-    seen: set[int] = set()
-    previous = first - 1
-    for offset in offsets:
-        if offset in seen:
-            problem = f"offset {offset} appears twice"
-            break
-        if offset < previous:
-            problem = f"offset {offset} comes after {previous}"
-            break
-        if offset > previous + 1:
-            problem = f"offsets {_span(previous + 1, offset - 1)} are missing"
-            break
-        seen.add(offset)
-        previous = offset
-    else:
-        if previous < end - 1:
-            problem = f"offsets {_span(previous + 1, end - 1)} are missing"
+    steps = list(zip(offsets, offsets[1:], strict=False))
+    twice = next((b for a, b in steps if b == a), None)
+    back = next(((a, b) for a, b in steps if b < a), None)
+    bounds = zip([first - 1, *offsets], [*offsets, end], strict=True)
+    gaps = [(a, b) for a, b in bounds if b > a + 1]
+    if twice is not None:
+        problem = f"offset {twice} appears twice"
+    elif back is not None:
+        problem = f"offset {back[1]} comes after {back[0]}"
+    elif gaps:
+        problem = f"offsets {_span(gaps[0][0] + 1, gaps[0][1] - 1)} are missing"
     return (
         f"topic {topic!r}: offsets in [{first}, {end}) are not dense: {problem}. A writer "
         "outside spark_queue deleted or inserted events; nothing was read. Run "

@@ -127,9 +127,8 @@ def test_ten_processes_opening_twenty_new_paths_at_once_all_succeed(tmp_path):
         proc.stdin.write("x" * i + "\n")
         proc.stdin.flush()
     results = [proc.communicate(timeout=300) for proc in procs]
-    assert [(proc.returncode, out.strip()) for proc, (out, _) in zip(procs, results)] == [
-        (0, "ok")
-    ] * 10, [err for _, err in results if err]
+    outcomes = [(p.returncode, out.strip()) for p, (out, _) in zip(procs, results, strict=True)]
+    assert outcomes == [(0, "ok")] * 10, [err for _, err in results if err]
     for path in paths:
         with Store(path, create=False) as store:
             assert store.bounds("t") == (0, 10)
