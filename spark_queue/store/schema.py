@@ -239,6 +239,8 @@ def _migrate(conn: apsw.Connection, path: str) -> None:
     with write_transaction(conn):
         state = read_state(conn)
         _refuse_foreign(state, path)
+        if state.user_version == latest_version():
+            return  # another process migrated it while we waited for the lock
         for version in range(state.user_version, latest_version()):
             conn.execute(MIGRATIONS[version])
             conn.execute(f"PRAGMA user_version={version + 1:d}")
