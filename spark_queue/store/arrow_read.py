@@ -15,7 +15,13 @@ import pyarrow.compute as pc
 
 from spark_queue.errors import CorruptStoreError, OptionError, PayloadError
 from spark_queue.store.codec import check_headers
-from spark_queue.store.topics import expected_range, offsets_message, range_bounds, topic_id
+from spark_queue.store.topics import (
+    expected_range,
+    offsets_are_unique,
+    offsets_message,
+    range_bounds,
+    topic_id,
+)
 
 # "binary": key and value as bytes (Kafka's shape); "string": as UTF-8 text.
 PAYLOAD_FORMATS = ("binary", "string")
@@ -71,7 +77,7 @@ def read_arrow(
 
 
 _PAYLOAD_SQL = {
-    (fmt, headers): f"SELECT offset, ts_ms, CAST(key AS {cast}), CAST(value AS {cast})"
+    (fmt, headers): f"SELECT ts_ms, CAST(key AS {cast}), CAST(value AS {cast})"
     + (", headers" if headers else "")
     + " FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset"
     for fmt, cast in (("binary", "BLOB"), ("string", "TEXT"))
@@ -94,10 +100,12 @@ def read_arrow_payloads(
 ) -> pa.Table:
     """Events ``[start, end)`` as Arrow with :func:`payload_schema` (no ``value_type``).
 
-    The bulk path of the Spark source. The offsets are the stored ones,
-    verified in one vectorized pass to be exactly the dense range the topic
-    promises (:func:`~spark_queue.store.topics.expected_range`): a hole, a
-    duplicate or an out-of-order offset left by a foreign writer is a
+    The bulk path of the Spark source, verified without fetching an offset
+    per row: the rows come from the primary key ``(topic_id, offset)`` in
+    order, so they are distinct and rising, and a count equal to the width of
+    :func:`~spark_queue.store.topics.expected_range` proves them dense; the
+    offsets column is then built in C. A hole, or a table a foreign writer
+    rebuilt without that key (where duplicates could hide a hole), is a
     CorruptStoreError naming topic and offsets, never a renumbered row.
     Caller holds one snapshot (the bounds and the rows must agree).
     """
@@ -107,13 +115,33 @@ def read_arrow_payloads(
     schema = payload_schema(payload_format, headers)
     first, stop = expected_range(conn, tid, start, upper)
     rows = _fetch(conn, topic, _PAYLOAD_SQL[payload_format, headers], tid, start, stop)
-    columns = _columns(rows, schema)
-    verify_offsets(topic, columns[0], first, stop)
+    if len(rows) != stop - first or not offsets_are_unique(conn):
+        _raise_not_dense(conn, topic, tid, start, first, stop)
     if not rows:
         return schema.empty_table()
+    offsets = pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), len(rows)), start=first - 1)
+    columns = [offsets, *_columns(rows, pa.schema(list(schema)[1:]))]
     if headers:
-        _verify_headers(topic, columns[0], columns[-1])
+        _verify_headers(topic, offsets, columns[-1])
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _raise_not_dense(
+    conn: apsw.Connection, topic: str, tid: int, start: int, first: int, stop: int
+) -> None:
+    offsets = [
+        row[0] for row in conn.execute(
+            "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ? "
+            "ORDER BY offset", (tid, start, stop),
+        )
+    ]
+    if offsets != list(range(first, stop)):
+        raise CorruptStoreError(offsets_message(topic, offsets, first, stop))
+    raise CorruptStoreError(
+        f"topic {topic!r}: table sq_events has lost its primary key (topic_id, offset), so "
+        "offsets are no longer known to be unique; another SQLite client rebuilt the table. "
+        "Nothing was read; restore a backup."
+    )
 
 
 def _check_format(payload_format: str) -> None:

@@ -20,6 +20,7 @@ from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
 from spark_queue.store.connection import open_errors, read_transaction
 from spark_queue.store.names import validate_name
 from spark_queue.store.schema import APPLICATION_ID, latest_version, read_state
+from spark_queue.store.topics import offsets_are_unique
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024
@@ -155,6 +156,11 @@ def check(conn: apsw.Connection) -> CheckReport:
             f"table {table} row {rowid}: no parent row in {parent}"
             for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")
         )
+        if not offsets_are_unique(conn):
+            problems.append(
+                "table sq_events has lost its primary key (topic_id, offset): another SQLite "
+                "client rebuilt it, so offsets may repeat. Restore a backup."
+            )
         problems.extend(_topic_problems(conn))
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))

@@ -305,6 +305,22 @@ def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> t
     return first, max(first, min(upper, nxt))
 
 
+def offsets_are_unique(conn: apsw.Connection) -> bool:
+    """Whether ``sq_events`` still has its primary key ``(topic_id, offset)``.
+
+    It makes offsets unique and range scans come back in offset order, which
+    the bulk read's count check relies on; only a client that rebuilt the
+    table can remove it. A lookup in the cached schema: microseconds.
+    """
+    columns = [
+        row[0] for row in conn.execute(
+            "SELECT ii.name FROM pragma_index_list('sq_events') AS il "
+            "JOIN pragma_index_info(il.name) AS ii WHERE il.origin = 'pk' ORDER BY ii.seqno"
+        )
+    ]
+    return columns == ["topic_id", "offset"]
+
+
 def read(
     conn: apsw.Connection, topic: str, start: int, end: int | None = None, limit: int | None = None
 ) -> list[Event]:

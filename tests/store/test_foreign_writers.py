@@ -70,6 +70,12 @@ def test_a_duplicate_offset_fails_reads(store):
             read()
     with pytest.raises(CorruptStoreError, match="offset 1 appears twice"):
         store.read("t", 0, 4)
+    # A duplicate hiding a hole: the count is right, the offsets are not.
+    store.conn.execute("DELETE FROM sq_events WHERE offset = 2")
+    for read in reads(store, "t"):
+        with pytest.raises(CorruptStoreError, match="offset 1 appears twice"):
+            read()
+    assert "sq_events has lost its primary key" in check_problems(store)
 
 
 def test_out_of_order_offsets_are_rejected_by_the_bulk_check():
