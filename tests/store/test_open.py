@@ -12,7 +12,7 @@ import textwrap
 import apsw
 import pytest
 
-from spark_queue.errors import NotAStoreError, StoreError
+from spark_queue.errors import NotAStoreError, StoreBusyError, StoreError
 from spark_queue.store import Store
 from spark_queue.store.maintenance import check_file
 from spark_queue.store.schema import APPLICATION_ID, MIGRATIONS, latest_version
@@ -100,14 +100,17 @@ def test_an_old_store_migrates_forward_in_one_transaction_keeping_its_data(store
 
 OPENER = textwrap.dedent(
     """
-    import random, sys
+    import sys
     from spark_queue.store import Store
-    paths = sys.argv[1:]
-    random.Random(len(sys.stdin.readline())).shuffle(paths)   # waits for "go"
-    for path in paths:
-        with Store(path, busy_timeout_ms=60_000) as store:
-            store.publish("t", path)
-    print("ok", flush=True)
+    print("ready", flush=True)
+    sys.stdin.readline()  # "go": every process opens the same new paths in the same order
+    failures = []
+    for path in sys.argv[1:]:
+        try:
+            Store(path).close()  # the default busy timeout, as users open
+        except Exception as exc:
+            failures.append(f"{path}: {type(exc).__name__}: {exc}")
+    print(len(failures), *failures, sep="\\n", flush=True)
     """
 )
 
@@ -116,20 +119,32 @@ OPENER = textwrap.dedent(
 def test_ten_processes_opening_twenty_new_paths_at_once_all_succeed(tmp_path):
     paths = [str(tmp_path / f"new{i}.sqlite") for i in range(20)]
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", OPENER, *paths],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
+        subprocess.Popen([sys.executable, "-c", OPENER, *paths],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(10)
     ]
-    # Every process has imported spark_queue and waits on stdin: release them together.
-    for i, proc in enumerate(procs):
-        proc.stdin.write("x" * i + "\n")
+    # Release them together once every one has imported spark_queue.
+    assert [proc.stdout.readline().strip() for proc in procs] == ["ready"] * 10
+    for proc in procs:
+        proc.stdin.write("go\n")
         proc.stdin.flush()
-    results = [proc.communicate(timeout=300) for proc in procs]
-    outcomes = [(p.returncode, out.strip()) for p, (out, _) in zip(procs, results, strict=True)]
-    assert outcomes == [(0, "ok")] * 10, [err for _, err in results if err]
+    reports = [proc.communicate(timeout=300)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 10
+    assert [report.strip() for report in reports] == ["0"] * 10, reports
     for path in paths:
         with Store(path, create=False) as store:
-            assert store.bounds("t") == (0, 10)
+            assert store.conn.execute("PRAGMA user_version").fetchall()[0][0] == latest_version()
             assert store.check().ok
+
+
+def test_an_open_that_waits_out_the_busy_timeout_names_the_lock_then_succeeds(store_path):
+    open(store_path, "wb").close()
+    holder = apsw.Connection(store_path)
+    holder.execute("BEGIN")
+    holder.execute("SELECT count(*) FROM sqlite_schema").fetchall()  # a reader holds the file
+    with pytest.raises(StoreBusyError, match="locked by another process.*busy_timeout_ms"):
+        Store(store_path, busy_timeout_ms=200)
+    holder.execute("COMMIT")
+    holder.close()
+    with Store(store_path) as store:
+        assert store.publish("t", 1) == 0
