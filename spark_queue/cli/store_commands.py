@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
 from spark_queue.cli.output import emit, emit_line, emit_object
@@ -98,7 +98,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=cmd_prune)
 
-    p = sub.add_parser("backup", help="copy the store to a new file while it is in use")
+    p = sub.add_parser(
+        "backup",
+        help="copy the store to a new file while it is in use (progress on a terminal)",
+    )
     common(p)
     p.add_argument("dest", help="the new file (must not exist)")
     p.set_defaults(func=cmd_backup)
@@ -206,10 +209,37 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    # Progress only for a person watching: never into a pipe, a log or --json.
+    progress = None if args.json or not sys.stderr.isatty() else _BackupProgress(sys.stderr)
     with open_store(args) as store:
-        pages = store.backup(args.dest)
+        pages = store.backup(args.dest, progress)
+    if progress is not None:
+        progress.finish()
     emit_object({"source": args.path, "backup": args.dest, "pages": pages}, as_json=args.json)
     return 0
+
+
+class _BackupProgress:
+    """One self-overwriting stderr line, for copies long enough to watch (> 2 steps)."""
+
+    MIN_PAGES = 4096
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, copied: int, total: int) -> None:
+        if total < self.MIN_PAGES:
+            return
+        self.shown = True
+        self.stream.write(f"\rsqliteq backup: {copied * 100 // total:3d}% "
+                          f"({copied:,} of {total:,} pages)")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def cmd_check(args: argparse.Namespace) -> int:

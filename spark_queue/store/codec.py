@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from spark_queue.errors import PayloadError
+from spark_queue.errors import CorruptStoreError, PayloadError
 
 BYTES, TEXT, JSON = 0, 1, 2
 VALUE_TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
@@ -59,8 +59,15 @@ def encode_value(value: Any) -> tuple[Any, int]:
 
 
 def decode_value(stored: Any, value_type: int) -> Any:
+    """The Python value of a stored payload; CorruptStoreError if a type-2 value is not JSON."""
     if value_type == JSON:
-        return json.loads(stored)
+        try:
+            return json.loads(stored)
+        except (TypeError, ValueError) as exc:
+            kind = "text that is not valid JSON" if isinstance(stored, str) else (
+                f"a {type(stored).__name__} value, not JSON text"
+            )
+            raise CorruptStoreError(f"value_type 2 (json) holds {kind} ({exc})") from exc
     return stored
 
 
@@ -89,4 +96,29 @@ def encode_headers(headers: Mapping[str, str] | None) -> str | None:
 
 
 def decode_headers(stored: str | None) -> dict[str, str] | None:
-    return None if stored is None else json.loads(stored)
+    """Stored headers as a dict of str to str; CorruptStoreError for any other shape."""
+    if stored is None:
+        return None
+    check_headers(stored)
+    return json.loads(stored)
+
+
+def check_headers(stored: Any) -> None:
+    """Raise CorruptStoreError unless ``stored`` is JSON text of an object of strings.
+
+    Other SQLite clients can store anything in ``headers``; a reader that
+    trusted the shape would fail later with an AttributeError far from the row.
+    """
+    try:
+        headers = json.loads(stored)
+    except (TypeError, ValueError) as exc:
+        raise CorruptStoreError(f"headers are not JSON text ({exc})") from exc
+    if not isinstance(headers, dict):
+        raise CorruptStoreError(
+            f"headers are JSON but not an object of strings (a {type(headers).__name__})"
+        )
+    for value in headers.values():
+        if not isinstance(value, str):
+            raise CorruptStoreError(
+                f"headers hold a value that is not a string ({type(value).__name__} {value!r})"
+            )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 
 import apsw
@@ -25,6 +26,8 @@ from spark_queue.errors import (
 
 DURABILITY_LEVELS = ("full", "normal", "off")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
+# SQLite's busy timeout is a C int of milliseconds.
+MAX_BUSY_TIMEOUT_MS = 2**31 - 1
 
 
 def open_connection(
@@ -35,13 +38,27 @@ def open_connection(
     durability: str = "normal",
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> apsw.Connection:
-    """Open ``path`` with the store's pragmas; create it (mode 0600) if allowed."""
+    """Open ``path`` with the store's per-connection pragmas; create it (mode 0600) if allowed.
+
+    Nothing here writes to the file: the busy timeout, ``synchronous`` and
+    ``foreign_keys`` belong to the connection. WAL, which rewrites the file
+    header, is switched on by :func:`enable_wal` once the schema check has
+    shown the file is a store or new and empty (a foreign SQLite file stays
+    byte-identical; ``tests/store/test_open.py`` guards it).
+    """
     if durability not in DURABILITY_LEVELS:
         raise StoreError(
             f"durability must be one of {', '.join(DURABILITY_LEVELS)}; got {durability!r}."
         )
-    if not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
-        raise StoreError(f"busy_timeout_ms must be an integer >= 0; got {busy_timeout_ms!r}.")
+    if (
+        not isinstance(busy_timeout_ms, int)
+        or isinstance(busy_timeout_ms, bool)
+        or not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS
+    ):
+        raise StoreError(
+            f"busy_timeout_ms must be an integer from 0 to {MAX_BUSY_TIMEOUT_MS}; "
+            f"got {busy_timeout_ms!r}."
+        )
     path = os.fspath(path)
     if not os.path.exists(path):
         if not create or readonly:
@@ -50,23 +67,16 @@ def open_connection(
                 "or open it with create=True."
             )
         _create_private_file(path)
+    if os.path.isdir(path):
+        raise StoreError(f"{path!r} is a directory, not a store file; give the file's path.")
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
-    try:
+    with open_errors(path):
         conn = apsw.Connection(path, flags=flags)
-    except apsw.CantOpenError as exc:
-        raise StoreError(f"cannot open store file {path!r}: {exc}") from exc
     try:
-        conn.set_busy_timeout(busy_timeout_ms)
-        _apply_pragmas(conn, durability, readonly)
-    except apsw.NotADBError as exc:
-        conn.close()
-        raise NotAStoreError(
-            f"{path!r} is not a SQLite database (or it is encrypted or damaged); "
-            "if it was a store, run `sqliteq check` on it or restore it from a backup."
-        ) from exc
-    except apsw.CorruptError as exc:
-        conn.close()
-        raise CorruptStoreError(damaged_message(path, exc)) from exc
+        with open_errors(path):
+            conn.set_busy_timeout(busy_timeout_ms)
+            conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
+            conn.execute("PRAGMA foreign_keys=ON")
     except BaseException:
         conn.close()
         raise
@@ -82,16 +92,74 @@ def _create_private_file(path: str) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
-def _apply_pragmas(conn: apsw.Connection, durability: str, readonly: bool) -> None:
-    # Reading the schema first turns "not a database" into an error here,
-    # before any pragma would try to write to the file.
-    conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
-    if not readonly:
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
-        if mode.lower() != "wal":
-            raise StoreError(f"could not switch the store to WAL mode (got {mode!r}).")
-    conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
-    conn.execute("PRAGMA foreign_keys=ON")
+def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
+    """Switch the file to WAL (a no-op when it already is), waiting out other openers.
+
+    Changing the journal mode needs the file to itself, and SQLite answers
+    BUSY at once, without the busy handler, when another process is opening
+    or migrating the same new file; so this retries until the connection's
+    busy timeout runs out (``tests/store/test_open.py`` opens one new path
+    from 10 processes at once).
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause_s = 0.001
+    while True:
+        try:
+            with open_errors(path, busy=False):
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
+            break
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"store file {path!r} stayed locked by another process while switching it "
+                    f"to WAL for {busy_timeout_ms} ms; retry, or raise busy_timeout_ms."
+                ) from exc
+            time.sleep(pause_s)
+            pause_s = min(pause_s * 2, 0.05)
+    if mode.lower() != "wal":
+        raise StoreError(
+            f"could not switch store file {path!r} to WAL mode (SQLite kept {mode!r}); "
+            "the file system may not support the shared memory WAL needs (use a local disk)."
+        )
+
+
+@contextlib.contextmanager
+def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
+    """Name every SQLite error that opening or checking a file can raise.
+
+    With ``busy=False`` lock errors pass through unchanged for a caller that retries.
+    """
+    try:
+        yield
+    except (apsw.BusyError, apsw.LockedError) as exc:
+        if not busy:
+            raise
+        raise StoreBusyError(
+            f"store file {path!r} is locked by another process and the busy timeout ran out; "
+            "retry, or raise busy_timeout_ms."
+        ) from exc
+    except apsw.NotADBError as exc:
+        raise NotAStoreError(
+            f"{path!r} is not a SQLite database (or it is encrypted or damaged); "
+            "if it was a store, run `sqliteq check` on it or restore it from a backup."
+        ) from exc
+    except apsw.CorruptError as exc:
+        raise CorruptStoreError(damaged_message(path, exc)) from exc
+    except apsw.FullError as exc:
+        raise StoreFullError(
+            f"the disk holding store file {path!r} is full; nothing was written. "
+            "Free space and retry."
+        ) from exc
+    except apsw.ReadOnlyError as exc:
+        raise StoreError(
+            f"store file {path!r} cannot be written ({exc}): it or its directory is read-only. "
+            "Fix the permissions, or open it read-only (readonly=True) if it is already a store."
+        ) from exc
+    except apsw.Error as exc:
+        raise StoreError(
+            f"cannot open store file {path!r} ({type(exc).__name__}: {exc}); check that the "
+            "path is a readable file on a local disk and that its directory is writable."
+        ) from exc
 
 
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}

@@ -71,7 +71,7 @@ def committed(conn: apsw.Connection, consumer: str) -> dict[str, int]:
 
 
 def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[ConsumerInfo]:
-    """Every consumer's offset and lag (latest - next_offset), optionally for one topic."""
+    """Every consumer's offset and lag (latest - next_offset, never below 0)."""
     sql = (
         "SELECT c.consumer, t.name, c.next_offset, t.next_offset, c.updated_ms "
         "FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id"
@@ -81,8 +81,10 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
         sql += " WHERE c.topic_id = ?"
         params = (topic_id(conn, topic),)
     rows = conn.execute(sql + " ORDER BY t.name, c.consumer", params).fetchall()
+    # A saved offset beyond latest (only another SQLite client can store one;
+    # `sqliteq check` reports it) means nothing is left to read: lag 0, never negative.
     return [
-        ConsumerInfo(name, tname, nxt, latest, latest - nxt, updated)
+        ConsumerInfo(name, tname, nxt, latest, max(0, latest - nxt), updated)
         for name, tname, nxt, latest, updated in rows
     ]
 

@@ -66,8 +66,7 @@ class Store:
             busy_timeout_ms=busy_timeout_ms,
         )
         try:
-            with translate_errors(self.path):
-                ensure_schema(self.conn, self.path, readonly=readonly)
+            ensure_schema(self.conn, self.path, readonly=readonly, busy_timeout_ms=busy_timeout_ms)
         except BaseException:
             self.conn.close()
             raise
@@ -127,8 +126,13 @@ class Store:
     def read(
         self, topic: str, start: int = 0, end: int | None = None, limit: int | None = None
     ) -> list[Event]:
-        """Events in ``[start, end)`` (at most ``limit``), decoded; one read statement."""
-        with translate_errors():
+        """Events in ``[start, end)`` (at most ``limit``), decoded, from one snapshot.
+
+        Offsets and payloads are verified: a hole, a duplicate, or a row another
+        SQLite client stored against the format raises CorruptStoreError naming
+        topic and offset.
+        """
+        with translate_errors(), read_transaction(self.conn):
             return topics.read(self.conn, topic, start, end, limit)
 
     def read_arrow(
@@ -139,8 +143,9 @@ class Store:
         limit: int | None = None,
         payload_format: str = "binary",
     ) -> pa.Table:
-        """Events in ``[start, end)`` as Arrow (payloads undecoded); one read statement."""
-        with translate_errors():
+        """Events in ``[start, end)`` as Arrow (payloads undecoded), from one snapshot;
+        offsets and headers verified as in :meth:`read`."""
+        with translate_errors(), read_transaction(self.conn):
             return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
 
     def read_arrow_payloads(
@@ -152,7 +157,7 @@ class Store:
         headers: bool = False,
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
-        bulk read); one snapshot, two read statements."""
+        bulk read), from one snapshot; offsets verified dense, headers (when asked) checked."""
         with translate_errors(), read_transaction(self.conn):
             return arrow_read.read_arrow_payloads(
                 self.conn, topic, start, end, payload_format, headers
@@ -236,22 +241,38 @@ class Store:
 
         Never deletes at or above the lowest saved consumer offset unless ``force``.
         """
-        names = [topic] if topic is not None else [t.name for t in self.topics()]
+        if topic is not None:
+            with self.write():
+                ids = [(topics.topic_id(self.conn, topic), topic)]
+        else:
+            # By id, not by name: a topic a foreign writer named against the
+            # rule is pruned like any other, and never stops the rest.
+            with translate_errors(), read_transaction(self.conn):
+                ids = retention.topic_ids(self.conn)
         results = []
-        for name in names:
+        for tid, name in ids:
             with self.write():
                 results.append(
-                    retention.prune(
-                        self.conn, name, max_age_ms=max_age_ms, max_rows=max_rows,
+                    retention.prune_id(
+                        self.conn, tid, name, max_age_ms=max_age_ms, max_rows=max_rows,
                         force=force, at_ms=at_ms,
                     )
                 )
         return results
 
-    def backup(self, dest_path: str | os.PathLike[str]) -> int:
-        """Write a consistent copy of the store to a new file while writers continue."""
-        with translate_errors():
-            return maintenance.backup(self.conn, dest_path)
+    def backup(
+        self,
+        dest_path: str | os.PathLike[str],
+        progress: maintenance.BackupProgress | None = None,
+    ) -> int:
+        """Write a consistent copy of the store to a new file while writers continue.
+
+        One read transaction around the whole copy, so it finishes however
+        often others commit; ``progress(copied_pages, total_pages)`` after each
+        step. Returns the pages copied; never overwrites a file.
+        """
+        with translate_errors(self.path):
+            return maintenance.backup(self.conn, dest_path, progress)
 
     # -- the sink ledger (spark_queue/store/sinks.py) ----------------------
     def commit_sink_batch(
@@ -286,8 +307,9 @@ class Store:
             return sinks.commit_batch(self.conn, sink_id, batch_id, write)
 
     def check(self) -> maintenance.CheckReport:
-        """Integrity check (SQLite's and the store's own dense-offset invariant)."""
-        with translate_errors():
+        """SQLite's integrity check plus every store rule a foreign writer can break
+        (names, dense offsets, next_offset, payload types, JSON, headers, consumer offsets)."""
+        with translate_errors(self.path):
             return maintenance.check(self.conn)
 
     def data_version(self) -> int:

@@ -1,16 +1,33 @@
-"""Backups and integrity checks of a store file."""
+"""Backups and integrity checks of a store file.
+
+``check`` validates what SQLite cannot: the rules a writer outside
+spark_queue (any SQLite client) can break. Each problem names the topic (or
+consumer), the offsets and what is wrong; the reads that meet such a row
+raise :class:`~spark_queue.errors.CorruptStoreError` with the same facts.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import apsw
 
-from spark_queue.errors import StoreError, StoreNotFoundError
-from spark_queue.store.connection import open_connection, read_transaction
+from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
+from spark_queue.store.connection import open_errors, read_transaction
+from spark_queue.store.names import validate_name
+from spark_queue.store.schema import APPLICATION_ID, latest_version, read_state
+from spark_queue.store.topics import offsets_are_unique
 
+# 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024
+# How many offsets a check problem lists before it says "..."
+_EXAMPLES = 5
+
+BackupProgress = Callable[[int, int], None]
 
 
 class CheckReport(NamedTuple):
@@ -18,68 +35,229 @@ class CheckReport(NamedTuple):
     problems: list[str]
 
 
-def backup(conn: apsw.Connection, dest_path: str | os.PathLike[str]) -> int:
-    """Copy the store to ``dest_path`` (a consistent snapshot, made online); returns pages copied.
+def backup(
+    conn: apsw.Connection,
+    dest_path: str | os.PathLike[str],
+    progress: BackupProgress | None = None,
+) -> int:
+    """Copy the store to ``dest_path`` (one consistent snapshot, made online); returns pages.
 
-    Uses SQLite's backup API, which copies a transactionally consistent image
-    while writers keep working; the copy is a complete store on its own.
+    The whole copy runs inside ONE read transaction on the source. SQLite's
+    backup API restarts from page 0 whenever another connection writes
+    between two steps, so stepping outside a transaction never finishes on a
+    store that commits every few milliseconds; inside one, the snapshot
+    cannot change, and in WAL mode writers go on meanwhile (the WAL grows
+    until the copy ends). We chose this over ``VACUUM INTO``, which gives the
+    same consistency but rebuilds every table and index (slower on large
+    files) and reports no progress: here ``progress(copied, total)`` is
+    called after each step of ``_BACKUP_PAGES_PER_STEP`` pages.
+
+    The copy is written to a temporary file beside ``dest_path`` and linked
+    into place only when complete, so ``dest_path`` never holds half a copy
+    and an existing file is never overwritten
+    (``tests/store/test_backup.py`` guards it under a publishing process).
     """
-    if os.path.exists(dest_path):
+    dest_path = os.fspath(dest_path)
+    if os.path.lexists(dest_path):
         raise StoreError(
-            f"backup destination {os.fspath(dest_path)!r} already exists; "
+            f"backup destination {dest_path!r} already exists; "
             "choose a new path (a backup never overwrites a file)."
         )
-    dest = open_connection(dest_path, create=True)
+    folder = os.path.dirname(os.path.abspath(dest_path))
     try:
-        with dest.backup("main", conn, "main") as step:
-            while not step.done:
-                step.step(_BACKUP_PAGES_PER_STEP)
-            pages = step.page_count
+        fd, partial = tempfile.mkstemp(prefix=".sqliteq-backup-", suffix=".partial", dir=folder)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create backup {dest_path!r}: {exc.strerror}; choose a writable directory."
+        ) from exc
+    os.close(fd)
+    try:
+        with open_errors(partial):
+            pages = _copy(conn, partial, progress)
+        _link_new(partial, dest_path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+    return pages
+
+
+def _copy(conn: apsw.Connection, partial: str, progress: BackupProgress | None) -> int:
+    dest = apsw.Connection(partial)
+    try:
+        with read_transaction(conn):
+            # BEGIN is deferred: this read pins the snapshot every step copies from.
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            with dest.backup("main", conn, "main") as step:
+                while not step.done:
+                    step.step(_BACKUP_PAGES_PER_STEP)
+                    if progress is not None:
+                        progress(step.page_count - step.remaining, step.page_count)
+                return step.page_count
     finally:
         dest.close()
-    return pages
+
+
+def _link_new(partial: str, dest_path: str) -> None:
+    # link() fails when dest_path exists: no window in which a file that
+    # appeared meanwhile could be overwritten.
+    try:
+        os.link(partial, dest_path)
+    except FileExistsError as exc:
+        raise StoreError(
+            f"backup destination {dest_path!r} appeared while the backup ran; "
+            "choose a new path (a backup never overwrites a file)."
+        ) from exc
+    except OSError as exc:
+        raise StoreError(f"cannot create backup {dest_path!r}: {exc.strerror}.") from exc
 
 
 def check_file(path: str | os.PathLike[str]) -> CheckReport:
     """Check a store file that may be too damaged to open as a :class:`Store`.
 
     Opens it read-only with no schema checks, so a damaged file still gets a
-    report of what SQLite finds instead of an error at open.
+    report of what SQLite finds instead of an error at open; nothing is
+    ever written to the file.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
         raise StoreNotFoundError(f"store file {path!r} does not exist.")
+    if os.path.isdir(path):
+        return CheckReport(False, [f"{path!r} is a directory, not a store file."])
     try:
         conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error as exc:
         return CheckReport(False, [f"cannot open {path!r}: {exc}"])
     try:
         return check(conn)
-    except (apsw.CorruptError, apsw.NotADBError) as exc:
+    except apsw.Error as exc:
         return CheckReport(False, [f"{path!r}: {exc}"])
     finally:
         conn.close()
 
 
 def check(conn: apsw.Connection) -> CheckReport:
-    """SQLite's integrity check plus the store's own invariants (dense offsets)."""
-    problems = [
-        row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"
-    ]
+    """SQLite's integrity check plus every store rule a foreign writer can break."""
+    problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
     if problems:
         return CheckReport(False, problems)
     with read_transaction(conn):
+        state = read_state(conn)
+        if state.application_id != APPLICATION_ID:
+            return CheckReport(False, [
+                f"not a spark_queue store: application_id is {state.application_id}, "
+                f"a store has {APPLICATION_ID} ({state.tables} tables)."
+            ])
+        if state.user_version > latest_version():
+            problems.append(
+                f"schema version {state.user_version} is newer than this spark_queue knows "
+                f"({latest_version()}); only its known tables were checked."
+            )
         problems.extend(
             f"table {table} row {rowid}: no parent row in {parent}"
             for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")
         )
-        for name, count, low, high, nxt in conn.execute(
-            "SELECT t.name, count(e.offset), min(e.offset), max(e.offset), t.next_offset "
-            "FROM sq_topics t LEFT JOIN sq_events e ON e.topic_id = t.id GROUP BY t.id"
-        ):
-            if count and (high - low + 1 != count or high >= nxt):
-                problems.append(
-                    f"topic {name!r}: offsets {low}..{high} hold {count} events "
-                    f"(next offset {nxt}); offsets are no longer dense."
-                )
+        if not offsets_are_unique(conn):
+            problems.append(
+                "table sq_events has lost its primary key (topic_id, offset): another SQLite "
+                "client rebuilt it, so offsets may repeat. Restore a backup."
+            )
+        problems.extend(_topic_problems(conn))
+        problems.extend(_event_problems(conn))
+        problems.extend(_consumer_problems(conn))
     return CheckReport(not problems, problems)
+
+
+def _bad_name(name: object, kind: str) -> str | None:
+    try:
+        validate_name(name, kind)
+    except InvalidNameError as exc:
+        return str(exc)
+    return None
+
+
+def _topic_problems(conn: apsw.Connection) -> Iterator[str]:
+    for name, count, low, high, nxt in conn.execute(
+        "SELECT t.name, count(e.offset), min(e.offset), max(e.offset), t.next_offset "
+        "FROM sq_topics t LEFT JOIN sq_events e ON e.topic_id = t.id GROUP BY t.id "
+        "ORDER BY t.name"
+    ):
+        bad = _bad_name(name, "topic")
+        if bad:
+            yield f"topic {name!r}: {bad} Readers and the CLI cannot name it; rename it."
+        if count and high - low + 1 != count:
+            yield (
+                f"topic {name!r}: offsets {low}..{high} hold {count} events; offsets are "
+                "no longer dense (a hole, left by a delete that was not a prefix). Reads of "
+                "the range fail with CorruptStoreError; restore a backup."
+            )
+        if count and high < nxt - 1:
+            yield (
+                f"topic {name!r}: offsets {high + 1}..{nxt - 1} are missing below next_offset "
+                f"{nxt}; offsets are no longer dense (the newest events were deleted). Reads "
+                "of the range fail with CorruptStoreError; restore a backup."
+            )
+        if count and high >= nxt:
+            yield (
+                f"topic {name!r}: events at offsets {max(low, nxt)}..{high} are at or above "
+                f"next_offset {nxt} (inserted without advancing sq_topics.next_offset); "
+                "readers do not see them and the next publish fails. Set next_offset to "
+                f"{high + 1} in the same transaction as such inserts, or publish through "
+                "the sq_publish view."
+            )
+
+
+# One pass over the events: the first rule each row breaks, or no row.
+_EVENT_PROBLEMS_SQL = """
+SELECT t.name, e.offset, CASE
+    WHEN e.value_type = 0 AND typeof(e.value) NOT IN ('blob', 'null')
+        THEN 'value_type 0 (bytes) holds a ' || typeof(e.value) || ' value, not a BLOB'
+    WHEN e.value_type = 1 AND typeof(e.value) NOT IN ('text', 'null')
+        THEN 'value_type 1 (text) holds a ' || typeof(e.value) || ' value, not TEXT'
+    WHEN e.value_type = 2 AND typeof(e.value) != 'text'
+        THEN 'value_type 2 (json) holds a ' || typeof(e.value) || ' value, not JSON TEXT'
+    WHEN e.value_type = 2 AND NOT json_valid(e.value)
+        THEN 'value_type 2 (json) holds text that is not valid JSON'
+    WHEN typeof(e.key) NOT IN ('text', 'blob', 'null')
+        THEN 'key is a ' || typeof(e.key) || ', not TEXT, BLOB or NULL'
+    WHEN e.headers IS NULL THEN NULL
+    WHEN typeof(e.headers) != 'text' OR NOT json_valid(e.headers)
+        THEN 'headers are not JSON text'
+    WHEN json_type(e.headers) != 'object'
+        THEN 'headers are JSON but not an object'
+    WHEN EXISTS (SELECT 1 FROM json_each(e.headers) WHERE type != 'text')
+        THEN 'headers hold a value that is not a string'
+    END AS problem
+FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id
+WHERE problem IS NOT NULL
+ORDER BY t.name, e.offset
+"""
+
+
+def _event_problems(conn: apsw.Connection) -> Iterator[str]:
+    found: dict[tuple[str, str], list[int]] = {}
+    for name, offset, problem in conn.execute(_EVENT_PROBLEMS_SQL):
+        found.setdefault((name, problem), []).append(offset)
+    for (name, problem), offsets in found.items():
+        shown = ", ".join(map(str, offsets[:_EXAMPLES])) + (", ..." if len(offsets) > 5 else "")
+        yield (
+            f"topic {name!r}: {len(offsets)} event(s) where {problem} (offsets {shown}); "
+            "a writer outside spark_queue stored them, and reading them fails with "
+            "CorruptStoreError. Republish them correctly (e.g. through the sq_publish view)."
+        )
+
+
+def _consumer_problems(conn: apsw.Connection) -> Iterator[str]:
+    for consumer, topic, saved, latest in conn.execute(
+        "SELECT c.consumer, t.name, c.next_offset, t.next_offset FROM sq_consumers c "
+        "JOIN sq_topics t ON t.id = c.topic_id ORDER BY c.consumer, t.name"
+    ):
+        bad = _bad_name(consumer, "consumer")
+        if bad:
+            yield f"consumer {consumer!r}: {bad}"
+        if saved > latest:
+            yield (
+                f"consumer {consumer!r} of topic {topic!r}: saved offset {saved} is beyond the "
+                f"topic's latest offset {latest}; it would skip events published later. "
+                f"Reset it: store.commit_offsets({consumer!r}, {{{topic!r}: {latest}}}, "
+                "reset=True)."
+            )

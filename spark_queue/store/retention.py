@@ -13,7 +13,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
-from spark_queue.store.topics import bounds, now_ms, topic_id
+from spark_queue.store.topics import bounds_of, now_ms, topic_id
 
 
 class PruneResult(NamedTuple):
@@ -56,7 +56,33 @@ def prune(
     Limits not given fall back to the topic's stored retention. ``at_ms`` is
     "now" for the age test (tests pass it to avoid sleeping).
     """
-    tid = topic_id(conn, topic)
+    return prune_id(
+        conn, topic_id(conn, topic), topic,
+        max_age_ms=max_age_ms, max_rows=max_rows, force=force, at_ms=at_ms,
+    )
+
+
+def topic_ids(conn: apsw.Connection) -> list[tuple[int, str]]:
+    """Every topic's ``(id, name)`` by name, names unchecked (see :func:`prune_id`)."""
+    return conn.execute("SELECT id, name FROM sq_topics ORDER BY name").fetchall()
+
+
+def prune_id(
+    conn: apsw.Connection,
+    tid: int,
+    topic: str,
+    *,
+    max_age_ms: int | None = None,
+    max_rows: int | None = None,
+    force: bool = False,
+    at_ms: int | None = None,
+) -> PruneResult:
+    """:func:`prune` of the topic with id ``tid``; ``topic`` is only its label.
+
+    Pruning all topics goes by id, so a topic whose name another SQLite client
+    set against the naming rule is pruned like the others instead of stopping
+    them (``tests/store/test_foreign_writers.py``).
+    """
     stored_ms, stored_rows = conn.execute(
         "SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,)
     ).fetchone()
@@ -65,7 +91,7 @@ def prune(
     for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
         if value is not None and (not isinstance(value, int) or value < 0):
             raise OptionError(f"prune {name} must be an integer >= 0; got {value!r}.")
-    earliest, latest = bounds(conn, topic)
+    earliest, latest = bounds_of(conn, tid)
     cut = earliest
     if max_rows is not None:
         cut = max(cut, latest - max_rows)

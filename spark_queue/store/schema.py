@@ -1,17 +1,28 @@
 """The file format: tables, and forward-only migrations between versions.
 
 A store is marked by ``PRAGMA application_id`` and versioned by
-``PRAGMA user_version``. Each migration moves the file one version forward in
-one transaction; a file newer than this code refuses to open. Published
-migrations are never edited: a change of format is a new entry at the end.
+``PRAGMA user_version``. Opening migrates every pending version forward in one
+transaction; a file newer than this code refuses to open. Published
+migrations are never edited: a change of format is a new entry at the end,
+and entries only add (tables, columns with defaults, views, triggers), so a
+client written for version N keeps working on a later file.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import apsw
 
 from spark_queue.errors import NotAStoreError, SchemaVersionError, StoreError
-from spark_queue.store.connection import write_transaction
+from spark_queue.store.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    enable_wal,
+    open_errors,
+    read_transaction,
+    write_transaction,
+)
+from spark_queue.store.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
 APPLICATION_ID = 0x53514C51
@@ -161,55 +172,98 @@ CREATE TABLE sq_queue_leases (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS]
+MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW]
 
 
 def latest_version() -> int:
     return len(MIGRATIONS)
 
 
-def _pragma_int(conn: apsw.Connection, name: str) -> int:
-    return int(conn.execute(f"PRAGMA {name}").fetchall()[0][0])
+class FileState(NamedTuple):
+    """What the header and schema of a file say, read in one transaction."""
+
+    application_id: int
+    user_version: int
+    tables: int
+
+    @property
+    def is_store(self) -> bool:
+        return self.application_id == APPLICATION_ID
+
+    @property
+    def is_empty(self) -> bool:
+        return self.application_id == 0 and self.user_version == 0 and self.tables == 0
 
 
-def _user_tables(conn: apsw.Connection) -> int:
-    return conn.execute(
-        "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
-    ).fetchall()[0][0]
+def read_state(conn: apsw.Connection) -> FileState:
+    """The application id, version and table count from ONE snapshot of the file.
+
+    Read apart, another process creating the store between the statements
+    could show an id of 0 next to its new tables (a spurious "not a store").
+    """
+    with read_transaction(conn):
+        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+        tables = conn.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchall()[0][0]
+    return FileState(int(app_id), int(version), int(tables))
 
 
-def ensure_schema(conn: apsw.Connection, path: str, *, readonly: bool = False) -> int:
-    """Check the file is a store of a version we read; migrate it forward. Returns the version."""
-    app_id = _pragma_int(conn, "application_id")
-    version = _pragma_int(conn, "user_version")
-    if app_id != APPLICATION_ID and not (app_id == 0 and _user_tables(conn) == 0):
+def _refuse_foreign(state: FileState, path: str) -> None:
+    if not (state.is_store or state.is_empty):
         raise NotAStoreError(
             f"{path!r} is a SQLite database but not a spark_queue store "
-            f"(application_id={app_id}); point to a store file or a new path."
+            f"(application_id={state.application_id}, {state.tables} tables); it was left "
+            "untouched. Point to a store file or a new path."
         )
-    if version > latest_version():
+    if state.user_version > latest_version():
         raise SchemaVersionError(
-            f"store {path!r} has schema version {version}, newer than this spark_queue "
-            f"understands ({latest_version()}); upgrade spark_queue to open it."
+            f"store {path!r} has schema version {state.user_version}, newer than this "
+            f"spark_queue understands ({latest_version()}); upgrade spark_queue to open it."
         )
-    if version < latest_version():
-        if readonly:
+
+
+def ensure_schema(
+    conn: apsw.Connection,
+    path: str,
+    *,
+    readonly: bool = False,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+) -> int:
+    """Check the file is a store (or new and empty) before writing anything to it; then
+    switch it to WAL and migrate it forward in one transaction. Returns the version.
+
+    Safe with any number of processes opening the same new path at once: every
+    step waits for the lock, and the migration re-reads the file's state inside
+    its write transaction (``tests/store/test_open.py``).
+    """
+    with open_errors(path):
+        state = read_state(conn)
+    _refuse_foreign(state, path)
+    if readonly:
+        if state.user_version < latest_version():
             raise StoreError(
-                f"store {path!r} needs migrating from schema version {version} to "
-                f"{latest_version()}; open it once read-write."
+                f"store {path!r} needs migrating from schema version {state.user_version} to "
+                f"{latest_version()}; open it once read-write (e.g. `sqliteq init {path}`)."
             )
-        _migrate(conn)
+        return state.user_version
+    enable_wal(conn, path, busy_timeout_ms)
+    if state.user_version < latest_version():
+        with open_errors(path):
+            _migrate(conn, path)
     return latest_version()
 
 
-def _migrate(conn: apsw.Connection) -> None:
-    while True:
-        with write_transaction(conn):
-            # Re-read inside the write lock: another process may have migrated
-            # the file between our check and this transaction.
-            version = _pragma_int(conn, "user_version")
-            if version >= latest_version():
-                return
+def _migrate(conn: apsw.Connection, path: str) -> None:
+    # All pending versions in ONE transaction: a crash leaves the old version
+    # whole, and a process that waited for the lock finds the work done.
+    with write_transaction(conn):
+        state = read_state(conn)
+        _refuse_foreign(state, path)
+        if state.user_version == latest_version():
+            return  # another process migrated it while we waited for the lock
+        for version in range(state.user_version, latest_version()):
             conn.execute(MIGRATIONS[version])
-            conn.execute(f"PRAGMA application_id={APPLICATION_ID:d}")
             conn.execute(f"PRAGMA user_version={version + 1:d}")
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID:d}")

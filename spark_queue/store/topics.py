@@ -16,7 +16,12 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from spark_queue.errors import OffsetRangeError, PayloadError, UnknownTopicError
+from spark_queue.errors import (
+    CorruptStoreError,
+    OffsetRangeError,
+    PayloadError,
+    UnknownTopicError,
+)
 from spark_queue.store.codec import (
     TEXT,
     VALUE_TYPE_NAMES,
@@ -95,9 +100,27 @@ def _open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None
         "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
         (topic, now_ms()),
     )
-    return conn.execute(
+    tid, nxt, limit = conn.execute(
         "SELECT id, next_offset, max_payload_bytes FROM sq_topics WHERE name = ?", (topic,)
     ).fetchone()
+    # One index probe: rows at or above next_offset were inserted by a client
+    # that did not advance it; appending would collide with them (a raw
+    # ConstraintError) or, with a gap, leave a hole.
+    row = conn.execute(
+        "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? "
+        "ORDER BY offset DESC LIMIT 1", (tid, nxt),
+    ).fetchone()
+    if row is not None:
+        stray = row[0]
+        raise CorruptStoreError(
+            f"topic {topic!r} holds events at offsets {_span(nxt, stray)}, at or above its "
+            f"next_offset {nxt}: another SQLite client inserted them without advancing "
+            "sq_topics.next_offset, and publishing now would collide with them. Nothing was "
+            "published. Run `sqliteq check`; if those events are wanted, set next_offset to "
+            f"{stray + 1} (UPDATE sq_topics SET next_offset = {stray + 1} WHERE name = "
+            f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
+        )
+    return tid, nxt, limit
 
 
 def _rows(
@@ -297,20 +320,101 @@ def range_bounds(start: int, end: int | None, limit: int | None) -> int:
     return upper
 
 
+def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> tuple[int, int]:
+    """The offsets ``[first, stop)`` a read of ``[start, upper)`` must return, exactly.
+
+    Retention removes only a prefix, so the range starts at the later of
+    ``start`` and the earliest stored offset, and it ends before the topic's
+    next offset (rows at or above it were never published through the store
+    and stay invisible). Caller holds the snapshot the rows come from.
+    """
+    earliest, nxt = bounds_of(conn, tid)
+    first = max(start, earliest)
+    return first, max(first, min(upper, nxt))
+
+
+def offsets_are_unique(conn: apsw.Connection) -> bool:
+    """Whether ``sq_events`` still has its primary key ``(topic_id, offset)``.
+
+    It makes offsets unique and range scans come back in offset order, which
+    the bulk read's count check relies on; only a client that rebuilt the
+    table can remove it. A lookup in the cached schema: microseconds.
+    """
+    columns = [
+        row[0] for row in conn.execute(
+            "SELECT ii.name FROM pragma_index_list('sq_events') AS il "
+            "JOIN pragma_index_info(il.name) AS ii WHERE il.origin = 'pk' ORDER BY ii.seqno"
+        )
+    ]
+    return columns == ["topic_id", "offset"]
+
+
 def read(
     conn: apsw.Connection, topic: str, start: int, end: int | None = None, limit: int | None = None
 ) -> list[Event]:
-    """Events with ``start <= offset < end``, at most ``limit`` of them, in offset order."""
+    """Events with ``start <= offset < end``, at most ``limit`` of them, in offset order.
+
+    Every offset is checked against :func:`expected_range` and every payload
+    against its ``value_type``: a row a foreign writer broke raises
+    CorruptStoreError naming topic and offset. Caller holds one snapshot.
+    """
     upper = range_bounds(start, end, limit)
     tid = topic_id(conn, topic)
-    return [
-        Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers))
-        for off, ts, key, value, vtype, headers in conn.execute(
-            "SELECT offset, ts_ms, key, value, value_type, headers FROM sq_events "
-            "WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset",
-            (tid, start, upper),
-        )
-    ]
+    first, stop = expected_range(conn, tid, start, upper)
+    events = []
+    expected = first
+    for off, ts, key, value, vtype, headers in conn.execute(
+        "SELECT offset, ts_ms, key, value, value_type, headers FROM sq_events "
+        "WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset",
+        (tid, start, stop),
+    ):
+        if off != expected:
+            expected = -1
+            break
+        expected += 1
+        try:
+            events.append(
+                Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers))
+            )
+        except CorruptStoreError as exc:
+            raise CorruptStoreError(
+                f"topic {topic!r} offset {off}: {exc}. A writer outside spark_queue stored "
+                "this row; run `sqliteq check` on the store, and republish the event."
+            ) from exc
+    if expected != stop:
+        offsets = [
+            row[0] for row in conn.execute(
+                "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? "
+                "AND offset < ? ORDER BY offset", (tid, start, stop),
+            )
+        ]
+        raise CorruptStoreError(offsets_message(topic, offsets, first, stop))
+    return events
+
+
+def offsets_message(topic: str, offsets: list[int], first: int, end: int) -> str:
+    """What is wrong with ``offsets`` where ``first..end-1`` was expected, for an error."""
+    problem = f"{len(offsets)} events where {end - first} were expected"
+    steps = list(zip(offsets, offsets[1:], strict=False))
+    twice = next((b for a, b in steps if b == a), None)
+    back = next(((a, b) for a, b in steps if b < a), None)
+    bounds = zip([first - 1, *offsets], [*offsets, end], strict=True)
+    gaps = [(a, b) for a, b in bounds if b > a + 1]
+    if twice is not None:
+        problem = f"offset {twice} appears twice"
+    elif back is not None:
+        problem = f"offset {back[1]} comes after {back[0]}"
+    elif gaps:
+        problem = f"offsets {_span(gaps[0][0] + 1, gaps[0][1] - 1)} are missing"
+    return (
+        f"topic {topic!r}: offsets in [{first}, {end}) are not dense: {problem}. A writer "
+        "outside spark_queue deleted or inserted events; nothing was read. Run "
+        "`sqliteq check` on the store and restore a backup (or republish the range)."
+    )
+
+
+def _span(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}..{high}"
 
 
 def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
@@ -318,7 +422,11 @@ def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 
     When retention removed every event, earliest == latest.
     """
-    tid = topic_id(conn, topic)
+    return bounds_of(conn, topic_id(conn, topic))
+
+
+def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
+    """:func:`bounds` of the topic with id ``tid``."""
     latest = conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)).fetchone()[0]
     first = conn.execute(
         "SELECT offset FROM sq_events WHERE topic_id = ? ORDER BY offset LIMIT 1", (tid,)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
 from spark_queue.cli import main
 from spark_queue.store import Store
+from tests.store.test_open import file_digest, make_foreign_sqlite
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -94,3 +96,30 @@ def test_errors_exit_1_with_one_line_message(capsys, store_path, tmp_path, argv,
     assert code == 1
     assert message in err
     assert err.startswith(f"sqliteq {argv[0]}: ") and err.count("\n") == 1
+
+
+FOREIGN_COMMANDS = [
+    ["init", "{path}"], ["topics", "{path}"], ["publish", "{path}", "t", "v"],
+    ["tail", "{path}", "t"], ["consumers", "{path}"], ["prune", "{path}"],
+    ["backup", "{path}", "{dest}"], ["check", "{path}"],
+    ["queue", "add", "{path}", "q", "v"], ["queue", "list", "{path}"],
+    ["queue", "show", "{path}", "q"], ["queue", "config", "{path}", "q", "--max-attempts", "3"],
+    ["queue", "stats", "{path}"], ["queue", "peek", "{path}", "q"],
+    ["queue", "purge", "{path}", "q"], ["dlq", "list", "{path}", "q"],
+    ["dlq", "requeue", "{path}", "q"], ["dlq", "purge", "{path}", "q"],
+    ["job", "get", "{path}", "q", "1"], ["job", "remove", "{path}", "q", "1"],
+    ["metrics", "{path}"],
+]
+
+
+def test_every_command_refuses_a_foreign_sqlite_file_leaving_it_byte_identical(
+    capsys, store_path, tmp_path
+):
+    before = make_foreign_sqlite(store_path)
+    for template in FOREIGN_COMMANDS:
+        argv = [a.format(path=store_path, dest=str(tmp_path / "copy.sqlite")) for a in template]
+        code, out, err = run(capsys, *argv)
+        assert code == 1, argv
+        assert "not a spark_queue store" in (out if argv[0] == "check" else err), argv
+        assert file_digest(store_path) == before, argv
+    assert sorted(os.listdir(tmp_path)) == ["store.sqlite"]

@@ -40,9 +40,16 @@ def rendered(table: OptionTable) -> list[str]:
 
 
 def readme_rows(heading: str) -> list[str]:
+    """The rows of the first table under ``heading`` (the option table)."""
     section = README[README.index(heading):]
     section = section[: section.index("\n## ", 1)]
-    return [line for line in section.splitlines() if line.startswith("|")]
+    rows: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            rows.append(line)
+        elif rows:
+            break
+    return rows
 
 
 @pytest.mark.parametrize("side", sorted(SIDES))

@@ -1,7 +1,10 @@
-"""The source's bulk read: same rows as read_arrow, offsets computed from density."""
+"""The source's bulk read: same rows as read_arrow, the stored offsets verified dense."""
 
 from __future__ import annotations
 
+import pytest
+
+from spark_queue.errors import OptionError
 from spark_queue.store import Record
 
 
@@ -28,3 +31,11 @@ def test_payload_read_after_retention_returns_the_surviving_suffix(store):
     assert table.column("offset").to_pylist() == [6, 7, 8, 9]
     assert table.column("value").to_pylist() == [b"6", b"7", b"8", b"9"]
     assert store.read_arrow_payloads("t", 0, 5).num_rows == 0
+
+
+def test_an_unknown_payload_format_is_an_option_error(store):
+    store.publish("t", "x")
+    for read in (lambda: store.read_arrow("t", payload_format="utf8"),
+                 lambda: store.read_arrow_payloads("t", 0, 1, "utf8")):
+        with pytest.raises(OptionError, match="payload_format must be 'binary' or 'string'"):
+            read()

@@ -1,0 +1,111 @@
+"""The README's protocol for other languages, run through another SQLite library.
+
+tests/store/foreign_producer.py runs the README's SQL verbatim in Python's
+stdlib ``sqlite3``, always in a subprocess: this process holds apsw
+connections and must never load a second SQLite library.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import apsw
+import pytest
+
+from spark_queue.store import Record, Store
+
+PRODUCER = str(pathlib.Path(__file__).with_name("foreign_producer.py"))
+
+
+def foreign(*args: object) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, PRODUCER, *map(str, args)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_view_and_hand_written_sql_publish_alongside_publish_many_with_dense_offsets(store_path):
+    with Store(store_path) as store:
+        store.create_topic("mixed")
+        procs = [foreign(store_path, mode, p, 2000, 50) for p, mode in ((1, "view"), (2, "sql"))]
+        ours = 0
+        while any(proc.poll() is None for proc in procs):
+            store.publish_many("mixed", [{"p": 0, "seq": ours + i} for i in range(25)])
+            ours += 25
+        assert [proc.communicate(timeout=120)[0].split() for proc in procs] == [["done"]] * 2
+        events = store.read("mixed")
+        assert [e.offset for e in events] == list(range(ours + 4000))
+        for producer, count in ((0, ours), (1, 2000), (2, 2000)):
+            mine = [e for e in events if e.value["p"] == producer]
+            assert [e.value["seq"] for e in mine] == list(range(count))
+        foreign_events = [e for e in events if e.value["p"]]
+        assert all(e.key == f"{e.value['p']}-{e.value['seq']}" for e in foreign_events)
+        assert {e.headers and e.headers["producer"] for e in foreign_events} == {None, "1", "2"}
+        assert store.check() == (True, [])
+
+
+def test_readme_sql_creates_reads_and_saves_consumer_offsets_within_the_rules(store_path):
+    with Store(store_path) as store:
+        store.publish_many("mixed", [{"n": 0}, Record("text", key="k", headers={"h": "v"}), b"b"])
+    proc = foreign(store_path, "protocol")
+    result = json.loads(proc.communicate(timeout=60)[0])
+    assert result["latest"] == 3
+    assert result["rows"] == [[1, "text", 1, '{"h":"v"}'], [2, {"blob": "62"}, 0, None]]
+    assert result["saved"] == [2, 2, 2]  # never back, never past latest
+    assert result["topics"] == ["fresh", "mixed"]
+    with Store(store_path) as store:
+        assert store.committed_offsets("foreign") == {"mixed": 2}
+        assert store.check().ok
+
+
+def test_the_publish_view_assigns_dense_offsets_and_types(store):
+    store.publish("t", "by the store")
+    store.conn.execute(
+        "INSERT INTO sq_publish (topic, key, value, value_type, headers, ts_ms) VALUES "
+        "('t', 'k', '{\"a\": 1}', 2, '{\"h\": \"v\"}', 1234), ('t', NULL, x'00ff', NULL, NULL, "
+        "NULL), ('u', NULL, 'text', NULL, NULL, NULL)"
+    )
+    assert store.publish("t", "after") == 3
+    events = store.read("t")
+    assert [(e.offset, e.value) for e in events] == [
+        (0, "by the store"), (1, {"a": 1}), (2, b"\x00\xff"), (3, "after")]
+    assert (events[1].key, events[1].headers, events[1].timestamp_ms) == ("k", {"h": "v"}, 1234)
+    assert abs(events[2].timestamp_ms - events[3].timestamp_ms) < 60_000
+    assert store.bounds("u") == (0, 1)
+    assert store.check().ok
+
+
+@pytest.mark.parametrize(
+    ("columns", "values", "message"),
+    [
+        ("topic, value", "'bad name', 'v'", "topic must be 1 to 200 characters"),
+        ("topic, value", "NULL, 'v'", "topic must be"),
+        ("topic, offset, value", "'t', 7, 'v'", "offset is assigned by the store"),
+        ("topic, value, ts_ms", "'t', 'v', '2024-01-01'", "ts_ms must be an INTEGER"),
+        ("topic, key, value", "'t', 5, 'v'", "key must be TEXT, BLOB or NULL"),
+        ("topic, value, value_type", "'t', 'text', 0", "value does not fit value_type"),
+        ("topic, value, value_type", "'t', x'00', 1", "value does not fit value_type"),
+        ("topic, value", "'t', 42", "value does not fit value_type"),
+        ("topic, value, value_type", "'t', 'not json', 2", "value does not fit value_type"),
+        ("topic, value, value_type", "'t', 'v', 3", "value does not fit value_type"),
+        ("topic, value, headers", "'t', 'v', '{\"h\": 1}'", "headers must be NULL or a JSON"),
+        ("topic, value, headers", "'t', 'v', '[\"h\"]'", "headers must be NULL or a JSON"),
+        ("topic, value, headers", "'t', 'v', 'nope'", "headers must be NULL or a JSON"),
+    ],
+)
+def test_the_publish_view_refuses_rows_that_break_the_format_and_writes_nothing(
+    store, columns, values, message
+):
+    store.publish("t", "first")
+    with pytest.raises(apsw.ConstraintError, match=f"sq_publish: {message}"):
+        store.conn.execute(f"INSERT INTO sq_publish ({columns}) VALUES ({values})")
+    assert store.bounds("t") == (0, 1)
+    assert [t.name for t in store.topics()] == ["t"]
+
+
+def test_a_multi_row_insert_into_the_view_is_all_or_nothing(store):
+    with pytest.raises(apsw.ConstraintError, match="sq_publish: topic must be"):
+        store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('t', 'ok'), ('t!', 'v')")
+    assert store.topics() == []
