@@ -12,6 +12,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
+from typing import Protocol
 
 import apsw
 
@@ -223,3 +224,47 @@ def translate_errors(path: str | None = None) -> Iterator[None]:
             "the disk holding the store is full (or the file hit its page limit); "
             "nothing of this transaction was written. Free space and retry."
         ) from exc
+
+
+def now_ms() -> int:
+    """The store's clock: milliseconds since the epoch (event times, leases, retention)."""
+    return time.time_ns() // 1_000_000
+
+
+class StoreConnection:
+    """The one owner of a store file's apsw connection: its transactions, their error
+    translation and the clock. :class:`~spark_queue.store.Store` and
+    :class:`~spark_queue.store.Queue` both reach the file through one of these, so a read
+    path cannot forget to translate an SQLite error into a named one."""
+
+    now_ms = staticmethod(now_ms)
+
+    def __init__(self, path: str, conn: apsw.Connection) -> None:
+        self.path = path
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
+        with write_transaction(self.conn) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """The block's reads against one snapshot (nested blocks share it); errors named."""
+        with translate_errors(), read_transaction(self.conn) as conn:
+            yield conn
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
+        with translate_errors():
+            return self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+
+
+class HasStoreConnection(Protocol):
+    """What a :class:`~spark_queue.store.Queue` is opened on: a Store (or anything holding one)."""
+
+    db: StoreConnection

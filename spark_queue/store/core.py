@@ -29,10 +29,9 @@ from spark_queue.store import (
 )
 from spark_queue.store.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
+    StoreConnection,
     open_connection,
-    read_transaction,
     translate_errors,
-    write_transaction,
 )
 from spark_queue.store.queue_handle import Queue
 from spark_queue.store.schema import ensure_schema
@@ -58,7 +57,7 @@ class Store:
     ) -> None:
         self.path = os.fspath(path)
         self.readonly = readonly
-        self.conn = open_connection(
+        conn = open_connection(
             self.path,
             create=create,
             readonly=readonly,
@@ -66,14 +65,20 @@ class Store:
             busy_timeout_ms=busy_timeout_ms,
         )
         try:
-            ensure_schema(self.conn, self.path, readonly=readonly, busy_timeout_ms=busy_timeout_ms)
+            ensure_schema(conn, self.path, readonly=readonly, busy_timeout_ms=busy_timeout_ms)
         except BaseException:
-            self.conn.close()
+            conn.close()
             raise
+        self.db = StoreConnection(self.path, conn)
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The apsw connection, for SQL of your own (prefer :meth:`write`/:meth:`snapshot`)."""
+        return self.db.conn
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
-        self.conn.close()
+        self.db.close()
 
     def __enter__(self) -> Store:
         return self
@@ -87,13 +92,13 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE) around the block: all of it commits or none."""
-        with write_transaction(self.conn) as conn:
+        with self.db.write() as conn:
             yield conn
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Store]:
         """Run the block's reads against one consistent snapshot of the file."""
-        with read_transaction(self.conn):
+        with self.db.read():
             yield self
 
     # -- topics ----------------------------------------------------------
@@ -132,7 +137,7 @@ class Store:
         SQLite client stored against the format raises CorruptStoreError naming
         topic and offset.
         """
-        with translate_errors(), read_transaction(self.conn):
+        with self.db.read():
             return topics.read(self.conn, topic, start, end, limit)
 
     def read_arrow(
@@ -145,7 +150,7 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow (payloads undecoded), from one snapshot;
         offsets and headers verified as in :meth:`read`."""
-        with translate_errors(), read_transaction(self.conn):
+        with self.db.read():
             return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
 
     def read_arrow_payloads(
@@ -158,14 +163,14 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
         bulk read), from one snapshot; offsets verified dense, headers (when asked) checked."""
-        with translate_errors(), read_transaction(self.conn):
+        with self.db.read():
             return arrow_read.read_arrow_payloads(
                 self.conn, topic, start, end, payload_format, headers
             )
 
     def bounds(self, topic: str) -> tuple[int, int]:
         """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
-        with read_transaction(self.conn):
+        with self.db.read():
             return topics.bounds(self.conn, topic)
 
     def earliest_offset(self, topic: str) -> int:
@@ -176,12 +181,12 @@ class Store:
 
     def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
         """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
-        with read_transaction(self.conn):
+        with self.db.read():
             return topics.offset_for_timestamp(self.conn, topic, timestamp_ms)
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its earliest and latest offsets and event count."""
-        with read_transaction(self.conn):
+        with self.db.read():
             return topics.list_topics(self.conn)
 
     def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
@@ -196,7 +201,9 @@ class Store:
             payload_limits.set_topic_limit(conn, tid, limit)
 
     def has_topic(self, topic: str) -> bool:
-        return topics.find_id(self.conn, topic) is not None
+        """Whether ``topic`` exists (one read)."""
+        with self.db.read() as conn:
+            return topics.find_id(conn, topic) is not None
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(
@@ -208,12 +215,12 @@ class Store:
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
-        with read_transaction(self.conn):
+        with self.db.read():
             return consumers.committed(self.conn, consumer)
 
     def consumers(self, topic: str | None = None) -> list[consumers.ConsumerInfo]:
         """Consumers with their offsets and lag, from one snapshot."""
-        with read_transaction(self.conn):
+        with self.db.read():
             return consumers.list_consumers(self.conn, topic)
 
     def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
@@ -247,7 +254,7 @@ class Store:
         else:
             # By id, not by name: a topic a foreign writer named against the
             # rule is pruned like any other, and never stops the rest.
-            with translate_errors(), read_transaction(self.conn):
+            with self.db.read():
                 ids = retention.topic_ids(self.conn)
         results = []
         for tid, name in ids:
@@ -317,7 +324,7 @@ class Store:
 
         Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
         """
-        return self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        return self.db.data_version()
 
     # -- queues (spark_queue/store/queues.py, queue_admin.py) -----------
     def queue(self, name: str, **settings: Any) -> Queue:
@@ -333,12 +340,12 @@ class Store:
 
     def queues(self) -> list[queue_admin.QueueConfig]:
         """Every queue's settings, by name."""
-        with read_transaction(self.conn), translate_errors():
+        with self.db.read():
             return queue_admin.list_queues(self.conn)
 
     def queue_stats(self) -> list[queue_admin.QueueStats]:
         """Ready/leased/delayed/dead counts and oldest ready age of each queue (one snapshot)."""
-        with read_transaction(self.conn), translate_errors():
+        with self.db.read():
             return queue_admin.stats(self.conn)
 
     def delete_queue(self, name: str) -> int:

@@ -15,6 +15,7 @@ import apsw
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
 from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value
+from spark_queue.store.connection import now_ms as _clock_ms
 from spark_queue.store.queues import (
     CONFIG_COLUMNS,
     QueueConfig,
@@ -22,7 +23,6 @@ from spark_queue.store.queues import (
     ensure_queue,
     get_queue,
 )
-from spark_queue.store.topics import now_ms as _clock_ms
 
 # Settings a caller may change, with the smallest value each allows.
 SETTINGS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_queue.errors import (
     QueueBatchTooLargeError,
@@ -17,15 +17,12 @@ from spark_queue.errors import (
     StaleLeaseError,
 )
 from spark_queue.store import queue_admin, queue_controls, queue_leases, queues
-from spark_queue.store.connection import read_transaction, translate_errors
+from spark_queue.store.connection import HasStoreConnection
 from spark_queue.store.names import validate_name
 from spark_queue.store.queue_admin import JobInfo, QueueStats
 from spark_queue.store.queue_config import QueueConfig
 from spark_queue.store.queue_controls import Admission
 from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob
-
-if TYPE_CHECKING:
-    from spark_queue.store.core import Store
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
 _MAX_WAIT_STEP_S = 0.05
@@ -39,17 +36,18 @@ class Queue:
     >>> for job in q.claim(32): ...; q.ack(job)
     """
 
-    def __init__(self, store: Store, name: str) -> None:
+    def __init__(self, store: HasStoreConnection, name: str) -> None:
         self.store = store
+        self.db = store.db
         self.name = validate_name(name, "queue")
 
     def __repr__(self) -> str:
-        return f"Queue({self.store.path!r}, {self.name!r})"
+        return f"Queue({self.db.path!r}, {self.name!r})"
 
     # -- settings ----------------------------------------------------------
     def configure(self, **settings: Any) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.configure(conn, self.name, settings)
 
     def pause(self) -> QueueConfig:
@@ -70,20 +68,20 @@ class Queue:
         (paused, at ``max_leased``, or out of rate-limit tokens) without taking
         the write lock.
         """
-        with read_transaction(self.store.conn), translate_errors():
-            config = queues.get_queue(self.store.conn, self.name)
+        with self.db.read():
+            config = queues.get_queue(self.db.conn, self.name)
             if config is None:  # like a claim: an unknown queue has no jobs, and no controls
                 return queue_controls.OPEN
-            return queue_controls.admission(self.store.conn, config, queues._clock_ms())
+            return queue_controls.admission(self.db.conn, config, self.db.now_ms())
 
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
-        with read_transaction(self.store.conn), translate_errors():
-            return queue_admin.require_queue(self.store.conn, self.name)
+        with self.db.read():
+            return queue_admin.require_queue(self.db.conn, self.name)
 
     def exists(self) -> bool:
-        with read_transaction(self.store.conn):
-            return queues.get_queue(self.store.conn, self.name) is not None
+        with self.db.read():
+            return queues.get_queue(self.db.conn, self.name) is not None
 
     # -- enqueue -----------------------------------------------------------
     def enqueue(
@@ -122,7 +120,7 @@ class Queue:
         step = 0.001
         while True:
             try:
-                with self.store.write() as conn:
+                with self.db.write() as conn:
                     return queues.enqueue_rows(conn, self.name, batch)
             except QueueBatchTooLargeError:
                 raise
@@ -135,10 +133,10 @@ class Queue:
             step = min(step * 2, _MAX_WAIT_STEP_S)
 
     def _wait_for_change(self, timeout_s: float) -> None:
-        version = self.store.data_version()
+        version = self.db.data_version()
         end = time.monotonic() + timeout_s
         pause = 0.0005
-        while time.monotonic() < end and self.store.data_version() == version:
+        while time.monotonic() < end and self.db.data_version() == version:
             time.sleep(min(pause, max(0.0, end - time.monotonic())))
             pause = min(pause * 2, 0.01)
 
@@ -151,7 +149,7 @@ class Queue:
         A paused queue returns nothing; ``max_leased`` and the rate limit may
         cut the batch short (:meth:`admission` says why).
         """
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queues.claim(conn, self.name, limit, lease_ms=lease_ms)
 
     def ack(self, job: Lease) -> None:
@@ -162,7 +160,7 @@ class Queue:
 
     def ack_many(self, jobs: Iterable[Lease]) -> LeaseResult:
         """Ack many leases in ONE transaction; stale ones are listed in ``rejected``, unchanged."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_leases.ack(conn, self.name, jobs)
 
     def ack_and_claim(
@@ -173,7 +171,7 @@ class Queue:
         For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
         the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
         """
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             acked = queue_leases.ack(conn, self.name, done)
             return acked, queues.claim(conn, self.name, limit, lease_ms=lease_ms)
 
@@ -191,17 +189,17 @@ class Queue:
         self, jobs: Iterable[Lease], error: str | None = None, *, delay_ms: int | None = None
     ) -> NackResult:
         """Nack many leases in ONE transaction (see :meth:`nack`)."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
 
     def release(self, jobs: Iterable[Lease], *, count_attempt: bool = False) -> LeaseResult:
         """Give leases back to ready at once (one transaction); the attempt is not counted."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
     def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
         """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
@@ -215,41 +213,41 @@ class Queue:
     # -- inspection and admin ---------------------------------------------
     def stats(self) -> QueueStats:
         """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
-        with read_transaction(self.store.conn), translate_errors():
-            return queue_admin.stats(self.store.conn, self.name)[0]
+        with self.db.read():
+            return queue_admin.stats(self.db.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
-        with read_transaction(self.store.conn), translate_errors():
-            return queue_admin.peek(self.store.conn, self.name, limit)
+        with self.db.read():
+            return queue_admin.peek(self.db.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
-        with read_transaction(self.store.conn), translate_errors():
-            return queue_admin.get_job(self.store.conn, self.name, job_id)
+        with self.db.read():
+            return queue_admin.get_job(self.db.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.remove_job(conn, self.name, job_id)
 
     def purge(self, *, include_leased: bool = False) -> int:
         """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
         """Delete jobs past their TTL that no live lease holds (one transaction)."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
-        with read_transaction(self.store.conn), translate_errors():
-            return queue_admin.dead_letters(self.store.conn, self.name, limit)
+        with self.db.read():
+            return queue_admin.dead_letters(self.db.conn, self.name, limit)
 
     def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
         """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.requeue_dead(conn, self.name, job_ids)
 
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
-        with self.store.write() as conn:
+        with self.db.write() as conn:
             return queue_admin.purge_dead(conn, self.name, job_ids)

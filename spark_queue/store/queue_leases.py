@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import apsw
 
+from spark_queue.store.connection import now_ms as _clock_ms
 from spark_queue.store.queues import (
     Job,
     Lease,
@@ -25,7 +26,6 @@ from spark_queue.store.queues import (
     int_option,
     lease_duration_ms,
 )
-from spark_queue.store.topics import now_ms as _clock_ms
 
 
 def lease_pairs(leases: Iterable[Lease]) -> list[tuple[int, int]]:

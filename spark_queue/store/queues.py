@@ -47,10 +47,10 @@ from spark_queue.errors import (
 )
 from spark_queue.store import queue_controls
 from spark_queue.store.codec import decode_value, encode_value
+from spark_queue.store.connection import now_ms as _clock_ms
 from spark_queue.store.names import validate_name
 from spark_queue.store.payload_limits import check_sizes
 from spark_queue.store.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
-from spark_queue.store.topics import now_ms as _clock_ms
 
 # The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
 _MAX_MS = 1 << 62

@@ -8,7 +8,6 @@ fills); ``tests/store/test_concurrency.py`` guards this with several processes.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -31,12 +30,9 @@ from spark_queue.store.codec import (
     encode_key,
     encode_value,
 )
+from spark_queue.store.connection import now_ms
 from spark_queue.store.names import validate_name
 from spark_queue.store.payload_limits import check_sizes, checked_rows, topic_fix
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
