@@ -37,6 +37,10 @@ class StoreFullError(StoreError, OSError):
     """The disk (or the file's page limit) is full; the transaction was rolled back."""
 
 
+class ReadOnlyStoreError(StoreError, PermissionError):
+    """A write to a store opened read-only, or whose file or directory cannot be written."""
+
+
 class CorruptStoreError(StoreError):
     """SQLite found the file damaged; ``sqliteq check`` and a backup restore are the way out."""
 

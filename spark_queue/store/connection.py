@@ -19,6 +19,7 @@ import apsw
 from spark_queue.errors import (
     CorruptStoreError,
     NotAStoreError,
+    ReadOnlyStoreError,
     StoreBusyError,
     StoreError,
     StoreFullError,
@@ -209,9 +210,15 @@ def damaged_message(path: str | None, exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def translate_errors(path: str | None = None) -> Iterator[None]:
-    """Turn SQLite's lock, disk-full and corruption errors into the project's named errors."""
+    """Turn SQLite's lock, disk-full, read-only, corruption and I/O errors into named errors."""
     try:
         yield
+    except apsw.ReadOnlyError as exc:
+        raise ReadOnlyStoreError(
+            f"store{'' if path is None else f' {path!r}'} cannot be written: it was opened "
+            "read-only (readonly=True), or its file or directory is read-only. Nothing was "
+            "written; open it read-write, or fix the permissions."
+        ) from exc
     except (apsw.BusyError, apsw.LockedError) as exc:
         raise StoreBusyError(
             "the store is locked by another writer and the busy timeout ran out; "
@@ -223,6 +230,12 @@ def translate_errors(path: str | None = None) -> Iterator[None]:
         raise StoreFullError(
             "the disk holding the store is full (or the file hit its page limit); "
             "nothing of this transaction was written. Free space and retry."
+        ) from exc
+    except (apsw.IOError, apsw.CantOpenError) as exc:
+        raise StoreError(
+            f"store{'' if path is None else f' {path!r}'} could not be read or written "
+            f"({type(exc).__name__}: {exc}): the file may have been removed, moved or its disk "
+            "failed. Nothing of this transaction was written; check the file and reopen it."
         ) from exc
 
 
