@@ -10,6 +10,7 @@ import pytest
 
 from spark_queue.errors import (
     NotAStoreError,
+    ReadOnlyStoreError,
     SchemaVersionError,
     StoreError,
     StoreNotFoundError,
@@ -82,8 +83,9 @@ def test_readonly_open_reads_but_cannot_write(store_path):
         store.publish("t", 1)
     with Store(store_path, readonly=True) as store:
         assert store.read("t")[0].value == 1
-        with pytest.raises(apsw.ReadOnlyError):
+        with pytest.raises(ReadOnlyStoreError, match="opened read-only"):
             store.publish("t", 2)
+        assert store.latest_offset("t") == 1
 
 
 def test_backup_is_a_complete_store_and_never_overwrites(store_path, tmp_path):
