@@ -1,8 +1,8 @@
 """Prometheus text exposition of a store: queue depths, topic offsets, consumer lag.
 
-:func:`render` reads one snapshot of the file; :func:`serve` answers
-``GET /metrics`` (and ``/``) over HTTP, opening a read-only store per request
-so no connection crosses threads.
+:func:`render` reads one snapshot of the file; :class:`MetricsServer`
+answers ``GET /metrics`` (and ``/``) over HTTP on 127.0.0.1, opening a
+read-only store per request so no connection crosses threads.
 
 Metrics (all gauges; labels in brackets):
 

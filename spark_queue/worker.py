@@ -57,7 +57,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from spark_queue.errors import QueueConfigError, StoreBusyError
@@ -85,7 +85,6 @@ class WorkerStats:
     lost_leases: int = 0
     # Times a slot found the queue paused or at a limit and waited instead of claiming.
     held: int = 0
-    by_slot: dict[int, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -344,7 +343,7 @@ class Worker:
                         lambda d=done: q.ack_and_claim(d, self.batch_size, lease_ms=self.lease_ms)
                     )
                 self._inflight.discard(done)
-                self._count(acked=len(result.done), lost=len(result.rejected), slot=index)
+                self._count(acked=len(result.done), lost=len(result.rejected))
                 if result.rejected:
                     log.warning(
                         "lost the lease of jobs %s before ack: they will run again", result.rejected
@@ -436,7 +435,6 @@ class Worker:
         released: int = 0,
         lost: int = 0,
         held: int = 0,
-        slot: int | None = None,
     ) -> None:
         with self._stats_lock:
             self.stats.held += held
@@ -444,8 +442,6 @@ class Worker:
             self.stats.failed += failed
             self.stats.released += released
             self.stats.lost_leases += lost
-            if slot is not None:
-                self.stats.by_slot[slot] = self.stats.by_slot.get(slot, 0) + acked
 
     def _wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):

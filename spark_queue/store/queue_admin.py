@@ -41,22 +41,8 @@ SETTINGS = {
 # Settings that None switches off (no limit).
 NULLABLE = frozenset({"max_size", "max_leased", "rate_limit_per_s", "rate_burst",
                       "max_payload_bytes"})
-DEFAULTS = {
-    "visibility_timeout_ms": 30_000,
-    "max_attempts": 5,
-    "backoff_base_ms": 1_000,
-    "backoff_cap_ms": 300_000,
-    "max_size": None,
-    "idempotency_window_ms": 86_400_000,
-    "paused": False,
-    "max_leased": None,
-    "rate_limit_per_s": None,
-    "rate_burst": None,
-    "max_payload_bytes": None,
-}
 # The most a rate limit may be: beyond it the bucket arithmetic loses precision.
 _MAX_RATE_PER_S = 1e9
-JOB_STATES = ("ready", "delayed", "leased", "dead")
 
 
 class QueueStats(NamedTuple):
@@ -69,7 +55,7 @@ class QueueStats(NamedTuple):
 
 
 class JobInfo(NamedTuple):
-    """One job as an operator sees it (``state`` is one of :data:`JOB_STATES`)."""
+    """One job as an operator sees it; ``state``: ``ready``, ``delayed``, ``leased``, ``dead``."""
 
     id: int
     queue: str

@@ -92,10 +92,6 @@ class Job(NamedTuple):
     idempotency_key: str | None = None
     last_error: str | None = None
 
-    @property
-    def lease(self) -> tuple[int, int | None]:
-        return (self.id, self.lease_token)
-
 
 class LeaseResult(NamedTuple):
     """What a batch ack/nack/release/extend did: ids changed, ids whose token was stale."""
