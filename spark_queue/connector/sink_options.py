@@ -51,11 +51,13 @@ SINK_OPTIONS: tuple[Option, ...] = (
            doc_default=str(DEFAULT_SINK_BUSY_TIMEOUT_MS),
            doc="how long a commit waits for another writer's lock"),
 )
-# Spark hands a streaming sink its writeStream options, its own among them.
+# Spark hands a streaming sink its writeStream options, its own among them
+# (DataStreamWriter.queryName() travels as the option "queryName").
 ASYNC_PROGRESS = "asyncProgressTrackingEnabled"
 SINK_TABLE = OptionTable(
     "sink", SINK_OPTIONS, ignored_names=("includeHeaders",),
-    spark_names=("checkpointLocation", ASYNC_PROGRESS, "asyncProgressTrackingCheckpointIntervalMs"),
+    spark_names=("checkpointLocation", "queryName", ASYNC_PROGRESS,
+                 "asyncProgressTrackingCheckpointIntervalMs"),
 )
 
 

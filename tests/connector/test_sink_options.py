@@ -152,3 +152,14 @@ def test_sink_refuses_async_progress_tracking_saying_why():
         streaming=True,
     )
     assert parsed.topic == "t"
+
+
+def test_sink_accepts_the_options_spark_itself_passes_to_a_stream_sink():
+    from spark_queue.connector.sink_options import parse_sink_options
+
+    parsed = parse_sink_options(
+        {"path": "/tmp/x.sqlite", "queue": "q", "queryName": "alerts",
+         "checkpointLocation": "/tmp/ckpt"},
+        streaming=True,
+    )
+    assert parsed.queue == "q"

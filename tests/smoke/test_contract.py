@@ -151,7 +151,8 @@ def test_stream_sink_writes_every_row_once_across_a_restart(spark, store_path, t
             query = (
                 stream(spark, store_path, topic="in", valueFormat="string")
                 .selectExpr("CAST(offset AS STRING) AS key", "value")
-                .writeStream.format("sqliteq").option("path", store_path).option("topic", "out")
+                .writeStream.format("sqliteq").queryName("copy_in_to_out")
+                .option("path", store_path).option("topic", "out")
                 .option("checkpointLocation", ckpt).trigger(processingTime="0 seconds").start()
             )
             try:
