@@ -129,10 +129,15 @@ def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
 def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
     """Name every SQLite error that opening or checking a file can raise.
 
-    With ``busy=False`` lock errors pass through unchanged for a caller that retries.
+    :func:`translate_errors` names what any statement can meet (damage, a full
+    disk, a read-only file, I/O); this adds what only opening meets: a lock
+    held while the file is being set up, a file that is not SQLite at all, and
+    anything else SQLite says about the path. With ``busy=False`` lock errors
+    pass through unchanged for a caller that retries.
     """
     try:
-        yield
+        with translate_errors(path, busy=False):
+            yield
     except (apsw.BusyError, apsw.LockedError) as exc:
         if not busy:
             raise
@@ -144,18 +149,6 @@ def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
         raise NotAStoreError(
             f"{path!r} is not a SQLite database (or it is encrypted or damaged); "
             "if it was a store, run `sqliteq check` on it or restore it from a backup."
-        ) from exc
-    except apsw.CorruptError as exc:
-        raise CorruptStoreError(damaged_message(path, exc)) from exc
-    except apsw.FullError as exc:
-        raise StoreFullError(
-            f"the disk holding store file {path!r} is full; nothing was written. "
-            "Free space and retry."
-        ) from exc
-    except apsw.ReadOnlyError as exc:
-        raise StoreError(
-            f"store file {path!r} cannot be written ({exc}): it or its directory is read-only. "
-            "Fix the permissions, or open it read-only (readonly=True) if it is already a store."
         ) from exc
     except apsw.Error as exc:
         raise StoreError(
@@ -209,8 +202,12 @@ def damaged_message(path: str | None, exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def translate_errors(path: str | None = None) -> Iterator[None]:
-    """Turn SQLite's lock, disk-full, read-only, corruption and I/O errors into named errors."""
+def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[None]:
+    """Turn SQLite's lock, disk-full, read-only, corruption and I/O errors into named errors.
+
+    The one place that names them (:func:`open_errors` builds on it); with
+    ``busy=False`` lock errors pass through for a caller that names or retries them.
+    """
     try:
         yield
     except apsw.ReadOnlyError as exc:
@@ -220,6 +217,8 @@ def translate_errors(path: str | None = None) -> Iterator[None]:
             "written; open it read-write, or fix the permissions."
         ) from exc
     except (apsw.BusyError, apsw.LockedError) as exc:
+        if not busy:
+            raise
         raise StoreBusyError(
             "the store is locked by another writer and the busy timeout ran out; "
             "retry, or raise busy_timeout_ms."
