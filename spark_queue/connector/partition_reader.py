@@ -2,9 +2,10 @@
 
 :func:`read_partition` runs in an executor's Python worker (batch reads and
 the default stream reader); :func:`read_range` runs wherever it is called
-(the low-latency reader calls it on the driver). Both open the store inside
-the call and close it in ``finally``, and read in chunks so memory stays
-bounded by ``READ_CHUNK_ROWS`` rows per batch whatever the range size.
+(the low-latency reader calls it on the driver, on the connection it holds).
+Without a given store they open one inside the call and close it in
+``finally``; both read in chunks so memory stays bounded by
+``READ_CHUNK_ROWS`` rows per batch whatever the range size.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from spark_queue.connector.partitions import ShippedRangePartition, StoreRangePa
 from spark_queue.connector.source_options import FORMAT, SourceOptions
 from spark_queue.connector.source_schema import is_typed
 from spark_queue.errors import DataLossError, StoreError
+from spark_queue.store import Store
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -53,11 +55,17 @@ def read_partition(
 
 
 def read_range(
-    options: SourceOptions, schema: StructType, topic: str, start: int, end: int
+    options: SourceOptions,
+    schema: StructType,
+    topic: str,
+    start: int,
+    end: int,
+    store: Store | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read here."""
+    """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read
+    here: on ``store`` if given (left open), else on a connection opened for the call."""
     yield from _output_batches(
-        options, schema, topic, _store_tables(options, schema, topic, start, end)
+        options, schema, topic, _store_tables(options, schema, topic, start, end, store)
     )
 
 
@@ -103,11 +111,16 @@ def _check_reachable(options: SourceOptions, partition: StoreRangePartition) -> 
 
 
 def _store_tables(
-    options: SourceOptions, schema: StructType, topic: str, start: int, end: int
+    options: SourceOptions,
+    schema: StructType,
+    topic: str,
+    start: int,
+    end: int,
+    given: Store | None = None,
 ) -> Iterator[pa.Table]:
     typed = is_typed(schema, options)
     fmt, headers = payload_format(options, typed), options.include_headers and not typed
-    store = open_store(options)
+    store = given if given is not None else open_store(options)
     try:
         while start < end:
             stop = min(start + READ_CHUNK_ROWS, end)
@@ -128,7 +141,8 @@ def _store_tables(
             yield table
             start += table.num_rows
     finally:
-        store.close()
+        if given is None:
+            store.close()
 
 
 def _shipped_tables(partition: ShippedRangePartition) -> Iterator[pa.Table]:

@@ -1,0 +1,85 @@
+"""The low-latency reader's planning process, called directly (no Spark session).
+
+It keeps one connection between polls and re-reads bounds only when another
+connection committed; these tests guard what that must never change: every
+commit by another writer is seen at the next poll, a pickled copy (Spark
+ships one to replay a batch) works, and a failed read does not leave a dead
+connection behind.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from spark_queue.connector.simple_reader import SqliteQueueSimpleStreamReader
+from spark_queue.connector.source_options import parse_source_options
+from spark_queue.connector.source_schema import default_schema
+from spark_queue.errors import StoreError
+
+
+def make_reader(store_path, **options):
+    opts = parse_source_options(
+        {"path": store_path, "latencyMode": "low", **options}, streaming=True
+    )
+    return SqliteQueueSimpleStreamReader(opts, default_schema(opts))
+
+
+def values(batches):
+    return [v for batch in batches for v in batch.column("value").to_pylist()]
+
+
+def test_every_commit_by_another_connection_is_seen_at_the_next_poll(store, store_path):
+    store.publish("t", b"first")
+    reader = make_reader(store_path, topic="t")
+    start = reader.initialOffset()
+    rows, end = reader.read(start)
+    assert (values(rows), end) == ([b"first"], {"t": 1})
+    for i in range(20):  # idle polls, then one publish each: none may be missed
+        assert reader.read(end)[1] == end
+        store.publish("t", f"e{i}".encode())
+        rows, after = reader.read(end)
+        assert (values(rows), after) == ([f"e{i}".encode()], {"t": end["t"] + 1})
+        end = after
+
+
+def test_a_new_topic_matching_the_pattern_is_seen_while_idle(store, store_path):
+    store.publish("a.1", b"x")
+    reader = make_reader(store_path, subscribePattern=r"a\..*")
+    end = reader.read(reader.initialOffset())[1]
+    assert reader.read(end)[1] == end
+    store.publish("a.2", b"y")
+    rows, after = reader.read(end)
+    assert values(rows) == [b"y"] and after == {"a.1": 1, "a.2": 1}
+
+
+def test_a_pickled_reader_replays_a_batch_on_its_own_connection(store, store_path):
+    store.publish_many("t", [b"a", b"b", b"c"])
+    reader = make_reader(store_path, topic="t")
+    start = reader.initialOffset()
+    _, end = reader.read(start)  # the original now holds a connection
+    copy = pickle.loads(pickle.dumps(reader))
+    assert values(copy.readBetweenOffsets(start, end)) == [b"a", b"b", b"c"]
+    store.publish("t", b"d")
+    assert values(reader.read(end)[0]) == [b"d"]  # the original is unaffected
+
+
+def test_after_a_store_error_the_next_poll_reopens_and_misses_nothing(
+    store, store_path, monkeypatch
+):
+    store.publish("t", b"a")
+    reader = make_reader(store_path, topic="t")
+    end = reader.read(reader.initialOffset())[1]
+    held = reader._store
+
+    def broken():
+        raise StoreError("disk I/O error (simulated)")
+
+    monkeypatch.setattr(held, "topics", broken)
+    store.publish("t", b"b")
+    with pytest.raises(StoreError):
+        reader.read(end)
+    rows, after = reader.read(end)
+    assert reader._store is not held
+    assert (values(rows), after) == ([b"b"], {"t": 2})
