@@ -43,6 +43,17 @@ counted) and :meth:`Worker.run` returns, leaving the handler threads behind
 as daemons: the process should exit (the CLI does). A second signal ends the
 grace period at once. A busy or locked store is retried with back-off, never
 fatal.
+
+Anything else a slot or the heartbeat thread meets (a store error, a bug)
+stops the worker the same way, releases every lease still held, so the jobs
+are ready at once rather than when their lease expires, and makes
+:meth:`Worker.run` raise :class:`~spark_queue.errors.WorkerCrashedError`: a
+worker never idles on with dead threads, nor exits as if all went well.
+
+Each handler failure is one warning line: the job, the exception's last line,
+and ``retry in ...`` or ``dead-lettered``. An unknown queue is an error
+listing the store's queues unless ``create_queue`` (a typo must not make a
+new, forever empty queue).
 """
 
 from __future__ import annotations
@@ -254,22 +265,37 @@ class Worker:
             beat.start()
             log.info("worker on queue %r: %d slots, lease %d ms", self.queue, len(slots), lease)
             clean = self._supervise(slots)
-            released = 0
+            released: int | None = 0
             self._finished.set()
             if clean:
                 beat.join()
             # After a crash the dead slot's jobs are still held: give them back too.
             if not clean or self._crash is not None:
-                released = self._release_leftovers()
+                released = self._release_after()
         if self._crash is not None:
             where, exc = self._crash
+            given_back = (
+                f"{released} leased jobs were released (back to ready), the others finished "
+                "first" if released is not None else
+                "its leases could not be released and will expire"
+            )
             raise WorkerCrashedError(
                 f"worker on queue {self.queue!r} stopped: {where} crashed with "
-                f"{_last_line(exc)}; {released} leased jobs were released (back to ready), "
-                "the others finished first. Rerun with -v for the traceback.",
+                f"{_last_line(exc)}; {given_back}. Rerun with -v for the traceback.",
                 self.stats,
             ) from exc
         return self.stats
+
+    def _release_after(self) -> int | None:
+        """Release what is still held; after a crash a store that fails again is said, not
+        raised (the crash is the error to report). None if the release failed."""
+        try:
+            return self._release_leftovers()
+        except Exception as exc:
+            if self._crash is None:
+                raise
+            log.error("could not release the leases at shutdown: %s", _last_line(exc))
+            return None
 
     # -- main thread -----------------------------------------------------------
     def _supervise(self, slots: list[threading.Thread]) -> bool:
