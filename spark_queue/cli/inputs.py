@@ -6,7 +6,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, TextIO
 
 from spark_queue.errors import OptionError, SparkQueueError
@@ -80,21 +80,49 @@ def batches(
         yield batch, number
 
 
-def partial_ndjson_error(
-    exc: BaseException, name: str, lines_done: int, committed: str
-) -> SparkQueueError:
-    """``exc`` plus what an earlier batch already committed and the line to resume from.
+def write_ndjson(
+    args: Any,
+    command: str,
+    verb: str,
+    write_batch: Callable[[list[Any]], None],
+    committed: Callable[[], str],
+) -> None:
+    """Read ``args.ndjson`` in batches of ``args.batch_size``, each written by ``write_batch``
+    in its own transaction, with progress on a terminal.
 
-    Batches before the failing one are durable; the failing one left nothing.
-    Rerunning the whole file would store them twice.
+    When a line or a write fails after earlier batches committed, those stay:
+    the error (or, for Ctrl-C, a line on stderr) says which lines they were,
+    ``committed()`` what they stored, and the line to resume from, since rerunning
+    the whole file would store them twice.
     """
+    lines_done = written = 0
+    progress = NdjsonProgress.for_terminal(command, verb, quiet=args.json)
+    with open_input(args.ndjson) as stream:
+        try:
+            for batch, last_line in batches(ndjson_values(stream, args.ndjson), args.batch_size):
+                write_batch(batch)
+                lines_done, written = last_line, written + len(batch)
+                progress.update(written)
+        except (Exception, KeyboardInterrupt) as exc:
+            progress.finish()
+            if not written:
+                raise
+            note = _resume_note(args.ndjson, lines_done, committed())
+            if not isinstance(exc, Exception):
+                print(f"sqliteq {command}: interrupted. {note}", file=sys.stderr)
+                raise
+            cls = type(exc) if isinstance(exc, SparkQueueError) else OptionError
+            raise cls(f"{str(exc).rstrip('.')}. {note}") from exc
+    progress.finish()
+
+
+def _resume_note(name: str, lines_done: int, committed: str) -> str:
     source = "stdin" if name == "-" else name
-    cls = type(exc) if isinstance(exc, SparkQueueError) else OptionError
-    return cls(
-        f"{str(exc).rstrip('.')}. Lines 1-{lines_done} of {source} were already committed "
-        f"({committed}) and stay; nothing after line {lines_done} was stored. Resume from line "
-        f"{lines_done + 1} (e.g. `tail -n +{lines_done + 1} FILE | ... --ndjson -`), not from "
-        "the start, or those lines are stored twice."
+    return (
+        f"Lines 1-{lines_done} of {source} were already committed ({committed}) and stay; "
+        f"nothing after line {lines_done} was stored. Resume from line {lines_done + 1} "
+        f"(e.g. `tail -n +{lines_done + 1} FILE | ... --ndjson -`), not from the start, or "
+        "those lines are stored twice."
     )
 
 

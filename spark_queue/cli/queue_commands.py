@@ -11,12 +11,8 @@ from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
     VALUE_FORMATS,
-    NdjsonProgress,
-    batches,
-    ndjson_values,
-    open_input,
     parse_value,
-    partial_ndjson_error,
+    write_ndjson,
 )
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.store_commands import (
@@ -288,25 +284,14 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
             emit_object({"queue": args.queue, "id": job_id}, as_json=args.json)
             return 0
         ids: list[int] = []
-        lines = 0  # lines read and committed so far
-        progress = NdjsonProgress.for_terminal("queue add", "enqueued", quiet=args.json)
-        with open_input(args.ndjson) as stream:
-            try:
-                for batch, batch_lines in batches(
-                    ndjson_values(stream, args.ndjson), args.batch_size
-                ):
-                    ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
-                    lines = batch_lines
-                    progress.update(len(ids))
-            except Exception as exc:
-                progress.finish()
-                if not ids:
-                    raise
-                raise partial_ndjson_error(
-                    exc, args.ndjson, lines,
-                    f"{len(ids)} jobs of queue {args.queue!r}, ids {ids[0]}..{ids[-1]}",
-                ) from exc
-        progress.finish()
+
+        def write(batch: list) -> None:
+            ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
+
+        def committed() -> str:
+            return f"{len(ids)} jobs of queue {args.queue!r}, ids {ids[0]}..{ids[-1]}"
+
+        write_ndjson(args, "queue add", "enqueued", write, committed)
     emit_object(
         {"queue": args.queue, "enqueued": len(ids), "first_id": ids[0] if ids else None},
         as_json=args.json,

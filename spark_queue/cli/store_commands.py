@@ -13,12 +13,8 @@ from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
     VALUE_FORMATS,
-    NdjsonProgress,
-    batches,
-    ndjson_values,
-    open_input,
     parse_value,
-    partial_ndjson_error,
+    write_ndjson,
 )
 from spark_queue.cli.output import emit, emit_line, emit_object
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
@@ -205,30 +201,20 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def _publish_ndjson(args: argparse.Namespace, store: Store) -> int:
-    first = last = None
-    lines = 0  # lines read and committed so far: the next line to read is lines + 1
-    progress = NdjsonProgress.for_terminal("publish", "published", quiet=args.json)
-    with open_input(args.ndjson) as stream:
-        values = ndjson_values(stream, args.ndjson)
-        try:
-            for batch, batch_lines in batches(values, args.batch_size):
-                offsets = store.publish_many(args.topic, batch)
-                first = offsets.start if first is None else first
-                last = offsets.stop
-                lines = batch_lines
-                progress.update(last - first)
-        except Exception as exc:
-            progress.finish()
-            if first is None:
-                raise
-            raise partial_ndjson_error(
-                exc, args.ndjson, lines,
-                f"offsets {first}..{last - 1} of topic {args.topic!r} ({last - first} events)",
-            ) from exc
-    progress.finish()
-    count = 0 if first is None else last - first
-    emit_object({"topic": args.topic, "published": count, "first_offset": first},
-                as_json=args.json)
+    offsets: list[int] = []  # first and last offset published
+
+    def write(batch: list) -> None:
+        published = store.publish_many(args.topic, batch)
+        offsets[:] = [offsets[0] if offsets else published.start, published.stop - 1]
+
+    def committed() -> str:
+        first, last = offsets
+        return f"offsets {first}..{last} of topic {args.topic!r}, {last - first + 1} events"
+
+    write_ndjson(args, "publish", "published", write, committed)
+    count = offsets[1] - offsets[0] + 1 if offsets else 0
+    emit_object({"topic": args.topic, "published": count,
+                 "first_offset": offsets[0] if offsets else None}, as_json=args.json)
     return 0
 
 

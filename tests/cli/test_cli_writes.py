@@ -114,7 +114,7 @@ def test_ndjson_failing_after_committed_batches_names_them_and_the_line_to_resum
     assert "line 6 is not valid JSON" in err
     assert "Lines 1-4 of" in err and "Resume from line 5" in err and "tail -n +5" in err
     if command == "publish":
-        assert "offsets 0..3 of topic 't' (4 events)" in err
+        assert "offsets 0..3 of topic 't', 4 events" in err
     else:
         assert "4 jobs of queue 'q', ids 1..4" in err
     with Store(store_path) as store:  # batches 1-2 and 3-4 stay; 5 with the bad line does not
@@ -151,6 +151,31 @@ def test_ndjson_progress_shows_on_a_terminal_only_and_never_with_json(
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     assert main([*target, "--ndjson", "-", "--batch-size", "10", "--json"]) == 0
     assert terminal.getvalue() == ""
+
+
+def test_ndjson_interrupted_after_committed_batches_says_where_to_resume(
+    capsys, store_path, monkeypatch
+):
+    Store(store_path).close()
+    real = Store.publish_many
+    calls = []
+
+    def interrupted_on_the_second_batch(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "publish_many", interrupted_on_the_second_batch)
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\n3\n4\n"))
+    code, out, err = run(capsys, "publish", store_path, "t", "--ndjson", "-", "--batch-size", "2")
+    assert code == 130 and out == ""
+    assert err == (
+        "sqliteq publish: interrupted. Lines 1-2 of stdin were already committed (offsets 0..1 "
+        "of topic 't', 2 events) and stay; nothing after line 2 was stored. Resume from line 3 "
+        "(e.g. `tail -n +3 FILE | ... --ndjson -`), not from the start, or those lines are "
+        "stored twice.\n"
+    )
 
 
 def test_dlq_list_shows_the_exception_line_and_json_keeps_the_whole_error(capsys, store_path):
