@@ -78,7 +78,6 @@ from spark_queue.errors import (
     WorkerCrashedError,
 )
 from spark_queue.store import Job, Store
-from spark_queue.store.connection import now_ms
 
 log = logging.getLogger("spark_queue.worker")
 
@@ -521,7 +520,9 @@ class Worker:
         if result.dead:
             outcome = "dead-lettered"
         elif result.retried:
-            wait_ms = max(0, result.retry_at_ms[0] - now_ms()) if result.retry_at_ms else 0
+            # The store's clock (epoch ms), as NackResult.retry_at_ms is.
+            now = time.time_ns() // 1_000_000
+            wait_ms = max(0, result.retry_at_ms[0] - now) if result.retry_at_ms else 0
             outcome = f"retry in {_duration(wait_ms)}"
         else:
             outcome = "its lease was lost before the nack: it will run again"
