@@ -89,8 +89,9 @@ _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
-# A lease is added to epoch ms in SQL: the store's bound keeps the sum in 64 bits.
-MAX_LEASE_MS = (1 << 62) - 1
+# The store's bound on integers it binds (store/queues.py): a lease added to epoch ms
+# in SQL stays within 64 bits.
+MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
 # What a thread can wait for at once (threading.Event.wait refuses more).
 MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
@@ -176,7 +177,7 @@ class Worker:
     ) -> None:
         for name, value, low, high in (
             ("concurrency", concurrency, 1, None),
-            ("batch_size", batch_size, 1, MAX_LEASE_MS),
+            ("batch_size", batch_size, 1, MAX_BATCH_SIZE),
             ("grace_ms", grace_ms, 0, MAX_WAIT_MS),
             ("idle_poll_max_ms", idle_poll_max_ms, 1, MAX_WAIT_MS),
             ("lease_ms", lease_ms, 1, MAX_LEASE_MS),
