@@ -62,7 +62,7 @@ def handle(job):
 
 stats = Worker(store_path, "invoices", handle, concurrency=2, batch_size=32,
                until_empty=True).run()
-print(f"acked {stats.acked}, failed {stats.failed}")
+print(f"acked {stats.acked}, retried {stats.retried}, dead-lettered {stats.dead_lettered}")
 assert sorted(processed) == list(range(500))
 with Store(store_path) as store:
     print(store.queue_stats())

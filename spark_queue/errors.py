@@ -100,3 +100,14 @@ class QueueBatchTooLargeError(QueueFullError, ValueError):
 
 class SinkSchemaError(SparkQueueError, ValueError):
     """The DataFrame given to the ``sqliteq`` sink has no usable column, or one of a wrong type."""
+
+
+class WorkerCrashedError(SparkQueueError, RuntimeError):
+    """A worker's slot or heartbeat thread died; the worker stopped and released its leases.
+
+    ``stats`` holds what the run did before it stopped.
+    """
+
+    def __init__(self, message: str, stats: object = None) -> None:
+        super().__init__(message)
+        self.stats = stats

@@ -43,6 +43,17 @@ counted) and :meth:`Worker.run` returns, leaving the handler threads behind
 as daemons: the process should exit (the CLI does). A second signal ends the
 grace period at once. A busy or locked store is retried with back-off, never
 fatal.
+
+Anything else a slot or the heartbeat thread meets (a store error, a bug)
+stops the worker the same way, releases every lease still held, so the jobs
+are ready at once rather than when their lease expires, and makes
+:meth:`Worker.run` raise :class:`~spark_queue.errors.WorkerCrashedError`: a
+worker never idles on with dead threads, nor exits as if all went well.
+
+Each handler failure is one warning line: the job, the exception's last line,
+and ``retry in ...`` or ``dead-lettered``. An unknown queue is an error
+listing the store's queues unless ``create_queue`` (a typo must not make a
+new, forever empty queue).
 """
 
 from __future__ import annotations
@@ -60,7 +71,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from spark_queue.errors import QueueConfigError, StoreBusyError
+from spark_queue.errors import (
+    QueueConfigError,
+    StoreBusyError,
+    UnknownQueueError,
+    WorkerCrashedError,
+)
 from spark_queue.store import Job, Store
 
 log = logging.getLogger("spark_queue.worker")
@@ -73,6 +89,11 @@ _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
+# The store's bound on integers it binds (store/queues.py): a lease added to epoch ms
+# in SQL stays within 64 bits.
+MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
+# What a thread can wait for at once (threading.Event.wait refuses more).
+MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 
 @dataclass
@@ -80,16 +101,22 @@ class WorkerStats:
     """What one :meth:`Worker.run` did."""
 
     acked: int = 0
+    # Handler failures (attempts): a job that failed twice counts 2.
     failed: int = 0
     released: int = 0
     lost_leases: int = 0
     # Times a slot found the queue paused or at a limit and waited instead of claiming.
     held: int = 0
+    # Jobs (not attempts) that failed and were given a retry, or moved to the dead letters.
+    retried: int = 0
+    dead_lettered: int = 0
 
     def as_dict(self) -> dict[str, int]:
+        """The exit summary: jobs acked, retried and dead-lettered, then the rest."""
         return {
             "acked": self.acked,
-            "failed": self.failed,
+            "retried": self.retried,
+            "dead_lettered": self.dead_lettered,
             "released": self.released,
             "lost_leases": self.lost_leases,
             "held": self.held,
@@ -146,18 +173,24 @@ class Worker:
         until_empty: bool = False,
         durability: str = "normal",
         busy_timeout_ms: int = 5_000,
+        create_queue: bool = False,
     ) -> None:
-        for name, value, low in (
-            ("concurrency", concurrency, 1),
-            ("batch_size", batch_size, 1),
-            ("grace_ms", grace_ms, 0),
-            ("idle_poll_max_ms", idle_poll_max_ms, 1),
+        for name, value, low, high in (
+            ("concurrency", concurrency, 1, None),
+            ("batch_size", batch_size, 1, MAX_BATCH_SIZE),
+            ("grace_ms", grace_ms, 0, MAX_WAIT_MS),
+            ("idle_poll_max_ms", idle_poll_max_ms, 1, MAX_WAIT_MS),
+            ("lease_ms", lease_ms, 1, MAX_LEASE_MS),
+            ("heartbeat_ms", heartbeat_ms, 1, MAX_WAIT_MS),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise QueueConfigError(f"worker {name} must be an integer >= {low}; got {value!r}.")
-        for name, value in (("lease_ms", lease_ms), ("heartbeat_ms", heartbeat_ms)):
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise QueueConfigError(f"worker {name} must be a positive integer; got {value!r}.")
+            if value is None and name in ("lease_ms", "heartbeat_ms"):
+                continue
+            if (isinstance(value, bool) or not isinstance(value, int) or value < low
+                    or (high is not None and value > high)):
+                upper = "" if high is None else f" and <= {high}"
+                raise QueueConfigError(
+                    f"worker {name} must be an integer >= {low}{upper}; got {value!r}."
+                )
         self.path = os.fspath(path)
         self.queue = queue
         self.handler = handler
@@ -168,6 +201,7 @@ class Worker:
         self.grace_ms = grace_ms
         self.idle_poll_max_ms = idle_poll_max_ms
         self.until_empty = until_empty
+        self.create_queue = create_queue
         self._store_options = {"durability": durability, "busy_timeout_ms": busy_timeout_ms}
         self.stats = WorkerStats()
         self._stats_lock = threading.Lock()
@@ -177,6 +211,8 @@ class Worker:
         self._signals_seen = 0
         self._inflight = _InFlight()
         self._slots_done = 0
+        self._crash: tuple[str, BaseException] | None = None
+        self._retried_ids: set[int] = set()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -191,13 +227,31 @@ class Worker:
         """Run until stopped (signal or :meth:`stop`) or, with ``until_empty``, the queue is empty.
 
         Installs SIGTERM/SIGINT handlers when called from the main thread and
-        restores the previous ones on return.
+        restores the previous ones on return. An unknown queue is an
+        :class:`UnknownQueueError` listing the store's queues, unless
+        ``create_queue``. If a slot or the heartbeat thread crashes, the worker
+        stops as for a signal, releases every lease it holds and raises
+        :class:`WorkerCrashedError` (its ``stats`` say what was done).
         """
         with self._open_store() as store:
-            # Creates the queue with the defaults if missing, so stats and metrics show it.
-            config = self._retry(store.queue(self.queue).configure)
+            q = store.queue(self.queue)
+            if self.create_queue:
+                # Creates the queue with the defaults if missing, so stats and metrics show it.
+                config = self._retry(q.configure)
+            elif not self._retry(q.exists):
+                names = [c.name for c in self._retry(store.queues)]
+                known = f"its queues are {', '.join(map(repr, names))}" if names else (
+                    "it has no queues yet")
+                raise UnknownQueueError(
+                    f"queue {self.queue!r} does not exist in {self.path!r} ({known}); check "
+                    "the name, or let the worker create it (`sqliteq worker --create`, "
+                    "Worker(create_queue=True))."
+                )
+            else:
+                config = self._retry(q.config)
         lease = self.lease_ms or config.visibility_timeout_ms
-        heartbeat_s = (self.heartbeat_ms or max(1, lease // 3)) / 1000
+        heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
+        heartbeat_s = heartbeat_ms / 1000
         with self._signals_installed():
             slots = [
                 threading.Thread(target=self._slot, args=(i,), name=f"sq-worker-{i}", daemon=True)
@@ -211,12 +265,37 @@ class Worker:
             beat.start()
             log.info("worker on queue %r: %d slots, lease %d ms", self.queue, len(slots), lease)
             clean = self._supervise(slots)
+            released: int | None = 0
             self._finished.set()
             if clean:
                 beat.join()
-            else:
-                self._release_leftovers()
+            # After a crash the dead slot's jobs are still held: give them back too.
+            if not clean or self._crash is not None:
+                released = self._release_after()
+        if self._crash is not None:
+            where, exc = self._crash
+            given_back = (
+                f"{released} leased jobs were released (back to ready), the others finished "
+                "first" if released is not None else
+                "its leases could not be released and will expire"
+            )
+            raise WorkerCrashedError(
+                f"worker on queue {self.queue!r} stopped: {where} crashed with "
+                f"{_last_line(exc)}; {given_back}. Rerun with -v for the traceback.",
+                self.stats,
+            ) from exc
         return self.stats
+
+    def _release_after(self) -> int | None:
+        """Release what is still held; after a crash a store that fails again is said, not
+        raised (the crash is the error to report). None if the release failed."""
+        try:
+            return self._release_leftovers()
+        except Exception as exc:
+            if self._crash is None:
+                raise
+            log.error("could not release the leases at shutdown: %s", _last_line(exc))
+            return None
 
     # -- main thread -----------------------------------------------------------
     def _supervise(self, slots: list[threading.Thread]) -> bool:
@@ -270,29 +349,42 @@ class Worker:
                 signal.signal(sig, handler)
             signal.set_wakeup_fd(old_fd)
 
-    def _release_leftovers(self) -> None:
+    def _release_leftovers(self) -> int:
+        """Give back every lease still held; the number released."""
         leftovers = self._inflight.take_all()
         if not leftovers:
-            return
+            return 0
         started = [job for job, running in leftovers if running]
         waiting = [job for job, running in leftovers if not running]
+        released = 0
         with self._open_store() as store:
             q = store.queue(self.queue)
             for jobs, counted in ((started, True), (waiting, False)):
                 if jobs:
                     result = self._retry(lambda j=jobs, c=counted: q.release(j, count_attempt=c))
                     self._count(released=len(result.done))
+                    released += len(result.done)
         log.warning(
             "released %d leases at shutdown (%d were running)", len(leftovers), len(started)
         )
+        return released
+
+    def _crashed(self, where: str, exc: BaseException) -> None:
+        """A thread died: stop the worker as for a signal; run() releases and raises."""
+        with self._stats_lock:
+            if self._crash is None:
+                self._crash = (where, exc)
+        log.error("%s crashed: %s; stopping the worker", where, _last_line(exc))
+        log.debug("%s traceback", where, exc_info=exc)
+        self.stop()
 
     # -- slot threads ----------------------------------------------------------
     def _slot(self, index: int) -> None:
         try:
             with self._open_store() as store:
                 self._slot_loop(store, index)
-        except Exception:
-            log.exception("worker slot %d crashed", index)
+        except Exception as exc:
+            self._crashed(f"worker slot {index}", exc)
         finally:
             with self._stats_lock:
                 self._slots_done += 1
@@ -323,14 +415,11 @@ class Worker:
                 self._inflight.start(job)
                 try:
                     self.handler(job)
-                except Exception:
+                except Exception as exc:
                     error = traceback.format_exc()
-                    log.warning(
-                        "job %d of queue %r failed (attempt %d)", job.id, self.queue, job.attempts
-                    )
                     result = self._retry(lambda j=job, e=error: q.nack_many([j], e))
                     self._inflight.discard([job])
-                    self._count(failed=1, lost=len(result.rejected))
+                    self._failed(job, exc, result)
                 else:
                     done.append(job)
             jobs = []
@@ -409,8 +498,8 @@ class Worker:
                     result = self._retry(lambda j=jobs: q.extend(j, lease_ms=self.lease_ms))
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
-        except Exception:
-            log.exception("heartbeat thread crashed; leases of long jobs may expire")
+        except Exception as exc:
+            self._crashed("the heartbeat thread", exc)
 
     # -- helpers -------------------------------------------------------------
     def _open_store(self) -> Store:
@@ -426,6 +515,30 @@ class Worker:
                 log.warning("store busy; retrying in %.0f ms", step * 1000)
                 time.sleep(step)
                 step = min(step * 2, _BUSY_STEP_MAX_S)
+
+    def _failed(self, job: Job, exc: BaseException, result: Any) -> None:
+        """Count a handler failure and say on one line what happened to the job."""
+        if result.dead:
+            outcome = "dead-lettered"
+        elif result.retried:
+            # The store's clock (epoch ms), as NackResult.retry_at_ms is.
+            now = time.time_ns() // 1_000_000
+            wait_ms = max(0, result.retry_at_ms[0] - now) if result.retry_at_ms else 0
+            outcome = f"retry in {_duration(wait_ms)}"
+        else:
+            outcome = "its lease was lost before the nack: it will run again"
+        log.warning(
+            "job %d of queue %r failed (attempt %d): %s; %s",
+            job.id, self.queue, job.attempts, _last_line(exc), outcome,
+        )
+        with self._stats_lock:
+            self.stats.failed += 1
+            self.stats.lost_leases += len(result.rejected)
+            self.stats.dead_lettered += len(result.dead)
+            for job_id in result.retried:
+                if job_id not in self._retried_ids:
+                    self._retried_ids.add(job_id)
+                    self.stats.retried += 1
 
     def _count(
         self,
@@ -446,6 +559,19 @@ class Worker:
     def _wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
             self._wake_w.send(b"\0")
+
+
+def _last_line(exc: BaseException) -> str:
+    """``TypeError: string indices must be integers``: what a traceback ends with."""
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def _duration(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 120_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms / 60_000:.1f} min"
 
 
 def load_handler(spec: str) -> Handler:

@@ -202,7 +202,7 @@ def test_metrics_serve_runs_until_interrupted(store_path):
 
 def test_queue_controls_are_set_shown_and_switched_off_from_the_cli(capsys, store_path):
     config = run_json(
-        capsys, "queue", "config", store_path, "q", "--max-leased", "3",
+        capsys, "queue", "config", store_path, "q", "--create", "--max-leased", "3",
         "--rate-limit-per-s", "2.5", "--rate-burst", "4", "--max-payload-bytes", "100",
     )
     assert (config["max_leased"], config["rate_limit_per_s"], config["rate_burst"]) == (3, 2.5, 4)
@@ -230,10 +230,10 @@ def test_queue_controls_are_set_shown_and_switched_off_from_the_cli(capsys, stor
 
 
 def test_payload_over_the_limit_exits_1_with_one_line_naming_the_limit(capsys, store_path):
-    run_json(capsys, "queue", "config", store_path, "q", "--max-payload-bytes", "4")
+    run_json(capsys, "queue", "config", store_path, "q", "--create", "--max-payload-bytes", "4")
     code, out, err = run(capsys, "queue", "add", store_path, "q", "12345")
     assert code == 1 and out == ""
-    assert err.count("\n") == 1 and err.startswith("sqliteq queue: ")
+    assert err.count("\n") == 1 and err.startswith("sqliteq queue add: ")
     assert "PayloadTooLarge" not in err and "5 bytes, over the max_payload_bytes of 4" in err
     topic = run_json(capsys, "topic", "config", store_path, "t", "--max-payload-bytes", "4")
     assert (topic["name"], topic["max_payload_bytes"]) == ("t", 4)

@@ -68,7 +68,7 @@ def test_idle_worker_wakes_quickly_when_a_job_arrives(store, store_path):
         latency.append(time.monotonic() - job.payload)
         done.set()
 
-    worker = Worker(store_path, "q", handler, idle_poll_max_ms=5_000)
+    worker = Worker(store_path, "q", handler, idle_poll_max_ms=5_000, create_queue=True)
     thread = threading.Thread(target=lambda: (started.set(), worker.run()))
     thread.start()
     started.wait()

@@ -36,19 +36,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Exit codes: 0 done, 1 an error (one line ``sqliteq COMMAND: message``
+    on stderr), 2 a usage error (argparse's usage block: a missing argument, an unknown
+    flag, a flag value of the wrong kind or out of range), 130 interrupted."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    command = command_name(args)
     try:
         return args.func(args) or 0
     except SparkQueueError as exc:
-        print(f"sqliteq {args.command}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(command, str(exc))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `sqliteq tail ... | head` closes the pipe early; that is not an error.
         return 0
+    except OSError as exc:
+        # A file the command itself reads or writes (not the store: that is a StoreError).
+        where = f" {exc.filename!r}" if exc.filename else ""
+        return _fail(command, f"cannot use{where}: {exc.strerror or exc}.")
+    except Exception as exc:
+        # The last line of defence: a bug, never a traceback in the user's face. -v shows it.
+        logging.getLogger("spark_queue.cli").info("traceback", exc_info=True)
+        return _fail(
+            command,
+            f"unexpected {type(exc).__name__}: {exc}. This is a bug in spark_queue; rerun "
+            "with -v for the traceback and report it.",
+        )
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``queue add``, ``dlq list``, ``publish``: the words the user typed to pick the command."""
+    words = [args.command]
+    nested = getattr(args, f"{args.command}_command", None)
+    if nested:
+        words.append(nested)
+    return " ".join(words)
+
+
+def _fail(command: str, message: str) -> int:
+    # One line, whatever the message holds: scripts grep it, people read it.
+    print(f"sqliteq {command}: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_ERROR

@@ -14,7 +14,9 @@ import os
 import shutil
 import sys
 
+from spark_queue.cli import numbers
 from spark_queue.cli.output import emit_object
+from spark_queue.errors import OptionError
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -23,12 +25,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", help="settings file (default: conf/demo.toml)")
     p.add_argument("--dir", help="working directory (default from the config: spark_queue_demo)")
-    p.add_argument("--events", type=int, help="events to produce in this run")
+    p.add_argument("--events", type=numbers.positive, help="events to produce in this run")
     p.add_argument(
-        "--duration", type=float, metavar="SECONDS",
+        "--duration", type=numbers.number(0, 86_400 * 365), metavar="SECONDS",
         help="produce for about this long (events = events_per_second x SECONDS)",
     )
-    p.add_argument("--events-per-second", type=int, help="producer rate")
+    p.add_argument("--events-per-second", type=numbers.positive, help="producer rate")
     p.set_defaults(func=cmd_demo)
 
 
@@ -37,6 +39,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from spark_queue.demo import config as demo_config
     from spark_queue.demo.run import run_demo
 
+    if args.config is not None and not os.path.isfile(args.config):
+        raise OptionError(
+            f"--config {args.config!r} is not a file; give a TOML settings file like "
+            "conf/demo.toml, or leave --config out."
+        )
     path = args.config or str(conf_dir() / "demo.toml")
     config = demo_config.load(path, {"dir": args.dir, "events": args.events,
                                      "events_per_second": args.events_per_second})

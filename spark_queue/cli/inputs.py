@@ -5,10 +5,18 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
-from typing import Any, TextIO
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TextIO
 
-from spark_queue.errors import OptionError
+from spark_queue.errors import OptionError, SparkQueueError
+
+VALUE_FORMATS = ("auto", "json", "text")
+VALUE_FORMAT_HELP = (
+    "how to store VALUE: auto (default) stores it as JSON when it parses as JSON "
+    "('{\"img\": 7}', 42, true) and as text otherwise; json requires JSON; text stores it "
+    "as given ('42' stays a string)"
+)
 
 
 def parse_value(text: str, value_format: str) -> Any:
@@ -17,34 +25,140 @@ def parse_value(text: str, value_format: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise OptionError(f"VALUE is not valid JSON ({exc}); got {text!r}.") from exc
+        if value_format == "auto":
+            return text
+        raise OptionError(
+            f"VALUE is not valid JSON ({exc}); got {text!r}. Drop --value-format json to "
+            "store it as text."
+        ) from exc
 
 
-def open_input(name: str) -> contextlib.AbstractContextManager[TextIO]:
+def open_input(name: str) -> contextlib.AbstractContextManager[IO[Any]]:
+    """The NDJSON source as bytes (stdin too), so a line that is not UTF-8 can be named."""
     if name == "-":
-        return contextlib.nullcontext(sys.stdin)
+        return contextlib.nullcontext(getattr(sys.stdin, "buffer", sys.stdin))
     try:
-        return open(name, encoding="utf-8")
+        return open(name, "rb")
     except OSError as exc:
         raise OptionError(f"cannot read --ndjson file {name!r}: {exc.strerror}.") from exc
 
 
-def ndjson_values(stream: TextIO, name: str) -> Iterator[Any]:
+def ndjson_values(stream: Iterable[bytes | str], name: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line; bad UTF-8 or JSON names its line."""
+    source = "stdin" if name == "-" else repr(name)
     for number, line in enumerate(stream, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise OptionError(
+                    f"--ndjson {source} line {number} is not UTF-8 ({exc.reason} at byte "
+                    f"{exc.start}); NDJSON is UTF-8 text."
+                ) from exc
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            yield number, json.loads(line)
         except json.JSONDecodeError as exc:
-            raise OptionError(f"{name} line {number} is not valid JSON: {exc}.") from exc
+            raise OptionError(
+                f"--ndjson {source} line {number} is not valid JSON: {exc}."
+            ) from exc
 
 
-def batches(values: Iterator[Any], size: int) -> Iterator[list[Any]]:
+def batches(
+    numbered: Iterator[tuple[int, Any]], size: int
+) -> Iterator[tuple[list[Any], int]]:
+    """Values in lists of ``size``, each with the number of its last line."""
     batch: list[Any] = []
-    for value in values:
+    number = 0
+    for number, value in numbered:
         batch.append(value)
         if len(batch) >= size:
-            yield batch
+            yield batch, number
             batch = []
     if batch:
-        yield batch
+        yield batch, number
+
+
+def write_ndjson(
+    args: Any,
+    command: str,
+    verb: str,
+    write_batch: Callable[[list[Any]], None],
+    committed: Callable[[], str],
+) -> None:
+    """Read ``args.ndjson`` in batches of ``args.batch_size``, each written by ``write_batch``
+    in its own transaction, with progress on a terminal.
+
+    When a line or a write fails after earlier batches committed, those stay:
+    the error (or, for Ctrl-C, a line on stderr) says which lines they were,
+    ``committed()`` what they stored, and the line to resume from, since rerunning
+    the whole file would store them twice.
+    """
+    lines_done = written = 0
+    progress = NdjsonProgress.for_terminal(command, verb, quiet=args.json)
+    with open_input(args.ndjson) as stream:
+        try:
+            for batch, last_line in batches(ndjson_values(stream, args.ndjson), args.batch_size):
+                write_batch(batch)
+                lines_done, written = last_line, written + len(batch)
+                progress.update(written)
+        except (Exception, KeyboardInterrupt) as exc:
+            progress.finish()
+            if not written:
+                raise
+            note = _resume_note(args.ndjson, lines_done, committed())
+            if not isinstance(exc, Exception):
+                print(f"sqliteq {command}: interrupted. {note}", file=sys.stderr)
+                raise
+            cls = type(exc) if isinstance(exc, SparkQueueError) else OptionError
+            raise cls(f"{str(exc).rstrip('.')}. {note}") from exc
+    progress.finish()
+
+
+def _resume_note(name: str, lines_done: int, committed: str) -> str:
+    source = "stdin" if name == "-" else name
+    return (
+        f"Lines 1-{lines_done} of {source} were already committed ({committed}) and stay; "
+        f"nothing after line {lines_done} was stored. Resume from line {lines_done + 1} "
+        f"(e.g. `tail -n +{lines_done + 1} FILE | ... --ndjson -`), not from the start, or "
+        "those lines are stored twice."
+    )
+
+
+class NdjsonProgress:
+    """``sqliteq COMMAND: N VERB`` on one self-overwriting stderr line, at most once a second.
+
+    Only for a person watching: never into a pipe, a log or with ``--json``.
+    """
+
+    EVERY_S = 1.0
+
+    def __init__(self, stream: TextIO | None, command: str, verb: str) -> None:
+        self.stream = stream
+        self.label = f"sqliteq {command}:"
+        self.verb = verb
+        self.shown_at: float | None = None
+        self.last = 0
+
+    @classmethod
+    def for_terminal(cls, command: str, verb: str, *, quiet: bool) -> NdjsonProgress:
+        stream = sys.stderr
+        tty = not quiet and hasattr(stream, "isatty") and stream.isatty()
+        return cls(stream if tty else None, command, verb)
+
+    def update(self, done: int) -> None:
+        self.last = done
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        if self.shown_at is not None and now - self.shown_at < self.EVERY_S:
+            return
+        self.shown_at = now
+        self.stream.write(f"\r{self.label} {done:,} {self.verb}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.stream is not None and self.shown_at is not None:
+            self.stream.write(f"\r{self.label} {self.last:,} {self.verb}\n")
+            self.stream.flush()

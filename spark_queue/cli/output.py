@@ -57,3 +57,14 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, range):
         return list(value)
     raise TypeError(f"cannot print {type(value).__name__} as JSON")
+
+
+def one_line_error(error: str | None) -> str | None:
+    """The line of an error text that says what went wrong: a traceback's last line (the
+    exception and its message), else the first line."""
+    if error is None:
+        return None
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    if not lines:
+        return error
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]

@@ -7,15 +7,23 @@ import argparse
 import logging
 from typing import Any
 
-from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
-from spark_queue.cli.output import emit, emit_object
+from spark_queue.cli import numbers
+from spark_queue.cli.inputs import (
+    VALUE_FORMAT_HELP,
+    VALUE_FORMATS,
+    parse_value,
+    write_ndjson,
+)
+from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.store_commands import (
     DEFAULT_BATCH_SIZE,
     common,
+    create_flag,
+    open_for_write,
     open_store,
 )
-from spark_queue.errors import OptionError
-from spark_queue.store import NewJob, Store
+from spark_queue.errors import OptionError, WorkerCrashedError
+from spark_queue.store import NewJob
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -43,6 +51,21 @@ SETTING_FLAGS = {
     "rate_burst": "--rate-burst",
     "max_payload_bytes": "--max-payload-bytes",
 }
+SETTING_TYPES = {
+    "visibility_timeout_ms": numbers.positive_duration_ms,
+    "max_attempts": numbers.positive,
+    "backoff_base_ms": numbers.duration_ms,
+    "backoff_cap_ms": numbers.duration_ms,
+    "max_size": numbers.positive,
+    "idempotency_window_ms": numbers.positive_duration_ms,
+    "max_leased": numbers.positive,
+    "rate_limit_per_s": numbers.number(0, 1e9),
+    "rate_burst": numbers.positive,
+    "max_payload_bytes": numbers.positive,
+}
+# Threads and jobs per claim: far beyond any use, small enough to start and to bind.
+MAX_CONCURRENCY = 1024
+MAX_BATCH_SIZE = 100_000
 # Limits a --no-... flag switches off.
 LIMIT_OFF_FLAGS = {
     "max_size": "--no-max-size",
@@ -64,22 +87,29 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
     p = queue.add_parser(
-        "add", help="enqueue one job, or NDJSON lines (creates the store and queue if missing)"
+        "add", help="enqueue one job, or NDJSON lines (creates the queue if missing)"
     )
     common(p)
     p.add_argument("queue")
     p.add_argument("value", nargs="?", help="the payload (omit with --ndjson)")
     p.add_argument(
-        "--value-format",
-        choices=("text", "json"),
-        default="text",
-        help="store VALUE as text (default) or parse it as JSON",
+        "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
     )
-    p.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
-    p.add_argument("--delay-ms", type=int, default=0, help="hold the job back this long")
-    p.add_argument("--ttl-ms", type=int, help="drop the job if not done this long after enqueue")
+    create_flag(p)
+    p.add_argument(
+        "--priority", type=numbers.priority, default=0, help="higher runs first (default 0)"
+    )
+    p.add_argument(
+        "--delay-ms", type=numbers.duration_ms, default=0, help="hold the job back this long"
+    )
+    p.add_argument(
+        "--ttl-ms", type=numbers.positive_duration_ms,
+        help="drop the job if not done this long after enqueue",
+    )
     p.add_argument("--idempotency-key", help="a duplicate key returns the original job id")
-    p.add_argument("--max-attempts", type=int, help="override the queue's max attempts")
+    p.add_argument(
+        "--max-attempts", type=numbers.positive, help="override the queue's max attempts"
+    )
     p.add_argument(
         "--ndjson",
         metavar="FILE",
@@ -87,13 +117,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--batch-size",
-        type=int,
+        type=numbers.positive,
         default=DEFAULT_BATCH_SIZE,
         help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
     )
     p.add_argument(
         "--wait-ms",
-        type=int,
+        type=numbers.wait_ms,
         default=0,
         help="when the queue is at max_size, wait this long for room (default: fail)",
     )
@@ -112,12 +142,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue")
     for setting, flag in SETTING_FLAGS.items():
-        kind = float if setting == "rate_limit_per_s" else int
-        p.add_argument(flag, dest=setting, type=kind, help=f"set {setting}")
+        p.add_argument(flag, dest=setting, type=SETTING_TYPES[setting], help=f"set {setting}")
     for setting, flag in LIMIT_OFF_FLAGS.items():
         p.add_argument(
             flag, dest=f"no_{setting}", action="store_true", help=f"remove the {setting} limit"
         )
+    create_flag(p)
     p.set_defaults(func=cmd_queue_config)
 
     p = queue.add_parser("pause", help="stop claims (enqueues still land, leased jobs finish)")
@@ -138,7 +168,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("peek", help="jobs in queue order with their state; leases nothing")
     common(p)
     p.add_argument("queue")
-    p.add_argument("--limit", type=int, default=10, help="how many (default 10)")
+    p.add_argument("--limit", type=numbers.count, default=10, help="how many (default 10)")
     p.set_defaults(func=cmd_queue_peek)
 
     p = queue.add_parser("purge", help="delete ready and delayed jobs (or only expired ones)")
@@ -153,58 +183,71 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_queue_purge)
 
     dlq = _group(sub, "dlq", "dead letters: jobs that failed max attempts")
-    p = dlq.add_parser("list", help="dead letters with their last error")
+    p = dlq.add_parser(
+        "list", help="dead letters with the last line of their error (all of it with --json)"
+    )
     common(p)
     p.add_argument("queue")
-    p.add_argument("--limit", type=int, help="at most this many")
+    p.add_argument("--limit", type=numbers.count, help="at most this many")
     p.set_defaults(func=cmd_dlq_list)
     p = dlq.add_parser("requeue", help="move dead letters back to ready (all, or these ids)")
     common(p)
     p.add_argument("queue")
-    p.add_argument("ids", nargs="*", type=int, help="job ids (default: all)")
+    p.add_argument("ids", nargs="*", type=numbers.job_id, help="job ids (default: all)")
     p.set_defaults(func=cmd_dlq_requeue)
     p = dlq.add_parser("purge", help="delete dead letters (all, or these ids)")
     common(p)
     p.add_argument("queue")
-    p.add_argument("ids", nargs="*", type=int, help="job ids (default: all)")
+    p.add_argument("ids", nargs="*", type=numbers.job_id, help="job ids (default: all)")
     p.set_defaults(func=cmd_dlq_purge)
 
     job = _group(sub, "job", "one job by id")
     p = job.add_parser("get", help="show a job (queued, leased or dead)")
     common(p)
     p.add_argument("queue")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=numbers.job_id)
     p.set_defaults(func=cmd_job_get)
     p = job.add_parser("remove", help="delete a job (queued, leased or dead)")
     common(p)
     p.add_argument("queue")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=numbers.job_id)
     p.set_defaults(func=cmd_job_remove)
 
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
     common(p)
     p.add_argument("handler", help="module:function, called with each job")
-    p.add_argument("--queue", required=True, help="the queue to work on")
-    p.add_argument("--concurrency", type=int, default=1, help="jobs at once (threads; default 1)")
+    p.add_argument("--queue", required=True, help="the queue to work on (it must exist)")
+    p.add_argument(
+        "--create", action="store_true",
+        help="create the queue with default settings if it does not exist",
+    )
+    p.add_argument(
+        "--concurrency", type=numbers.integer(1, MAX_CONCURRENCY), default=1,
+        help="jobs at once (threads; default 1)",
+    )
     p.add_argument(
         "--batch-size",
-        type=int,
+        type=numbers.integer(1, MAX_BATCH_SIZE),
         default=1,
         help="jobs each thread claims (and acks) per transaction (default 1)",
     )
     p.add_argument(
-        "--lease-ms", type=int, help="lease length (default: the queue's visibility timeout)"
+        "--lease-ms", type=numbers.positive_duration_ms,
+        help="lease length (default: the queue's visibility timeout)",
     )
-    p.add_argument("--heartbeat-ms", type=int, help="lease extension interval (default lease/3)")
+    p.add_argument(
+        "--heartbeat-ms", type=numbers.positive_wait_ms,
+        help="lease extension interval (default lease/3)",
+    )
     p.add_argument(
         "--grace-ms",
-        type=int,
+        type=numbers.wait_ms,
         default=30_000,
         help="on SIGTERM/SIGINT, how long running jobs may finish (default 30000)",
     )
     p.add_argument(
         "--idle-poll-max-ms",
-        type=int,
+        type=numbers.positive_wait_ms,
         default=500,
         help="when idle, look for due jobs at least this often (default 500)",
     )
@@ -219,10 +262,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_queue_add(args: argparse.Namespace) -> int:
     if (args.value is None) == (args.ndjson is None):
         raise OptionError("queue add takes either a VALUE or --ndjson FILE, not both or neither.")
-    if args.batch_size <= 0:
-        raise OptionError(f"--batch-size must be a positive integer; got {args.batch_size}.")
-    if args.wait_ms < 0:
-        raise OptionError(f"--wait-ms must be >= 0; got {args.wait_ms}.")
 
     def job(payload: Any) -> NewJob:
         return NewJob(
@@ -234,7 +273,9 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
             args.ttl_ms,
         )
 
-    with Store(args.path, create=True) as store:  # like `publish`: creates a missing store
+    if args.ndjson is not None and args.idempotency_key is not None:
+        raise OptionError("--idempotency-key names one job; it cannot go with --ndjson.")
+    with open_for_write(args, "queue add") as store:
         q = store.queue(args.queue)
         if args.ndjson is None:
             [job_id] = q.enqueue_many(
@@ -242,12 +283,15 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
             )
             emit_object({"queue": args.queue, "id": job_id}, as_json=args.json)
             return 0
-        if args.idempotency_key is not None:
-            raise OptionError("--idempotency-key names one job; it cannot go with --ndjson.")
         ids: list[int] = []
-        with open_input(args.ndjson) as stream:
-            for batch in batches(ndjson_values(stream, args.ndjson), args.batch_size):
-                ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
+
+        def write(batch: list) -> None:
+            ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
+
+        def committed() -> str:
+            return f"{len(ids)} jobs of queue {args.queue!r}, ids {ids[0]}..{ids[-1]}"
+
+        write_ndjson(args, "queue add", "enqueued", write, committed)
     emit_object(
         {"queue": args.queue, "enqueued": len(ids), "first_id": ids[0] if ids else None},
         as_json=args.json,
@@ -308,7 +352,7 @@ def cmd_queue_config(args: argparse.Namespace) -> int:
             if setting in settings:
                 raise OptionError(f"give {SETTING_FLAGS[setting]} or {flag}, not both.")
             settings[setting] = None
-    with Store(args.path, create=True) as store:
+    with open_for_write(args, "queue config") as store:
         config = store.queue(args.queue).configure(**settings)
     emit_object(_settings(config), as_json=args.json)
     return 0
@@ -336,8 +380,6 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_peek(args: argparse.Namespace) -> int:
-    if args.limit < 0:
-        raise OptionError(f"--limit must be >= 0; got {args.limit}.")
     with open_store(args, readonly=True) as store:
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
     emit(rows, as_json=args.json, columns=JOB_COLUMNS)
@@ -358,6 +400,10 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
+    if not args.json:
+        # A traceback does not fit a table cell: its last line says what went wrong; the
+        # whole text is in --json and `sqliteq job get`.
+        rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
     emit(rows, as_json=args.json, columns=["id", "attempts", "dead_ms", "payload", "last_error"])
     return 0
 
@@ -395,7 +441,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     handler = load_handler(args.handler)
     open_store(args).close()  # a missing file fails here with the store's message
-    logging.getLogger("spark_queue.worker").setLevel(logging.INFO)
+    # Each failure, a crash and a pause are one line on stderr; -v adds tracebacks.
+    level = logging.DEBUG if args.verbose else logging.INFO
+    logging.getLogger("spark_queue.worker").setLevel(level)
     worker = Worker(
         args.path,
         args.queue,
@@ -407,7 +455,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         grace_ms=args.grace_ms,
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
+        create_queue=args.create,
     )
-    stats = worker.run()
+    try:
+        stats = worker.run()
+    except WorkerCrashedError as exc:
+        # The summary still says what was done before the crash; main() prints the error.
+        emit_object({"queue": args.queue} | exc.stats.as_dict(), as_json=args.json)
+        raise
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
     return 0

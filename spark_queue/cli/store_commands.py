@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, TextIO
 
-from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
+from spark_queue.cli import numbers
+from spark_queue.cli.inputs import (
+    VALUE_FORMAT_HELP,
+    VALUE_FORMATS,
+    parse_value,
+    write_ndjson,
+)
 from spark_queue.cli.output import emit, emit_line, emit_object
-from spark_queue.errors import OptionError
+from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
 from spark_queue.store import DURABILITY_LEVELS, Event, Store, check_file
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -46,16 +53,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_topic_config)
 
     p = sub.add_parser(
-        "publish",
-        help="publish a value, or NDJSON lines from a file or stdin (creates the store if missing)",
+        "publish", help="publish a value, or NDJSON lines from a file or stdin"
     )
     common(p)
     p.add_argument("topic")
     p.add_argument("value", nargs="?", help="the value to publish (omit with --ndjson)")
     p.add_argument(
-        "--value-format", choices=("text", "json"), default="text",
-        help="store VALUE as text (default) or parse it as JSON",
+        "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
     )
+    create_flag(p)
     p.add_argument("--key", help="the event key")
     p.add_argument(
         "--header", action="append", default=[], metavar="NAME=VALUE", help="a header (repeatable)"
@@ -65,7 +71,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="publish each line of FILE ('-' for stdin) as one JSON value",
     )
     p.add_argument(
-        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+        "--batch-size", type=numbers.positive, default=DEFAULT_BATCH_SIZE,
         help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
     )
     p.set_defaults(func=cmd_publish)
@@ -77,9 +83,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--from", dest="start", default="earliest",
         help="an offset, 'earliest' (default) or 'latest'",
     )
-    p.add_argument("--limit", type=int, help="stop after this many events")
+    p.add_argument("--limit", type=numbers.count, help="stop after this many events")
     p.add_argument("-f", "--follow", action="store_true", help="keep waiting for new events")
-    p.add_argument("--poll-ms", type=int, default=200, help="how often --follow looks (ms)")
+    p.add_argument(
+        "--poll-ms", type=numbers.wait_ms, default=200, help="how often --follow looks (ms)"
+    )
     p.set_defaults(func=cmd_tail)
 
     p = sub.add_parser("consumers", help="list consumers with their saved offsets and lag")
@@ -90,8 +98,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prune", help="apply retention: delete old events")
     common(p)
     p.add_argument("--topic", help="only this topic (default: every topic)")
-    p.add_argument("--max-age-ms", type=int, help="delete events older than this")
-    p.add_argument("--max-rows", type=int, help="keep at most this many newest events")
+    p.add_argument(
+        "--max-age-ms", type=numbers.duration_ms, help="delete events older than this"
+    )
+    p.add_argument(
+        "--max-rows", type=numbers.count, help="keep at most this many newest events"
+    )
     p.add_argument(
         "--force", action="store_true",
         help="also delete events that consumers have not read yet",
@@ -115,8 +127,40 @@ def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
     return Store(args.path, create=False, **kwargs)
 
 
+def create_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--create", action="store_true",
+        help="create the store file if it does not exist (default: refuse a missing path)",
+    )
+
+
+def open_for_write(args: argparse.Namespace, command: str, **kwargs: Any) -> Store:
+    """The store at PATH for a write: it must exist, unless ``--create`` (or ``init``) said so.
+
+    A typo in PATH must not leave a new store behind (issue 12): creating one is
+    asked for, its directory must already exist, and it is said on stderr.
+    """
+    path = args.path
+    if os.path.exists(path) or os.path.islink(path):
+        return Store(path, create=False, **kwargs)
+    if not getattr(args, "create", False) and command != "init":
+        raise StoreNotFoundError(
+            f"store file {path!r} does not exist; create it with `sqliteq init {path}`, "
+            f"or add --create to `sqliteq {command}`."
+        )
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise StoreError(
+            f"cannot create store file {path!r}: its directory {parent!r} does not exist; "
+            "create the directory first (sqliteq never makes directories)."
+        )
+    store = Store(path, create=True, **kwargs)
+    print(f"sqliteq {command}: created store file {path!r}", file=sys.stderr)
+    return store
+
+
 def cmd_init(args: argparse.Namespace) -> int:
-    with Store(args.path, create=True, durability=args.durability) as store:
+    with open_for_write(args, "init", durability=args.durability) as store:
         emit_object({"path": store.path, "topics": len(store.topics())}, as_json=args.json)
     return 0
 
@@ -147,29 +191,34 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     if (args.value is None) == (args.ndjson is None):
         raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
-    if args.batch_size <= 0:
-        raise OptionError(f"--batch-size must be a positive integer; got {args.batch_size}.")
-    with Store(args.path, create=True) as store:
+    with open_for_write(args, "publish") as store:
         if args.ndjson is not None:
-            first = last = None
-            with open_input(args.ndjson) as stream:
-                for batch in batches(ndjson_values(stream, args.ndjson), args.batch_size):
-                    offsets = store.publish_many(args.topic, batch)
-                    first = offsets.start if first is None else first
-                    last = offsets.stop
-            count = 0 if first is None else last - first
-            emit_object({"topic": args.topic, "published": count, "first_offset": first},
-                        as_json=args.json)
-            return 0
+            return _publish_ndjson(args, store)
         value = parse_value(args.value, args.value_format)
         offset = store.publish(args.topic, value, key=args.key, headers=_headers(args.header))
     emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
     return 0
 
 
+def _publish_ndjson(args: argparse.Namespace, store: Store) -> int:
+    offsets: list[int] = []  # first and last offset published
+
+    def write(batch: list) -> None:
+        published = store.publish_many(args.topic, batch)
+        offsets[:] = [offsets[0] if offsets else published.start, published.stop - 1]
+
+    def committed() -> str:
+        first, last = offsets
+        return f"offsets {first}..{last} of topic {args.topic!r}, {last - first + 1} events"
+
+    write_ndjson(args, "publish", "published", write, committed)
+    count = offsets[1] - offsets[0] + 1 if offsets else 0
+    emit_object({"topic": args.topic, "published": count,
+                 "first_offset": offsets[0] if offsets else None}, as_json=args.json)
+    return 0
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 0:
-        raise OptionError(f"--limit must be >= 0; got {args.limit}.")
     start = _parse_start(args.start)
     with open_store(args, readonly=True) as store:
         earliest, latest = store.bounds(args.topic)

@@ -46,8 +46,16 @@ def load(path: str | None, overrides: dict[str, Any]) -> DemoConfig:
     """Read ``path`` (flattening its sections), apply non-None ``overrides``, validate."""
     values: dict[str, Any] = {}
     if path is not None and os.path.exists(path):
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise OptionError(
+                f"demo config {path!r} is not valid TOML ({exc}); fix it, or leave --config "
+                "out to use conf/demo.toml."
+            ) from exc
+        except OSError as exc:
+            raise OptionError(f"cannot read demo config {path!r}: {exc.strerror}.") from exc
         for key, value in data.items():
             if key in _SECTIONS and isinstance(value, dict):
                 values.update(value)

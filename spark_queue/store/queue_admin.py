@@ -43,6 +43,7 @@ NULLABLE = frozenset({"max_size", "max_leased", "rate_limit_per_s", "rate_burst"
                       "max_payload_bytes"})
 # The most a rate limit may be: beyond it the bucket arithmetic loses precision.
 _MAX_RATE_PER_S = 1e9
+_MAX_SETTING = 1 << 62
 
 
 class QueueStats(NamedTuple):
@@ -106,10 +107,12 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
                 f"> 0 and <= {_MAX_RATE_PER_S:.0e}{or_none}; got {value!r}."
             )
         return float(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < SETTINGS[name]:
+    # The upper bound keeps `now + setting` in SQLite's 64-bit integers (see queues._MAX_MS).
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not SETTINGS[name] <= value < _MAX_SETTING):
         raise QueueConfigError(
-            f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]}"
-            f"{or_none}; got {value!r}."
+            f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]} and "
+            f"< 2**62{or_none}; got {value!r}."
         )
     return value
 

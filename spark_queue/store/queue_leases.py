@@ -116,7 +116,7 @@ def nack(
     if delay_ms is not None:
         int_option(0, "delay_ms", delay_ms, 0, False)
     now = _clock_ms() if now_ms is None else now_ms
-    retried, dead = [], []
+    retried, dead, retry_at = [], [], []
     for job_id, token in pairs:
         row = conn.execute(
             "SELECT attempts, coalesce(max_attempts, ?) FROM sq_jobs "
@@ -137,7 +137,8 @@ def nack(
             (now + wait, error, job_id),
         )
         retried.append(job_id)
-    return NackResult(retried, dead, _rejected(pairs, retried + dead))
+        retry_at.append(now + wait)
+    return NackResult(retried, dead, _rejected(pairs, retried + dead), tuple(retry_at))
 
 
 def release(

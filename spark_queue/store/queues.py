@@ -104,6 +104,8 @@ class NackResult(NamedTuple):
     retried: list[int]
     dead: list[int]
     rejected: list[int]
+    # When each of ``retried`` (same order) may be claimed again, epoch ms.
+    retry_at_ms: tuple[int, ...] = ()
 
 
 Lease = Job | tuple[int, int]

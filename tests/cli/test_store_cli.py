@@ -39,7 +39,7 @@ def test_init_publish_topics_tail_round_trip(capsys, store_path):
 def test_publish_ndjson_from_stdin_in_batches(capsys, store_path, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f'{{"n": {i}}}\n' for i in range(25))))
     code, out, _ = run(capsys, "publish", store_path, "t", "--ndjson", "-", "--batch-size", "10",
-                       "--json")
+                       "--json", "--create")
     assert code == 0 and json.loads(out) == {"topic": "t", "published": 25, "first_offset": 0}
     with Store(store_path) as store:
         assert [e.value["n"] for e in store.read("t")] == list(range(25))

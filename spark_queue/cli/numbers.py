@@ -1,0 +1,72 @@
+"""Numeric flags, checked when argparse reads them: a value SQLite or a worker cannot hold
+is a usage error naming the flag, never an OverflowError from deep inside a command.
+
+SQLite integers are signed 64-bit. Durations are added to epoch milliseconds in
+SQL (``now + delay_ms``), so they stop at :data:`MAX_STORED`, which leaves
+room for any clock; the worker sleeps on its intervals, so those stop at what
+Python can wait (``threading.TIMEOUT_MAX``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections.abc import Callable
+
+INT64_MAX = 2**63 - 1
+# The store's own bound on the integers it keeps (store/queues.py, queue_admin.py): a
+# duration added to now_ms always fits in 64 bits.
+MAX_STORED = 2**62 - 1
+MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
+_NOTES = {
+    INT64_MAX: " (2**63 - 1, SQLite's largest integer)",
+    MAX_STORED: " (2**62 - 1, the store's limit)",
+    MAX_WAIT_MS: " (the longest a thread can wait)",
+}
+
+
+def integer(low: int, high: int = INT64_MAX) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+        if not low <= value <= high:
+            note = _NOTES.get(high, "")
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from {low} to {high}{note}; got {text}"
+            )
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its fallback message
+    return parse
+
+
+def number(low_exclusive: float, high: float) -> Callable[[str], float]:
+    """An argparse ``type=``: a finite number above ``low_exclusive``, at most ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
+        if not low_exclusive < value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a number > {low_exclusive:g} and <= {high:g}; got {text}"
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+count = integer(0)  # how many: 0 allowed (a limit of 0 prints nothing)
+positive = integer(1, MAX_STORED)  # sizes, counts and settings that must be at least one
+priority = integer(-MAX_STORED, MAX_STORED)
+job_id = integer(1)
+duration_ms = integer(0, MAX_STORED)  # stored durations, added to a timestamp in SQL
+positive_duration_ms = integer(1, MAX_STORED)
+wait_ms = integer(0, MAX_WAIT_MS)  # what this process sleeps on
+positive_wait_ms = integer(1, MAX_WAIT_MS)
