@@ -69,6 +69,10 @@ class TopicExistsError(SparkQueueError, ValueError):
     """A topic asked to be created new already exists."""
 
 
+class UnknownConsumerError(SparkQueueError, LookupError):
+    """The named consumer has no saved offsets (for the topic asked about)."""
+
+
 class DataLossError(SparkQueueError, LookupError):
     """Offsets that were asked for have been removed by retention."""
 

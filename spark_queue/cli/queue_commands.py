@@ -9,6 +9,7 @@ from typing import Any
 
 from spark_queue.cli.inputs import batches, ndjson_values, open_input, parse_value
 from spark_queue.cli.output import emit, emit_object
+from spark_queue.cli.progress import DelayedJobsWait, watching
 from spark_queue.cli.store_commands import (
     DEFAULT_BATCH_SIZE,
     common,
@@ -407,7 +408,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         grace_ms=args.grace_ms,
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
+        on_wait=_delayed_jobs_wait(args),
     )
     stats = worker.run()
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
     return 0
+
+
+def _delayed_jobs_wait(args: argparse.Namespace) -> DelayedJobsWait | None:
+    """A line on stderr each time ``--until-empty`` waits for a changed number of delayed jobs."""
+    stream = watching(args.json) if args.until_empty else None
+    return None if stream is None else DelayedJobsWait(stream, args.queue)

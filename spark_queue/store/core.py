@@ -338,6 +338,11 @@ class Store:
         with translate_errors():
             return sinks.commit_batch(self.conn, sink_id, batch_id, write)
 
+    def page_size(self) -> int:
+        """Bytes per page of the file (:meth:`backup` reports pages)."""
+        with translate_errors(self.path):
+            return self.conn.execute("PRAGMA page_size").fetchone()[0]
+
     def check(self) -> maintenance.CheckReport:
         """SQLite's integrity check plus every store rule a foreign writer can break
         (names, dense offsets, next_offset, payload types, JSON, headers, consumer offsets)."""
