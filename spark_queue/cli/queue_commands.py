@@ -15,6 +15,7 @@ from spark_queue.cli.store_commands import (
     common,
     open_store,
 )
+from spark_queue.cli.time_flags import duration_flag
 from spark_queue.errors import OptionError
 from spark_queue.store import NewJob, Store
 
@@ -113,6 +114,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue")
     for setting, flag in SETTING_FLAGS.items():
+        if setting.endswith("_ms"):  # read by duration_flag: 30s, 1h, 7d or ms
+            p.add_argument(flag, dest=setting, metavar="DURATION", help=f"set {setting}")
+            continue
         kind = float if setting == "rate_limit_per_s" else int
         p.add_argument(flag, dest=setting, type=kind, help=f"set {setting}")
     for setting, flag in LIMIT_OFF_FLAGS.items():
@@ -304,6 +308,8 @@ def cmd_queue_show(args: argparse.Namespace) -> int:
 
 def cmd_queue_config(args: argparse.Namespace) -> int:
     settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
+    for setting in [k for k in settings if k.endswith("_ms")]:
+        settings[setting] = duration_flag(SETTING_FLAGS[setting], settings[setting], minimum_ms=0)
     for setting, flag in LIMIT_OFF_FLAGS.items():
         if getattr(args, f"no_{setting}"):
             if setting in settings:

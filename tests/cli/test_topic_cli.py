@@ -211,3 +211,14 @@ def test_consumer_delete_lets_retention_go_past_an_abandoned_consumer(capsys, st
     assert run_json(capsys, "consumer", "delete", store_path, "abandoned")["deleted_offsets"] == 1
     with Store(store_path) as store:
         assert store.consumers() == []
+
+
+def test_queue_config_reads_its_millisecond_settings_as_durations(capsys, store_path):
+    config = run_json(capsys, "queue", "config", store_path, "q", "--visibility-timeout-ms",
+                      "30s", "--backoff-cap-ms", "5m", "--idempotency-window-ms", "1d",
+                      "--backoff-base-ms", "250")
+    assert (config["visibility_timeout_ms"], config["backoff_cap_ms"],
+            config["idempotency_window_ms"], config["backoff_base_ms"]) == (
+        30_000, 300_000, 86_400_000, 250)
+    err = one_line_error(capsys, "queue", "config", store_path, "q", "--backoff-cap-ms", "5 mins!")
+    assert "--backoff-cap-ms must be a duration" in err and "got '5 mins!'" in err
