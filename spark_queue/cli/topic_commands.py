@@ -16,9 +16,11 @@ CONSUMER_COLUMNS = ["consumer", "topic", "before", "next_offset", "earliest", "l
 
 DELETE_HELP = (
     "delete a topic with its events and its consumers' saved offsets (needs --yes). Stop "
-    "Spark queries that read or write it first: their checkpoints hold its old offsets, and "
-    "a publish recreates it from offset 0. The sink ledger is kept (it is keyed by sink id): "
-    "a query that writes here again under the same sinkId skips batch ids it committed before"
+    "Spark queries that read it and restart them from a new checkpoint: a checkpoint holds "
+    "the old offsets, and a publish recreates the topic from offset 0 (a query left running "
+    "fails once the new topic is behind its checkpoint). The sink ledger is kept (it is keyed "
+    "by sink id): a query that writes here again under the same sinkId skips the batch ids it "
+    "committed before"
 )
 RESET_HELP = (
     "move a consumer's saved offset (earlier or later). A running Spark query keeps reading "
@@ -63,7 +65,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _settings_flags(p, clearable=True)
     p.set_defaults(func=cmd_topic_config)
 
-    p = topic_sub.add_parser("delete", help=DELETE_HELP)
+    p = topic_sub.add_parser("delete", help="delete a topic, its events and saved offsets",
+                             description=DELETE_HELP + ".")
     common(p)
     p.add_argument("topic")
     p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
@@ -73,7 +76,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     consumer_sub = consumer.add_subparsers(
         dest="consumer_command", required=True, metavar="COMMAND"
     )
-    p = consumer_sub.add_parser("reset", help=RESET_HELP)
+    p = consumer_sub.add_parser("reset", help="move a consumer's saved offset",
+                                description=RESET_HELP + ".")
     common(p)
     p.add_argument("consumer")
     p.add_argument("--topic", help="only this topic (default: every topic it has an offset for)")
