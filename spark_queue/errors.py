@@ -65,6 +65,14 @@ class UnknownTopicError(SparkQueueError, LookupError):
     """The named topic does not exist in the store."""
 
 
+class TopicExistsError(SparkQueueError, ValueError):
+    """A topic asked to be created new already exists."""
+
+
+class UnknownConsumerError(SparkQueueError, LookupError):
+    """The named consumer has no saved offsets (for the topic asked about)."""
+
+
 class DataLossError(SparkQueueError, LookupError):
     """Offsets that were asked for have been removed by retention."""
 

@@ -77,7 +77,7 @@ from spark_queue.errors import (
     UnknownQueueError,
     WorkerCrashedError,
 )
-from spark_queue.store import Job, Store
+from spark_queue.store import Job, QueueStats, Store
 
 log = logging.getLogger("spark_queue.worker")
 
@@ -171,6 +171,7 @@ class Worker:
         grace_ms: int = 30_000,
         idle_poll_max_ms: int = 500,
         until_empty: bool = False,
+        on_wait: Callable[[QueueStats], None] | None = None,
         durability: str = "normal",
         busy_timeout_ms: int = 5_000,
         create_queue: bool = False,
@@ -202,6 +203,9 @@ class Worker:
         self.idle_poll_max_ms = idle_poll_max_ms
         self.until_empty = until_empty
         self.create_queue = create_queue
+        # Called from idle slots (any thread) with the stats that kept
+        # until_empty from exiting: the CLI shows delayed jobs waited for.
+        self.on_wait = on_wait
         self._store_options = {"durability": durability, "busy_timeout_ms": busy_timeout_ms}
         self.stats = WorkerStats()
         self._stats_lock = threading.Lock()
@@ -443,7 +447,10 @@ class Worker:
 
     def _queue_drained(self, q) -> bool:
         stats = self._retry(q.stats)
-        return stats.ready + stats.leased + stats.delayed == 0
+        drained = stats.ready + stats.leased + stats.delayed == 0
+        if not drained and self.on_wait is not None:
+            self.on_wait(stats)
+        return drained
 
     def _held_wait(self, store: Store, q) -> bool:
         """If the queue holds claims back, wait until that may have changed; True if it did."""

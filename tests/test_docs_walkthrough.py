@@ -1,4 +1,4 @@
-"""The README's CLI walkthrough runs as written: its ``bash`` blocks, in order, in an empty directory.
+"""The README's CLI walkthrough runs as written: its ``bash`` blocks in order, in an empty dir.
 
 A new user copies these blocks first; a flag renamed or an output changed
 must fail here, not in their terminal.

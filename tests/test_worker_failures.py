@@ -83,18 +83,26 @@ def test_a_crashed_heartbeat_stops_the_worker_and_gives_back_unstarted_jobs(
 ):
     q = store.queue("q")
     first, second = q.enqueue_many(["first", "second"])
-    crashed = threading.Event()
+    stopped = threading.Event()
 
     def broken_extend(self, *args, **kwargs):
-        crashed.set()
         raise RuntimeError("heartbeat lost its connection")
 
     monkeypatch.setattr(type(q), "extend", broken_extend)
 
     def handler(job):
-        assert crashed.wait(30)  # the first job runs until the heartbeat has crashed
+        # The first job runs until the crash has stopped the worker, so the slot
+        # provably sees the stop before it could start the second job.
+        assert stopped.wait(30)
 
     worker = Worker(store_path, "q", handler, batch_size=2, heartbeat_ms=5)
+    stop = worker.stop
+
+    def stop_and_tell():
+        stop()
+        stopped.set()
+
+    worker.stop = stop_and_tell
     with pytest.raises(WorkerCrashedError, match="the heartbeat thread crashed with "
                        "RuntimeError: heartbeat lost its connection") as raised:
         worker.run()

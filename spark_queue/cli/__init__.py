@@ -13,13 +13,22 @@ import sys
 from collections.abc import Sequence
 
 from spark_queue import __version__
-from spark_queue.cli import demo, metrics_command, queue_commands, store_commands
+from spark_queue.cli import (
+    demo,
+    metrics_command,
+    queue_commands,
+    store_commands,
+    tail_command,
+    topic_commands,
+)
 from spark_queue.errors import SparkQueueError
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
-COMMAND_MODULES = [store_commands, queue_commands, metrics_command, demo]
+COMMAND_MODULES = [
+    store_commands, topic_commands, tail_command, queue_commands, metrics_command, demo
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,9 @@
 """Numeric flags, checked when argparse reads them: a value SQLite or a worker cannot hold
 is a usage error naming the flag, never an OverflowError from deep inside a command.
 
+Every ``*_ms`` flag takes a duration as :mod:`spark_queue.times` reads it
+(``500ms``, ``30s``, ``15m``, ``1h``, ``7d``; a bare number is milliseconds).
+
 SQLite integers are signed 64-bit. Durations are added to epoch milliseconds in
 SQL (``now + delay_ms``), so they stop at :data:`MAX_STORED`, which leaves
 room for any clock; the worker sleeps on its intervals, so those stop at what
@@ -11,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import threading
+import time
 from collections.abc import Callable
+
+from spark_queue.times import DURATION_HELP, TIME_HELP, has_unit, parse_duration_ms, parse_time_ms
 
 INT64_MAX = 2**63 - 1
 # The store's own bound on the integers it keeps (store/queues.py, queue_admin.py): a
@@ -62,11 +68,43 @@ def number(low_exclusive: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def duration(low_ms: int, high_ms: int) -> Callable[[str], int]:
+    """An argparse ``type=``: a duration in milliseconds from ``low_ms`` to ``high_ms``."""
+
+    def parse(text: str) -> int:
+        millis = parse_duration_ms(text)
+        if millis is None:
+            raise argparse.ArgumentTypeError(f"must be {DURATION_HELP}; got {text!r}")
+        if not low_ms <= millis <= high_ms:
+            note = _NOTES.get(high_ms, "")
+            raise argparse.ArgumentTypeError(
+                f"must be from {low_ms} to {high_ms} ms{note}; got {text}"
+            )
+        return millis
+
+    parse.__name__ = "duration"
+    return parse
+
+
+def point_in_time(text: str) -> int:
+    """An argparse ``type=``: epoch milliseconds from an ISO-8601 time, epoch ms, or a
+    duration with a unit counted back from now (``10m`` = ten minutes ago)."""
+    if has_unit(text):
+        return max(0, time.time_ns() // 1_000_000 - parse_duration_ms(text))
+    millis = parse_time_ms(text)
+    if millis is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a duration back from now such as 10m, 2h or 7d, or {TIME_HELP}; "
+            f"got {text!r}"
+        )
+    return millis
+
+
 count = integer(0)  # how many: 0 allowed (a limit of 0 prints nothing)
 positive = integer(1, MAX_STORED)  # sizes, counts and settings that must be at least one
 priority = integer(-MAX_STORED, MAX_STORED)
 job_id = integer(1)
-duration_ms = integer(0, MAX_STORED)  # stored durations, added to a timestamp in SQL
-positive_duration_ms = integer(1, MAX_STORED)
-wait_ms = integer(0, MAX_WAIT_MS)  # what this process sleeps on
-positive_wait_ms = integer(1, MAX_WAIT_MS)
+duration_ms = duration(0, MAX_STORED)  # stored durations, added to a timestamp in SQL
+positive_duration_ms = duration(1, MAX_STORED)
+wait_ms = duration(0, MAX_WAIT_MS)  # what this process sleeps on
+positive_wait_ms = duration(1, MAX_WAIT_MS)

@@ -1,4 +1,9 @@
-"""How CLI commands print: aligned tables for people, JSON for scripts."""
+"""How CLI commands print: aligned tables for people, JSON for scripts.
+
+Times: tables and ``key: value`` records show the fields in :data:`TIME_FIELDS`
+as UTC ISO-8601 (``2024-05-01T12:00:00.123Z``) under a name ending in
+``_utc`` instead of ``_ms``; ``--json`` keeps the raw epoch milliseconds.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,15 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from spark_queue.times import format_time_ms
+
+# Fields that hold a point in time as epoch milliseconds (durations such as
+# retention_ms or oldest_ready_age_ms stay numbers).
+TIME_FIELDS = frozenset({
+    "timestamp_ms", "created_ms", "updated_ms", "enqueued_ms", "available_at_ms",
+    "lease_expires_ms", "expires_ms", "dead_ms",
+})
 
 
 def emit(rows: Sequence[Mapping[str, Any]], *, as_json: bool, columns: Sequence[str]) -> None:
@@ -17,9 +31,10 @@ def emit(rows: Sequence[Mapping[str, Any]], *, as_json: bool, columns: Sequence[
     if not rows:
         print("(none)")
         return
-    cells = [[_text(row.get(col)) for col in columns] for row in rows]
-    widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
-    print("  ".join(col.ljust(w) for col, w in zip(columns, widths, strict=True)).rstrip())
+    cells = [[_cell(col, row.get(col)) for col in columns] for row in rows]
+    headers = [header(col) for col in columns]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
 
@@ -29,15 +44,31 @@ def emit_object(obj: Mapping[str, Any], *, as_json: bool) -> None:
     if as_json:
         print(json.dumps(obj, default=_jsonable, ensure_ascii=False))
         return
-    width = max((len(k) for k in obj), default=0)
+    width = max((len(header(k)) for k in obj), default=0)
     for key, value in obj.items():
-        print(f"{key.ljust(width)}  {_text(value)}")
+        print(f"{header(key).ljust(width)}  {_cell(key, value)}")
 
 
 def emit_line(obj: Any) -> None:
     """One NDJSON line, flushed at once (for `tail --follow` into a pipe)."""
     sys.stdout.write(json.dumps(obj, default=_jsonable, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def show_time(millis: int | None) -> str:
+    """A point in time as tables show it: UTC ISO-8601, or '-' for none."""
+    return "-" if millis is None else format_time_ms(millis)
+
+
+def header(field: str) -> str:
+    """A table's name for ``field``: time fields say they are UTC (``updated_utc``)."""
+    return field[: -len("_ms")] + "_utc" if field in TIME_FIELDS else field
+
+
+def _cell(field: str, value: Any) -> str:
+    if field in TIME_FIELDS and isinstance(value, int):
+        return show_time(value)
+    return _text(value)
 
 
 def _text(value: Any) -> str:

@@ -15,6 +15,7 @@ from spark_queue.cli.inputs import (
     write_ndjson,
 )
 from spark_queue.cli.output import emit, emit_object, one_line_error
+from spark_queue.cli.progress import DelayedJobsWait, watching
 from spark_queue.cli.store_commands import (
     DEFAULT_BATCH_SIZE,
     common,
@@ -142,7 +143,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue")
     for setting, flag in SETTING_FLAGS.items():
-        p.add_argument(flag, dest=setting, type=SETTING_TYPES[setting], help=f"set {setting}")
+        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
+        p.add_argument(
+            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
+            help=f"set {setting}",
+        )
     for setting, flag in LIMIT_OFF_FLAGS.items():
         p.add_argument(
             flag, dest=f"no_{setting}", action="store_true", help=f"remove the {setting} limit"
@@ -456,6 +461,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
         create_queue=args.create,
+        on_wait=_delayed_jobs_wait(args),
     )
     try:
         stats = worker.run()
@@ -465,3 +471,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
     return 0
+
+
+def _delayed_jobs_wait(args: argparse.Namespace) -> DelayedJobsWait | None:
+    """A line on stderr each time ``--until-empty`` waits for a changed number of delayed jobs."""
+    stream = watching(args.json) if args.until_empty else None
+    return None if stream is None else DelayedJobsWait(stream, args.queue)

@@ -1,13 +1,11 @@
-"""Store commands: init, topics, topic config, publish, tail, consumers, prune, backup, check."""
+"""Store commands: init, topics, publish, consumers, prune, backup, check."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
-from typing import Any, TextIO
+from typing import Any
 
 from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
@@ -16,9 +14,10 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_ndjson,
 )
-from spark_queue.cli.output import emit, emit_line, emit_object
+from spark_queue.cli.output import emit, emit_object
+from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
-from spark_queue.store import DURABILITY_LEVELS, Event, Store, check_file
+from spark_queue.store import DURABILITY_LEVELS, Store, check_file
 
 DEFAULT_BATCH_SIZE = 10_000
 
@@ -38,19 +37,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("topics", help="list topics with offsets and counts")
     common(p)
     p.set_defaults(func=cmd_topics)
-
-    topic = sub.add_parser("topic", help="one topic's settings")
-    topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
-    p = topic_sub.add_parser("config", help="create a topic or change its payload limit")
-    common(p)
-    p.add_argument("topic")
-    p.add_argument(
-        "--max-payload-bytes", type=int, help="refuse publishes with a larger value (bytes)"
-    )
-    p.add_argument(
-        "--no-max-payload-bytes", action="store_true", help="remove the payload limit"
-    )
-    p.set_defaults(func=cmd_topic_config)
 
     p = sub.add_parser(
         "publish", help="publish a value, or NDJSON lines from a file or stdin"
@@ -76,20 +62,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=cmd_publish)
 
-    p = sub.add_parser("tail", help="print events from an offset; --follow waits for new ones")
-    common(p)
-    p.add_argument("topic")
-    p.add_argument(
-        "--from", dest="start", default="earliest",
-        help="an offset, 'earliest' (default) or 'latest'",
-    )
-    p.add_argument("--limit", type=numbers.count, help="stop after this many events")
-    p.add_argument("-f", "--follow", action="store_true", help="keep waiting for new events")
-    p.add_argument(
-        "--poll-ms", type=numbers.wait_ms, default=200, help="how often --follow looks (ms)"
-    )
-    p.set_defaults(func=cmd_tail)
-
     p = sub.add_parser("consumers", help="list consumers with their saved offsets and lag")
     common(p)
     p.add_argument("--topic", help="only this topic")
@@ -99,7 +71,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("--topic", help="only this topic (default: every topic)")
     p.add_argument(
-        "--max-age-ms", type=numbers.duration_ms, help="delete events older than this"
+        "--max-age", "--max-age-ms", dest="max_age_ms", metavar="DURATION",
+        type=numbers.duration_ms,
+        help="delete events older than this: 7d, 1h, 30m, 500ms (a bare number is ms)",
     )
     p.add_argument(
         "--max-rows", type=numbers.count, help="keep at most this many newest events"
@@ -173,21 +147,6 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_topic_config(args: argparse.Namespace) -> int:
-    if args.no_max_payload_bytes and args.max_payload_bytes is not None:
-        raise OptionError("give --max-payload-bytes or --no-max-payload-bytes, not both.")
-    if not args.no_max_payload_bytes and args.max_payload_bytes is None:
-        raise OptionError(
-            "topic config needs a setting to change: --max-payload-bytes N or "
-            "--no-max-payload-bytes."
-        )
-    with Store(args.path, create=True) as store:  # like `queue config`: creates what is missing
-        store.set_topic_limits(args.topic, max_payload_bytes=args.max_payload_bytes)
-        [info] = [t for t in store.topics() if t.name == args.topic]
-    emit_object(info._asdict(), as_json=args.json)
-    return 0
-
-
 def cmd_publish(args: argparse.Namespace) -> int:
     if (args.value is None) == (args.ndjson is None):
         raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
@@ -218,27 +177,6 @@ def _publish_ndjson(args: argparse.Namespace, store: Store) -> int:
     return 0
 
 
-def cmd_tail(args: argparse.Namespace) -> int:
-    start = _parse_start(args.start)
-    with open_store(args, readonly=True) as store:
-        earliest, latest = store.bounds(args.topic)
-        position = {"earliest": earliest, "latest": latest}.get(start, start)
-        position = max(position, earliest)
-        remaining = args.limit
-        while remaining is None or remaining > 0:
-            events = store.read(args.topic, position, limit=min(remaining or 1000, 1000))
-            for event in events:
-                _print_event(event, as_json=args.json)
-            if events:
-                position = events[-1].offset + 1
-                remaining = None if remaining is None else remaining - len(events)
-                continue
-            if not args.follow:
-                break
-            time.sleep(args.poll_ms / 1000)
-    return 0
-
-
 def cmd_consumers(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
         rows = [info._asdict() for info in store.consumers(args.topic)]
@@ -249,18 +187,17 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        results = store.prune(
-            args.topic, max_age_ms=args.max_age_ms, max_rows=args.max_rows, force=args.force
-        )
+        results = store.prune(args.topic, max_age_ms=args.max_age_ms, max_rows=args.max_rows,
+                              force=args.force)
     emit([r._asdict() for r in results], as_json=args.json,
          columns=["topic", "deleted", "earliest_before", "earliest_after", "held_by"])
     return 0
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    # Progress only for a person watching: never into a pipe, a log or --json.
-    progress = None if args.json or not sys.stderr.isatty() else _BackupProgress(sys.stderr)
+    stream = watching(args.json)
     with open_store(args) as store:
+        progress = None if stream is None else BackupProgress(stream, store.page_size())
         pages = store.backup(args.dest, progress)
     if progress is not None:
         progress.finish()
@@ -268,62 +205,10 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return 0
 
 
-class _BackupProgress:
-    """One self-overwriting stderr line, for copies long enough to watch (> 2 steps)."""
-
-    MIN_PAGES = 4096
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, copied: int, total: int) -> None:
-        if total < self.MIN_PAGES:
-            return
-        self.shown = True
-        self.stream.write(f"\rsqliteq backup: {copied * 100 // total:3d}% "
-                          f"({copied:,} of {total:,} pages)")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def cmd_check(args: argparse.Namespace) -> int:
     report = check_file(args.path)
     emit_object({"ok": report.ok, "problems": report.problems}, as_json=args.json)
     return 0 if report.ok else 1
-
-
-def _parse_start(text: str) -> str | int:
-    if text in ("earliest", "latest"):
-        return text
-    try:
-        offset = int(text)
-    except ValueError:
-        offset = -1
-    if offset < 0:
-        raise OptionError(f"--from must be 'earliest', 'latest' or an offset >= 0; got {text!r}.")
-    return offset
-
-
-def _print_event(event: Event, *, as_json: bool) -> None:
-    row = {"offset": event.offset, "timestamp_ms": event.timestamp_ms, "key": event.key,
-           "value": event.value, "headers": event.headers}
-    if as_json:
-        emit_line(row)
-        return
-    if isinstance(event.value, str):
-        value = event.value
-    elif isinstance(event.value, bytes):
-        value = repr(event.value)
-    else:
-        value = json.dumps(event.value, ensure_ascii=False)
-    key = "" if event.key is None else f" key={event.key!r}"
-    sys.stdout.write(f"{event.offset}\t{event.timestamp_ms}{key}\t{value}\n")
-    sys.stdout.flush()
 
 
 def _headers(pairs: list[str]) -> dict[str, str] | None:

@@ -21,12 +21,12 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from spark_queue import FORMAT_NAME
 from spark_queue.errors import InvalidNameError, OptionError
 from spark_queue.store import MAX_NAME_LENGTH, validate_name
+from spark_queue.times import parse_duration_ms, parse_time_ms
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -221,39 +221,23 @@ def name_rule(kind: str) -> Parse:
     return parse
 
 
-_DURATION = re.compile(r"\s*(\d+)\s*(ms|s|sec|secs|m|min|mins|h|hour|hours|d|day|days)?\s*", re.I)
-_UNIT_MS = {
-    None: 1, "ms": 1, "s": 1000, "sec": 1000, "secs": 1000, "m": 60_000, "min": 60_000,
-    "mins": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-
-
 def duration_ms(name: str, raw: str) -> int:
     """``500ms``, ``2s``, ``15m``, ``1h``, ``1d``; a plain number is milliseconds."""
-    match = _DURATION.fullmatch(raw)
-    if match is None:
+    millis = parse_duration_ms(raw)
+    if millis is None:
         raise fail(name, raw, "a duration such as 500ms, 2s, 15m or 1h")
-    unit = match.group(2).lower() if match.group(2) else None
-    return int(match.group(1)) * _UNIT_MS[unit]
+    return millis
 
 
 def timestamp_ms(name: str, raw: str) -> int:
     """Milliseconds since the epoch, or ISO-8601 (a time without zone is UTC)."""
-    stripped = raw.strip()
-    if re.fullmatch(r"\d+", stripped):
-        return int(stripped)
-    try:
-        parsed = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
-    except ValueError:
+    millis = parse_time_ms(raw)
+    if millis is None:
         raise fail(
-            name, raw, "milliseconds since the epoch or an ISO-8601 time like 2024-05-01T12:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    millis = int(parsed.timestamp() * 1000)
-    if millis < 0:
-        raise fail(name, raw, "a time at or after 1970-01-01T00:00:00Z")
+            name, raw,
+            "milliseconds since the epoch or an ISO-8601 time like 2024-05-01T12:00:00Z "
+            "at or after 1970-01-01T00:00:00Z",
+        )
     return millis
 
 

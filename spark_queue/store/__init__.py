@@ -18,6 +18,7 @@ from spark_queue.store.queue_handle import Queue
 from spark_queue.store.queues import Job, LeaseResult, NackResult, NewJob, enqueue_rows
 from spark_queue.store.retention import PruneResult
 from spark_queue.store.sinks import SinkCommit
+from spark_queue.store.topic_admin import TopicDeleted
 from spark_queue.store.topics import EncodedChunk, Event, Record, TopicInfo
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "Record",
     "SinkCommit",
     "Store",
+    "TopicDeleted",
     "TopicInfo",
     "check_file",
     "enqueue_rows",

@@ -25,6 +25,7 @@ from spark_queue.store import (
     queues,
     retention,
     sinks,
+    topic_admin,
     topics,
 )
 from spark_queue.store.connection import (
@@ -200,6 +201,28 @@ class Store:
             tid, _ = topics.ensure_topic(conn, topic)
             payload_limits.set_topic_limit(conn, tid, limit)
 
+    def configure_topic(
+        self, topic: str, *, exist_ok: bool = True, **settings: int | None
+    ) -> TopicInfo:
+        """Create ``topic`` if missing and set ``retention_ms``, ``retention_rows`` or
+        ``max_payload_bytes`` (None clears one; the rest keep their value), in one transaction.
+
+        ``exist_ok=False`` refuses an existing topic with ``TopicExistsError``.
+        Returns the topic as it is after the commit.
+        """
+        with self.write() as conn:
+            return topic_admin.configure(conn, topic, settings, exist_ok=exist_ok)
+
+    def delete_topic(self, topic: str) -> topic_admin.TopicDeleted:
+        """Delete ``topic`` with its events and its consumers' saved offsets (one transaction).
+
+        Readers of the topic fail from the commit on (``UnknownTopicError``); a
+        publish creates it anew from offset 0. Sink-ledger entries, keyed by
+        sink id, stay.
+        """
+        with self.write() as conn:
+            return topic_admin.delete(conn, topic)
+
     def has_topic(self, topic: str) -> bool:
         """Whether ``topic`` exists (one read)."""
         with self.db.read() as conn:
@@ -224,6 +247,8 @@ class Store:
             return consumers.list_consumers(self.conn, topic)
 
     def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
+        """Forget ``consumer``'s saved offsets, for one topic or all (one transaction); returns
+        how many topics it had. Retention is no longer held back by it."""
         with self.write():
             return consumers.delete(self.conn, consumer, topic)
 
@@ -312,6 +337,11 @@ class Store:
                 return sum(len(r) for r in topics.append_routed(conn, chunks).values())
         with translate_errors():
             return sinks.commit_batch(self.conn, sink_id, batch_id, write)
+
+    def page_size(self) -> int:
+        """Bytes per page of the file (:meth:`backup` reports pages)."""
+        with translate_errors(self.path):
+            return self.conn.execute("PRAGMA page_size").fetchone()[0]
 
     def check(self) -> maintenance.CheckReport:
         """SQLite's integrity check plus every store rule a foreign writer can break

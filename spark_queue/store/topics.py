@@ -47,7 +47,11 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One stored event, as read back."""
+    """One stored event, as read back.
+
+    ``value_type`` is how it was stored: ``bytes``, ``text`` or ``json`` (a
+    JSON string and a text value read back as the same ``str``).
+    """
 
     topic: str
     offset: int
@@ -55,6 +59,7 @@ class Event:
     key: str | bytes | None
     value: Any
     headers: dict[str, str] | None
+    value_type: str
 
 
 class TopicInfo(NamedTuple):
@@ -370,7 +375,8 @@ def read(
         expected += 1
         try:
             events.append(
-                Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers))
+                Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers),
+                      VALUE_TYPE_NAMES[vtype])
             )
         except CorruptStoreError as exc:
             raise CorruptStoreError(

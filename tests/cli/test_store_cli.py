@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 
 import pytest
 
@@ -61,8 +62,9 @@ def test_consumers_and_prune_tables(capsys, store_path):
         store.commit_offsets("c", {"t": 4})
     code, out, _ = run(capsys, "consumers", store_path)
     assert out.splitlines()[0].split() == ["consumer", "topic", "next_offset", "latest", "lag",
-                                           "updated_ms"]
+                                           "updated_utc"]
     assert out.splitlines()[1].split()[:5] == ["c", "t", "4", "10", "6"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", out.splitlines()[1].split()[5])
     code, out, _ = run(capsys, "prune", store_path, "--max-rows", "2", "--json")
     assert json.loads(out) == [{"topic": "t", "deleted": 4, "earliest_before": 0,
                                 "earliest_after": 4, "held_by": "c"}]
@@ -85,7 +87,7 @@ def test_backup_and_check(capsys, store_path, tmp_path):
         (["publish", "{store}", "t"], "either a VALUE or --ndjson FILE"),
         (["publish", "{store}", "t", "{{", "--value-format", "json"], "VALUE is not valid JSON"),
         (["publish", "{store}", "t", "v", "--header", "novalue"], "NAME=VALUE"),
-        (["tail", "{store}", "t", "--from", "soon"], "'earliest', 'latest' or an offset"),
+        (["tail", "{store}", "t", "--from", "soon"], "--from must be 'earliest', 'latest', an"),
         (["tail", "{store}", "nope"], "topic 'nope' does not exist"),
     ],
 )
@@ -102,6 +104,10 @@ FOREIGN_COMMANDS = [
     ["init", "{path}"], ["topics", "{path}"], ["publish", "{path}", "t", "v"],
     ["tail", "{path}", "t"], ["consumers", "{path}"], ["prune", "{path}"],
     ["backup", "{path}", "{dest}"], ["check", "{path}"],
+    ["topic", "create", "{path}", "t"], ["topic", "config", "{path}", "t", "--retention", "1d"],
+    ["topic", "delete", "{path}", "t", "--yes"], ["tail", "{path}", "t", "--follow"],
+    ["consumer", "reset", "{path}", "c", "--topic", "t", "--to-latest"],
+    ["consumer", "delete", "{path}", "c"],
     ["queue", "add", "{path}", "q", "v"], ["queue", "list", "{path}"],
     ["queue", "show", "{path}", "q"], ["queue", "config", "{path}", "q", "--max-attempts", "3"],
     ["queue", "stats", "{path}"], ["queue", "peek", "{path}", "q"],

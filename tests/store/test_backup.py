@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from spark_queue.cli import main, store_commands
+from spark_queue.cli import main, progress
 from spark_queue.errors import StoreError
 from spark_queue.store import Store
 from spark_queue.store.maintenance import check_file
@@ -88,12 +88,12 @@ def test_cli_backup_shows_progress_only_on_a_terminal(store_path, tmp_path, monk
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(store_commands._BackupProgress, "MIN_PAGES", 1)
+    monkeypatch.setattr(progress.BackupProgress, "MIN_PAGES", 1)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["backup", store_path, str(tmp_path / "a.sqlite")]) == 0
     assert "\rsqliteq backup: 100% (" in terminal.getvalue()
-    assert terminal.getvalue().endswith(" pages)\n")
+    assert terminal.getvalue().endswith(" MiB)\n")
     quiet = Terminal()
     monkeypatch.setattr(sys, "stderr", quiet)
     assert main(["backup", store_path, str(tmp_path / "b.sqlite"), "--json"]) == 0

@@ -1,0 +1,75 @@
+"""Progress of long work, on stderr and only for a person watching.
+
+Nothing here writes unless :func:`watching` found a terminal: progress never
+lands in a pipe, a log file or next to ``--json`` output. Each reporter takes
+its stream, so tests hand it one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TextIO
+
+from spark_queue.store import QueueStats
+
+
+def watching(as_json: bool) -> TextIO | None:
+    """stderr when it is a terminal and the output is not ``--json``; else None."""
+    if as_json or not sys.stderr.isatty():
+        return None
+    return sys.stderr
+
+
+class BackupProgress:
+    """One self-overwriting line, for copies long enough to watch (> 2 steps of pages)."""
+
+    MIN_PAGES = 4096
+
+    def __init__(self, stream: TextIO, page_size: int) -> None:
+        self.stream = stream
+        self.page_size = page_size
+        self.shown = False
+
+    def __call__(self, copied: int, total: int) -> None:
+        if total < self.MIN_PAGES:
+            return
+        self.shown = True
+        mib = copied * self.page_size / 2**20
+        self.stream.write(f"\rsqliteq backup: {copied * 100 // total:3d}% "
+                          f"({copied:,} of {total:,} pages, {mib:,.1f} MiB)")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class DelayedJobsWait:
+    """What a ``worker --until-empty`` waits for, one line each time it changes.
+
+    Called by every idle worker slot (from their threads) with the queue's
+    stats; says nothing while no job is delayed (ready and leased jobs are
+    work under way, not a wait). Whole lines, not a self-overwriting one: the
+    worker's own log lines go to the same stderr.
+    """
+
+    def __init__(self, stream: TextIO, queue: str) -> None:
+        self.stream = stream
+        self.queue = queue
+        self._last: int | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, stats: QueueStats) -> None:
+        with self._lock:
+            if stats.delayed == self._last or (stats.delayed == 0 and self._last is None):
+                return
+            self._last = stats.delayed
+            if stats.delayed == 0:
+                return
+            self.stream.write(
+                f"sqliteq worker: --until-empty waits for {stats.delayed} delayed job(s) of "
+                f"queue {self.queue!r} to come due ({stats.leased} leased now)\n"
+            )
+            self.stream.flush()

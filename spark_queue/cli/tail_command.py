@@ -1,0 +1,130 @@
+"""``sqliteq tail``: print a topic's events from an offset, the last N, or a time; follow it.
+
+Plain lines are ``OFFSET<TAB>TIME (UTC)[ key=KEY]<TAB>VALUE``, one event per
+line (text holding a newline or tab is printed as a JSON string); ``--json``
+prints one object per line with the raw ``timestamp_ms`` and ``value_type``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+import time
+from typing import Any
+
+from spark_queue.cli import numbers
+from spark_queue.cli.output import emit_line, show_time
+from spark_queue.cli.store_commands import common, open_store
+from spark_queue.errors import OptionError
+from spark_queue.store import Event, Store
+
+READ_CHUNK = 1000
+_CONTROL = frozenset("\n\r\t")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tail",
+        help="print events from an offset, the last N or a time; --follow waits for new ones "
+        "(and for a topic not created yet)",
+    )
+    common(p)
+    p.add_argument("topic")
+    p.add_argument(
+        "--from", dest="start", metavar="POSITION",
+        help="an offset, -N for the last N events, 'earliest' (default) or 'latest'",
+    )
+    p.add_argument(
+        "--since", metavar="DURATION|TIME", type=numbers.point_in_time,
+        help="from the first event at or after a time: a duration back from now (10m, 2h) "
+        "or an ISO-8601 time (UTC if no zone)",
+    )
+    p.add_argument("--limit", type=numbers.count, help="stop after this many events")
+    p.add_argument("-f", "--follow", action="store_true",
+                   help="keep waiting for new events (and for the topic, if it does not exist)")
+    p.add_argument("--poll-ms", default=200, metavar="DURATION", type=numbers.positive_wait_ms,
+                   help="how often --follow looks: 200 (ms, the default), 1s, ...")
+    p.set_defaults(func=cmd_tail)
+
+
+def pause(seconds: float) -> None:
+    """Sleep between looks (a seam: tests make the wait deterministic)."""
+    time.sleep(seconds)
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    if args.start is not None and args.since is not None:
+        raise OptionError("give --from or --since, not both.")
+    poll_s = args.poll_ms / 1000
+    start = _parse_start(args.start)
+    since_ms = args.since
+    with open_store(args, readonly=True) as store:
+        if args.follow and not store.has_topic(args.topic):
+            print(f"sqliteq tail: waiting for topic {args.topic!r} to be created "
+                  "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+            while not store.has_topic(args.topic):
+                pause(poll_s)
+        position = _first_offset(store, args.topic, start, since_ms)
+        remaining = args.limit
+        while remaining is None or remaining > 0:
+            events = store.read(args.topic, position, limit=min(remaining or READ_CHUNK,
+                                                                 READ_CHUNK))
+            for event in events:
+                _print_event(event, as_json=args.json)
+            if events:
+                position = events[-1].offset + 1
+                remaining = None if remaining is None else remaining - len(events)
+                continue
+            if not args.follow:
+                break
+            pause(poll_s)
+    return 0
+
+
+def _parse_start(text: str | None) -> str | int:
+    if text is None or text in ("earliest", "latest"):
+        return text or "earliest"
+    try:
+        return int(text)
+    except ValueError:
+        raise OptionError(
+            f"--from must be 'earliest', 'latest', an offset >= 0 or -N for the last N "
+            f"events; got {text!r}."
+        ) from None
+
+
+def _first_offset(store: Store, topic: str, start: str | int, since_ms: int | None) -> int:
+    earliest, latest = store.bounds(topic)  # UnknownTopicError names the topic
+    if since_ms is not None:
+        return store.offset_for_timestamp(topic, since_ms)
+    if start == "earliest":
+        return earliest
+    if start == "latest":
+        return latest
+    if start < 0:  # the last N, as `kcat -o -N`
+        return max(earliest, latest + start)
+    return max(start, earliest)
+
+
+def _print_event(event: Event, *, as_json: bool) -> None:
+    if as_json:
+        emit_line({"offset": event.offset, "timestamp_ms": event.timestamp_ms,
+                   "key": event.key, "value": event.value, "value_type": event.value_type,
+                   "headers": event.headers})
+        return
+    key = "" if event.key is None else f" key={_one_line(event.key)}"
+    sys.stdout.write(
+        f"{event.offset}\t{show_time(event.timestamp_ms)}{key}\t{_one_line(event.value)}\n"
+    )
+    sys.stdout.flush()
+
+
+def _one_line(value: Any) -> str:
+    """Text as is unless it would break the line; bytes as base64; JSON values as JSON."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if _CONTROL & set(value) else value
+    if isinstance(value, bytes):
+        return "base64:" + base64.b64encode(value).decode("ascii")
+    return json.dumps(value, ensure_ascii=False)

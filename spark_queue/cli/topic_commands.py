@@ -1,0 +1,222 @@
+"""Stream management: ``topic create|config|delete`` and ``consumer reset|delete``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from spark_queue.cli import numbers
+from spark_queue.cli.output import emit, emit_object
+from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
+from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
+from spark_queue.store import Store
+
+CONSUMER_COLUMNS = ["consumer", "topic", "before", "next_offset", "earliest", "latest", "lag"]
+
+DELETE_HELP = (
+    "delete a topic with its events and its consumers' saved offsets (needs --yes). Stop "
+    "Spark queries that read it and restart them from a new checkpoint: a checkpoint holds "
+    "the old offsets, and a publish recreates the topic from offset 0 (a query left running "
+    "fails once the new topic is behind its checkpoint). The sink ledger is kept (it is keyed "
+    "by sink id): a query that writes here again under the same sinkId skips the batch ids it "
+    "committed before"
+)
+RESET_HELP = (
+    "move a consumer's saved offset (earlier or later). A running Spark query keeps reading "
+    "from its checkpoint and saves its own offset on the next batch: reset while it is "
+    "stopped, then start it with startingOffsets=committed"
+)
+
+
+def _settings_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
+    p.add_argument(
+        "--retention", metavar="DURATION", type=numbers.positive_duration_ms,
+        help="keep events this long when pruning: 7d, 1h, 30m, 500ms (a bare number is ms)",
+    )
+    p.add_argument("--retention-rows", type=numbers.positive, metavar="N",
+                   help="keep at most the newest N events when pruning")
+    p.add_argument("--max-payload-bytes", type=numbers.positive, metavar="N",
+                   help="refuse publishes with a larger value (bytes)")
+    if clearable:
+        p.add_argument("--no-retention", action="store_true", help="remove the age limit")
+        p.add_argument("--no-retention-rows", action="store_true", help="remove the row limit")
+        p.add_argument("--no-max-payload-bytes", action="store_true",
+                       help="remove the payload limit")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    topic = sub.add_parser("topic", help="create, configure or delete a topic")
+    topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
+
+    p = topic_sub.add_parser("create", help="create a topic with its retention and payload limit")
+    common(p)
+    p.add_argument("topic")
+    _settings_flags(p, clearable=False)
+    create_flag(p)
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="succeed without changes when the topic exists")
+    p.set_defaults(func=cmd_topic_create)
+
+    p = topic_sub.add_parser(
+        "config", help="change a topic's retention or payload limit (creates it if missing)"
+    )
+    common(p)
+    p.add_argument("topic")
+    _settings_flags(p, clearable=True)
+    create_flag(p)
+    p.set_defaults(func=cmd_topic_config)
+
+    p = topic_sub.add_parser("delete", help="delete a topic, its events and saved offsets",
+                             description=DELETE_HELP + ".")
+    common(p)
+    p.add_argument("topic")
+    p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
+    p.set_defaults(func=cmd_topic_delete)
+
+    consumer = sub.add_parser("consumer", help="reset or delete a consumer's saved offsets")
+    consumer_sub = consumer.add_subparsers(
+        dest="consumer_command", required=True, metavar="COMMAND"
+    )
+    p = consumer_sub.add_parser("reset", help="move a consumer's saved offset",
+                                description=RESET_HELP + ".")
+    common(p)
+    p.add_argument("consumer")
+    p.add_argument("--topic", help="only this topic (default: every topic it has an offset for)")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true", help="the oldest event kept")
+    to.add_argument("--to-latest", action="store_true", help="after the newest event")
+    to.add_argument("--to-offset", type=numbers.count, metavar="N",
+                    help="this offset (from earliest to latest)")
+    to.add_argument(
+        "--to-time", metavar="TIME|DURATION", type=numbers.point_in_time,
+        help="the first event at or after an ISO-8601 time (UTC if no zone), epoch ms, "
+        "or a duration back from now (10m, 2h)",
+    )
+    p.set_defaults(func=cmd_consumer_reset)
+
+    p = consumer_sub.add_parser(
+        "delete",
+        help="forget a consumer's saved offsets, so retention is no longer held back by it",
+    )
+    common(p)
+    p.add_argument("consumer")
+    p.add_argument("--topic", help="only this topic (default: every topic)")
+    p.set_defaults(func=cmd_consumer_delete)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, int | None]:
+    settings: dict[str, int | None] = {}
+    for name, given in (("retention_ms", args.retention),
+                        ("retention_rows", args.retention_rows),
+                        ("max_payload_bytes", args.max_payload_bytes)):
+        if given is not None:
+            settings[name] = given
+    for name, flag in (("retention_ms", "--retention"), ("retention_rows", "--retention-rows"),
+                       ("max_payload_bytes", "--max-payload-bytes")):
+        off = f"no_{name.removesuffix('_ms')}"
+        if getattr(args, off, False):
+            if name in settings:
+                raise OptionError(f"give {flag} or --{off.replace('_', '-')}, not both.")
+            settings[name] = None
+    return settings
+
+
+def cmd_topic_create(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    with open_for_write(args, "topic create") as store:
+        if args.if_not_exists and store.has_topic(args.topic):
+            info = next(t for t in store.topics() if t.name == args.topic)
+        else:
+            info = store.configure_topic(args.topic, exist_ok=False, **settings)
+    emit_object(info._asdict(), as_json=args.json)
+    return 0
+
+
+def cmd_topic_config(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if not settings:
+        raise OptionError(
+            "topic config needs a setting to change: --retention DURATION, --retention-rows N, "
+            "--max-payload-bytes N, or one of their --no-... flags."
+        )
+    with open_for_write(args, "topic config") as store:
+        info = store.configure_topic(args.topic, **settings)
+    emit_object(info._asdict(), as_json=args.json)
+    return 0
+
+
+def cmd_topic_delete(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if not args.yes:
+            earliest, latest = store.bounds(args.topic)  # UnknownTopicError names it
+            held = [c.consumer for c in store.consumers(args.topic)]
+            raise OptionError(
+                f"topic delete removes topic {args.topic!r} with its {latest - earliest} "
+                f"event(s) and the saved offsets of {len(held)} consumer(s)"
+                f"{' (' + ', '.join(held) + ')' if held else ''}; nothing was deleted. "
+                "Run again with --yes to delete it."
+            )
+        deleted = store.delete_topic(args.topic)
+    emit_object({"topic": deleted.topic, "deleted_events": deleted.events,
+                 "deleted_consumers": deleted.consumers}, as_json=args.json)
+    return 0
+
+
+def _target(store: Store, args: argparse.Namespace, topic: str) -> int:
+    earliest, latest = store.bounds(topic)
+    if args.to_earliest:
+        return earliest
+    if args.to_latest:
+        return latest
+    if args.to_time is not None:
+        return store.offset_for_timestamp(topic, args.to_time)
+    if not earliest <= args.to_offset <= latest:
+        raise OffsetRangeError(
+            f"--to-offset {args.to_offset} is outside topic {topic!r}: it holds offsets "
+            f"{earliest} to {latest} (latest is the next offset to be published); "
+            f"give an offset from {earliest} to {latest}."
+        )
+    return args.to_offset
+
+
+def cmd_consumer_reset(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        before = store.committed_offsets(args.consumer)
+        topics = [args.topic] if args.topic is not None else list(before)
+        if not topics:
+            raise UnknownConsumerError(
+                f"consumer {args.consumer!r} has no saved offsets; name the topic to "
+                "reset it on with --topic T."
+            )
+        targets = {topic: _target(store, args, topic) for topic in topics}
+        store.commit_offsets(args.consumer, targets, reset=True)
+        rows = _consumer_rows(store, args.consumer, before, topics)
+    emit(rows, as_json=args.json, columns=CONSUMER_COLUMNS)
+    return 0
+
+
+def _consumer_rows(
+    store: Store, consumer: str, before: dict[str, int], topics: list[str]
+) -> list[dict[str, Any]]:
+    rows = []
+    for info in store.consumers():
+        if info.consumer == consumer and info.topic in topics:
+            earliest = store.bounds(info.topic)[0]
+            rows.append({"consumer": consumer, "topic": info.topic,
+                         "before": before.get(info.topic), "next_offset": info.next_offset,
+                         "earliest": earliest, "latest": info.latest, "lag": info.lag})
+    return rows
+
+
+def cmd_consumer_delete(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        deleted = store.delete_consumer(args.consumer, args.topic)
+    if not deleted:
+        where = "" if args.topic is None else f" for topic {args.topic!r}"
+        raise UnknownConsumerError(
+            f"consumer {args.consumer!r} has no saved offsets{where}; list consumers with "
+            "`sqliteq consumers PATH`."
+        )
+    emit_object({"consumer": args.consumer, "topic": args.topic, "deleted_offsets": deleted},
+                as_json=args.json)
+    return 0

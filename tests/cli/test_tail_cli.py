@@ -1,0 +1,108 @@
+"""sqliteq tail: where it starts (offset, last N, a time), what it prints, and --follow."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from spark_queue.cli import main, tail_command
+from spark_queue.store import Record, Store
+
+HOUR_MS = 3_600_000
+ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tail_json(capsys, *argv: str) -> list[dict]:
+    code, out, err = run(capsys, "tail", *argv, "--json")
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def offsets(capsys, *argv: str) -> list[int]:
+    return [e["offset"] for e in tail_json(capsys, *argv)]
+
+
+def test_from_minus_n_prints_the_last_n_events(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", range(10))
+    assert offsets(capsys, store_path, "t", "--from", "-3") == [7, 8, 9]
+    assert offsets(capsys, store_path, "t", "--from", "-3", "--limit", "2") == [7, 8]
+    assert offsets(capsys, store_path, "t", "--from", "-50") == list(range(10))
+    with Store(store_path) as store:
+        store.prune("t", max_rows=2)
+    assert offsets(capsys, store_path, "t", "--from", "-5") == [8, 9]  # never below earliest
+
+
+def test_since_starts_at_the_first_event_at_or_after_a_time(capsys, store_path):
+    now = time.time_ns() // 1_000_000
+    stamps = [now - 3 * HOUR_MS, now - 2 * HOUR_MS, now - HOUR_MS // 2, now]
+    with Store(store_path) as store:
+        store.publish_many("t", [Record(i, timestamp_ms=ts) for i, ts in enumerate(stamps)])
+    assert offsets(capsys, store_path, "t", "--since", "90m") == [2, 3]
+    assert offsets(capsys, store_path, "t", "--since", "1d") == [0, 1, 2, 3]
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((stamps[1] - 1000) // 1000))
+    assert offsets(capsys, store_path, "t", "--since", iso + "Z") == [1, 2, 3]
+    assert offsets(capsys, store_path, "t", "--since", "2999-01-01T00:00:00") == []
+
+
+def test_from_and_since_together_are_refused(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish("t", "x")
+    code, out, err = run(capsys, "tail", store_path, "t", "--from", "0", "--since", "1h")
+    assert (code, out) == (1, "") and "give --from or --since, not both" in err
+
+
+def test_json_lines_carry_raw_milliseconds_and_value_type(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", ["text", b"\x00\xff", {"a": 1}])
+        store.publish("t", "7")
+    events = tail_json(capsys, store_path, "t")
+    assert [(e["value"], e["value_type"]) for e in events] == [
+        ("text", "text"), ({"base64": "AP8="}, "bytes"), ({"a": 1}, "json"), ("7", "text")]
+    assert all(isinstance(e["timestamp_ms"], int) for e in events)
+
+
+def test_plain_lines_show_utc_time_and_keep_one_event_per_line(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish("t", "two\nlines", key="k 1")
+        store.publish("t", b"\x00\xff")
+        store.publish("t", {"a": [1, 2]})
+    code, out, _ = run(capsys, "tail", store_path, "t")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 3
+    assert re.fullmatch(rf'0\t{ISO_UTC} key=k 1\t"two\\nlines"', lines[0])
+    assert re.fullmatch(rf"1\t{ISO_UTC}\tbase64:AP8=", lines[1])
+    assert re.fullmatch(rf'2\t{ISO_UTC}\t{{"a": \[1, 2\]}}', lines[2])
+
+
+def test_follow_waits_for_a_topic_that_does_not_exist_yet(capsys, store_path, monkeypatch):
+    Store(store_path).close()
+    looks = []
+
+    def pause(seconds: float) -> None:
+        # The wait itself creates the topic: no race with a producer thread.
+        looks.append(seconds)
+        if len(looks) == 2:
+            with Store(store_path) as store:
+                store.publish_many("later", ["a", "b"])
+
+    monkeypatch.setattr(tail_command, "pause", pause)
+    code, out, err = run(capsys, "tail", store_path, "later", "--follow", "--limit", "2",
+                         "--poll-ms", "1s", "--json")
+    assert code == 0
+    assert err == "sqliteq tail: waiting for topic 'later' to be created (Ctrl-C to stop)\n"
+    assert [json.loads(line)["value"] for line in out.splitlines()] == ["a", "b"]
+    assert looks == [1.0, 1.0]
+
+
+def test_without_follow_a_missing_topic_is_an_error(capsys, store_path):
+    Store(store_path).close()
+    code, out, err = run(capsys, "tail", store_path, "later")
+    assert (code, out) == (1, "") and "topic 'later' does not exist" in err

@@ -1,0 +1,76 @@
+"""Creating, configuring and deleting topics: one transaction each, nothing half-done."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_queue.errors import (
+    OptionError,
+    SparkQueueError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from spark_queue.store import Store
+
+
+def test_a_topic_is_created_together_with_its_settings(store):
+    info = store.configure_topic("t", exist_ok=False, retention_ms=3_600_000, retention_rows=10)
+    assert (info.name, info.retention_ms, info.retention_rows, info.max_payload_bytes) == (
+        "t", 3_600_000, 10, None)
+    with pytest.raises(TopicExistsError, match="topic 't' already exists; change its settings"):
+        store.configure_topic("t", exist_ok=False, retention_rows=5)
+    assert store.topics()[0].retention_rows == 10
+
+
+def test_configuring_one_setting_keeps_the_others_and_none_clears(store):
+    store.configure_topic("t", retention_ms=1000, retention_rows=10, max_payload_bytes=64)
+    store.configure_topic("t", retention_rows=None)
+    info = store.configure_topic("t", max_payload_bytes=128)
+    assert (info.retention_ms, info.retention_rows, info.max_payload_bytes) == (1000, None, 128)
+
+
+@pytest.mark.parametrize(
+    "settings", [{"retention_ms": 0}, {"retention_rows": -1}, {"max_payload_bytes": 0},
+                 {"retention": 5}],
+)
+def test_a_bad_setting_creates_nothing(store, settings):
+    with pytest.raises(SparkQueueError):
+        store.configure_topic("t", **settings)
+    assert not store.has_topic("t")
+
+
+def test_stored_retention_is_what_prune_applies(store):
+    store.publish_many("t", range(10))
+    store.configure_topic("t", retention_rows=3)
+    [result] = store.prune("t")
+    assert (result.deleted, store.bounds("t")) == (7, (7, 10))
+
+
+def test_deleting_a_topic_removes_its_events_and_consumers_but_not_other_topics(store):
+    store.publish_many("t", range(5))
+    store.publish_many("other", range(2))
+    store.commit_offsets("a", {"t": 2, "other": 1})
+    store.commit_offsets("b", {"t": 5})
+    deleted = store.delete_topic("t")
+    assert (deleted.events, deleted.consumers) == (5, ["a", "b"])
+    assert [t.name for t in store.topics()] == ["other"]
+    assert store.committed_offsets("a") == {"other": 1}
+    assert store.committed_offsets("b") == {}
+    with pytest.raises(UnknownTopicError):
+        store.read("t")
+    assert store.publish("t", "again") == 0  # created anew from offset 0
+    with pytest.raises(UnknownTopicError, match="topic 'nope' does not exist"):
+        store.delete_topic("nope")
+
+
+def test_deleting_a_topic_keeps_the_sink_ledger_keyed_by_sink_id(store_path):
+    with Store(store_path) as store:
+        store.commit_sink_batch("s", 0, topic="t")
+        store.delete_topic("t")
+        assert store.commit_sink_batch("s", 0, topic="t").skipped
+        assert not store.has_topic("t")
+
+
+def test_unknown_settings_are_named(store):
+    with pytest.raises(OptionError, match="unknown topic setting"):
+        store.configure_topic("t", retention=5)
