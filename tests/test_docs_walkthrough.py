@@ -70,3 +70,17 @@ def test_the_walkthrough_leaves_what_the_text_says(walkthrough):
         stats = store.queue("thumbnails").stats()
     # The dead letter was requeued by the last block: ready again, nothing dead.
     assert (stats.ready, stats.dead, stats.leased) == (1, 0, 0)
+
+
+def test_the_readme_reads_in_a_users_order_and_its_contents_list_every_section():
+    text = README.read_text(encoding="utf-8")
+    sections = re.findall(r"(?m)^## (.+)$", text)
+    listed = re.findall(r"(?m)^- \[(.+?)\]\(#([a-z0-9-]+)\)$",
+                        text[text.index("## Contents"):text.index("## The two commands")])
+    assert [title for title, _ in listed] == [s for s in sections if s != "Contents"]
+    for title, anchor in listed:
+        assert anchor == re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+    # What it is, the two commands, install, the CLI, then Spark, queues, reference.
+    order = ["The two commands", "Install", "A walkthrough with the CLI",
+             "Quickstart with Spark", "Queues and workers", "CLI reference"]
+    assert [sections.index(s) for s in order] == sorted(sections.index(s) for s in order)
