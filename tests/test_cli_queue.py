@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import io
-import json
 import urllib.request
 
-from spark_queue.cli import main
 from spark_queue.metrics import MetricsServer, render
 from spark_queue.store import Store
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys, *argv: str):
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
+from tests.cli.cli_run import run, run_json
 
 
 def test_queue_add_config_show_stats_peek_purge(capsys, store_path):

@@ -12,14 +12,9 @@ import pytest
 
 from spark_queue.cli import main, store_commands
 from spark_queue.store import Store
+from tests.cli.cli_run import run
 
 HUGE = "99999999999999999999999"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

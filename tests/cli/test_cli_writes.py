@@ -11,12 +11,7 @@ import pytest
 
 from spark_queue.cli import main
 from spark_queue.store import Store
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli.cli_run import run
 
 
 class Terminal(io.StringIO):

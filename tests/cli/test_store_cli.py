@@ -9,15 +9,9 @@ import re
 
 import pytest
 
-from spark_queue.cli import main
 from spark_queue.store import Store
+from tests.cli.cli_run import run
 from tests.store.test_open import file_digest, make_foreign_sqlite
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_init_publish_topics_tail_round_trip(capsys, store_path):

@@ -6,17 +6,12 @@ import json
 import re
 import time
 
-from spark_queue.cli import main, tail_command
+from spark_queue.cli import tail_command
 from spark_queue.store import Record, Store
+from tests.cli.cli_run import run
 
 HOUR_MS = 3_600_000
 ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def tail_json(capsys, *argv: str) -> list[dict]:
