@@ -41,21 +41,41 @@ class Encoded(NamedTuple):
     value_type: int
 
 
+def check_text(text: str, what: str) -> str:
+    """``text`` if UTF-8 can encode it (SQLite keeps text as UTF-8); PayloadError otherwise.
+
+    A Python str may hold a lone surrogate (``"\\ud800"``, from a bad decode):
+    found here, in the caller's thread, it fails that one call with a named
+    error instead of the whole transaction with a UnicodeEncodeError.
+    """
+    if not text.isascii():  # the common case costs one C-speed scan
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise PayloadError(
+                f"{what} holds {text[exc.start:exc.end]!r} at position {exc.start}: "
+                f"{exc.reason}, so it is not Unicode text UTF-8 can store. Publish bytes, "
+                "or decode the source with errors='replace'."
+            ) from exc
+    return text
+
+
 def encode_value(value: Any) -> tuple[Any, int]:
     """Return ``(stored, value_type)`` for ``value``; raise PayloadError if it cannot be stored."""
     if isinstance(value, str):
-        return value, TEXT
+        return check_text(value, "value"), TEXT
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value), BYTES
     if type(value) is Encoded:
         return value
     try:
-        return _dumps(value), JSON
+        text = _dumps(value)
     except (TypeError, ValueError) as exc:
         raise PayloadError(
             f"value of type {type(value).__name__} cannot be stored: {exc}. Publish str, "
             "bytes, or a JSON-serializable object (dict, list, int, float, bool, None)."
         ) from exc
+    return check_text(text, "value (as JSON)"), JSON
 
 
 def decode_value(stored: Any, value_type: int) -> Any:
@@ -72,7 +92,9 @@ def decode_value(stored: Any, value_type: int) -> Any:
 
 
 def encode_key(key: Any) -> str | bytes | None:
-    if key is None or isinstance(key, (str, bytes)):
+    if isinstance(key, str):
+        return check_text(key, "key")
+    if key is None or isinstance(key, bytes):
         return key
     if isinstance(key, (bytearray, memoryview)):
         return bytes(key)
@@ -92,7 +114,7 @@ def encode_headers(headers: Mapping[str, str] | None) -> str | None:
                 f"headers must map str to str; got {name!r}: {value!r} "
                 f"({type(name).__name__} to {type(value).__name__})."
             )
-    return _dumps(dict(headers)) if headers else None
+    return check_text(_dumps(dict(headers)), "headers (as JSON)") if headers else None
 
 
 def decode_headers(stored: str | None) -> dict[str, str] | None:

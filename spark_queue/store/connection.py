@@ -19,6 +19,7 @@ import apsw
 from spark_queue.errors import (
     CorruptStoreError,
     NotAStoreError,
+    PayloadError,
     ReadOnlyStoreError,
     StoreBusyError,
     StoreError,
@@ -235,6 +236,14 @@ def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[
             f"store{'' if path is None else f' {path!r}'} could not be read or written "
             f"({type(exc).__name__}: {exc}): the file may have been removed, moved or its disk "
             "failed. Nothing of this transaction was written; check the file and reopen it."
+        ) from exc
+    except UnicodeEncodeError as exc:
+        # A str the codec did not see (an idempotency key, a name in a read) with a lone
+        # surrogate: apsw binds text as UTF-8. Payloads are checked earlier, by name.
+        raise PayloadError(
+            f"a string given to the store holds {exc.object[exc.start:exc.end]!r} at position "
+            f"{exc.start} ({exc.reason}): SQLite keeps text as UTF-8, which cannot hold it. "
+            "Nothing of this transaction was written; fix the string."
         ) from exc
 
 

@@ -129,8 +129,8 @@ def _rows(
 ) -> Iterator[tuple]:
     offset = first
     for item in items:
-        # Plain text is the hot case (the benchmark's and Spark's): skip the calls.
-        if type(item) is str:
+        # Plain ASCII text is the hot case (the benchmark's and Spark's): skip the calls.
+        if type(item) is str and item.isascii():
             yield (tid, offset, ts_ms, None, item, TEXT, None)
         else:
             try:
