@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 import spark_queue
 from spark_queue.connector import compat
+from spark_queue.errors import OptionError
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,10 @@ def read_spark_defaults(path: pathlib.Path) -> dict[str, str]:
             continue
         key, _, value = line.partition(" ")
         if not value.strip():
-            raise ValueError(f"{path}:{number}: expected 'key value'; got {line!r}.")
+            raise OptionError(
+                f"{path}:{number}: Spark settings are lines of 'key value' (Spark's "
+                f"spark-defaults.conf format); got {line!r}. Add the value, or remove the line."
+            )
         settings[key] = value.strip()
     return settings
 
