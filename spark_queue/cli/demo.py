@@ -56,7 +56,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     emit_object(summary, as_json=False)
     store, cli = config.store_path, _sqliteq_command()
     bronze = os.path.abspath(config.bronze_path)
-    latest = summary["events_in_topic"]
     print(f"""
 Alerts the workers handled are in {summary["alerts_log"]}. Saved consumer offsets
 (`sqliteq consumers`) are advisory: Spark's checkpoints hold the truth.
@@ -65,7 +64,7 @@ Look at the results (shell):
   {cli} topics {store}
   {cli} consumers {store}
   {cli} queue stats {store}
-  {cli} tail {store} {config.topic} --from {max(0, latest - 5)}
+  {cli} tail {store} {config.topic} --from -5
 In Python, with pyspark:
   spark.read.format("delta").load("{bronze}").show()
 Run the same command again: both queries resume from their checkpoints in

@@ -69,6 +69,7 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
         result = subprocess.run(command, shell=True, capture_output=True, text=True)
         assert result.returncode == 0, (command, result.stdout, result.stderr)
         assert expected in result.stdout, (command, result.stdout)
+    assert len(result.stdout.splitlines()) == 5  # `tail --from -5`: the last five events
     listed = subprocess.run(commands[1] + " --json", shell=True, capture_output=True, text=True)
     # The demo saves where its queries ended: no phantom lag after "caught up".
     lag = {row["consumer"]: row["lag"] for row in json.loads(listed.stdout)}
