@@ -162,18 +162,15 @@ _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
 
 
 @contextlib.contextmanager
-def write_transaction(conn: apsw.Connection, *, begin: bool = True) -> Iterator[apsw.Connection]:
+def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it or none.
 
     IMMEDIATE takes the write lock up front. A deferred transaction that
     reads first and writes later cannot wait for the lock in WAL mode (SQLite
     returns BUSY at once to avoid a deadlock), so every writer starts here.
-    With ``begin=False`` the block's first statement must be that BEGIN
-    IMMEDIATE (sent together with what follows it in one call).
     """
     with translate_errors():
-        if begin:
-            conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
             conn.execute("COMMIT")
@@ -271,11 +268,9 @@ class StoreConnection:
         self.conn.close()
 
     @contextlib.contextmanager
-    def write(self, *, begin: bool = True) -> Iterator[apsw.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named.
-
-        ``begin=False``: the block begins it (see :func:`write_transaction`)."""
-        with write_transaction(self.conn, begin=begin) as conn:
+    def write(self) -> Iterator[apsw.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
+        with write_transaction(self.conn) as conn:
             yield conn
 
     @contextlib.contextmanager

@@ -19,7 +19,10 @@ id after that COMMIT.
 - Batching: calls that arrive while a batch commits join the next one, so
   batches grow with load even at ``linger_ms=0``. With ``linger_ms > 0`` the
   leader also waits until the oldest waiting call is that old (or
-  ``max_batch`` calls wait, or a flush or close asks) before it begins.
+  ``max_batch`` calls wait, or a flush or close asks) before it begins; and
+  after a batch that held N blocking calls, only until N more calls arrived:
+  threads that publish in a loop call again at once, so the next batch has
+  them all, and a thread that does not call again costs at most the linger.
 - Durable on return: ``publish``/``enqueue`` return, and the futures of
   ``publish_nowait``/``enqueue_nowait`` resolve, only after the commit.
 - A bad payload, key, header, name or job option raises in the calling

@@ -39,40 +39,14 @@ def write_batch(db: StoreConnection, batch: list[tuple]) -> bool:
     """
     results: list[tuple[Any, Any]] = []
     try:
-        with db.write(begin=False) as conn:
-            if not _begin_with_append(conn, batch, results):
-                _write_grouped(conn, batch, results)
+        with db.write() as conn:
+            _write_grouped(conn, batch, results)
     except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
         for call in batch:
             settle(call[3], exc)
         return False
     for reply, result in results:
         settle(reply, result)
-    return True
-
-
-def _begin_with_append(conn: apsw.Connection, batch: list[tuple], results: list) -> bool:
-    """Begin the transaction and, for the common batch (events to one topic that
-    exists, with no payload limit), append them in the same call: a leader that
-    needs the GIL fewer times waits less for other threads. False: begun,
-    nothing written yet."""
-    topic = batch[0][1]
-    rows = len(batch)
-    if rows > topics.MAX_BEGIN_APPEND_ROWS or any(
-        call[0] != EVENT or call[1] != topic for call in batch
-    ):
-        conn.execute("BEGIN IMMEDIATE")
-        return False
-    params: list[Any] = [now_ms()]
-    for call in batch:
-        value, value_type, key, headers = call[2]
-        params += (key, value, value_type, headers)
-    params += (topic, rows, topic, rows)
-    written = conn.execute(topics.begin_append_sql(rows), params).fetchall()
-    if not written:
-        return False
-    first = written[0][0] - rows
-    results.extend(zip([call[3] for call in batch], range(first, first + rows), strict=True))
     return True
 
 

@@ -98,8 +98,8 @@ def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
     """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths.
 
-    One statement when the topic exists: the producer's leader runs it for
-    every batch, and each statement hands the GIL to other threads twice.
+    One statement when the topic exists (every ``Store.publish`` and every
+    producer batch runs this; the stray probe rides along as a subquery).
     """
     validate_name(topic)
     row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
@@ -289,31 +289,6 @@ _ROWS_PER_INSERT = 64
 @functools.cache
 def _multi_insert(rows: int) -> str:
     return _INSERT_EVENT + ", (?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
-
-
-# The whole append of up to MAX_BEGIN_APPEND_ROWS stored rows to one topic,
-# starting the write transaction, in ONE apsw call (the producer's batch: each
-# call hands the GIL to other threads and back). It writes only if the topic
-# exists, has no max_payload_bytes and nothing stands at or above its
-# next_offset (see open_topic); then the UPDATE returns the new next_offset,
-# else no row and nothing was written. Bindings: ts_ms, then key, value,
-# value_type, headers per row, then topic, rows (the count), topic, rows.
-MAX_BEGIN_APPEND_ROWS = 64
-
-
-@functools.cache
-def begin_append_sql(rows: int) -> str:
-    values = ", ".join("(" + str(index) + ", ?, ?, ?, ?)" for index in range(rows))
-    return (
-        "BEGIN IMMEDIATE; "
-        "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
-        "SELECT t.id, t.next_offset + v.column1, ?, v.column2, v.column3, v.column4, v.column5 "
-        "FROM sq_topics AS t, (VALUES " + values + ") AS v "
-        "WHERE t.name = ? AND t.max_payload_bytes IS NULL AND NOT EXISTS (SELECT 1 FROM "
-        "sq_events WHERE topic_id = t.id AND offset >= t.next_offset); "
-        "UPDATE sq_topics SET next_offset = next_offset + ? WHERE name = ? AND changes() = ? "
-        "RETURNING next_offset"
-    )
 
 
 def append_routed(
