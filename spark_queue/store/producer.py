@@ -410,7 +410,7 @@ def _answer_unanswered(batch: list[tuple]) -> None:
 def _event_row(topic: str, value: Any, key: Any, headers: Any) -> tuple:
     """The event as stored (see codec), encoded in the calling thread; raises PayloadError."""
     validate_name(topic)
-    if type(value) is str:
+    if type(value) is str and value.isascii():  # the hot case; other text is checked
         return (value, TEXT, encode_key(key), encode_headers(headers))
     stored, value_type = encode_value(value)
     return (stored, value_type, encode_key(key), encode_headers(headers))

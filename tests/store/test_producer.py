@@ -106,6 +106,8 @@ def test_bad_input_fails_in_the_calling_thread_and_neighbours_commit(store_path)
         before = producer.publish_nowait("t", "before")
         with pytest.raises(PayloadError, match="set"):
             producer.publish_nowait("t", {1, 2})
+        with pytest.raises(PayloadError, match="surrogate"):
+            producer.publish_nowait("t", "lone \ud800 surrogate")
         with pytest.raises(PayloadError, match="key must be str"):
             producer.publish_nowait("t", "v", key=7)
         with pytest.raises(PayloadError, match="headers must map str to str"):
