@@ -10,8 +10,9 @@ offset assignment (writes) and building Arrow columns (reads).
 
 Threads: ``--threads`` threads each publish ``--thread-events`` single events
 (one call per event, durability ``normal``) through a :class:`Producer`
-(group commit), and the two ways a service has without it, one transaction
-per event: one Store per thread, or one Store shared behind a lock (what
+(group commit; blocking at ``linger_ms`` 0 and 1, and with futures), and
+the two ways a service has without it, one transaction per event: one Store
+per thread, or one Store shared behind a lock (what
 honker's thread-safe ``Stream.publish`` does). The baseline is the same
 events from one thread with ``Store.publish``: one transaction per event
 with no hand-off between threads.
@@ -235,10 +236,10 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         with Store(path()) as store:
             return total / _in_threads(threads, body)
 
-    def producer(nowait: bool) -> float:
+    def producer(nowait: bool, linger_ms: int = 0) -> float:
         target = path()
         offsets: list[list[int]] = [[] for _ in range(threads)]
-        with Producer(target) as sender:
+        with Producer(target, linger_ms=linger_ms) as sender:
 
             def body(t: int) -> None:
                 if nowait:
@@ -257,6 +258,7 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         f"{threads} threads: one Store each, 1 tx per event": store_per_thread,
         f"{threads} threads: one Store + a lock, 1 tx each": shared_store,
         f"{threads} threads: Producer.publish": lambda: producer(False),
+        f"{threads} threads: Producer.publish, linger_ms=1": lambda: producer(False, 1),
         f"{threads} threads: Producer.publish_nowait": lambda: producer(True),
     }
     if not args.no_honker and importlib.util.find_spec("honker") is not None:

@@ -1,65 +1,74 @@
-"""A thread-safe producer with group commit: many calling threads, one writer, few transactions.
+"""A thread-safe producer with group commit: many calling threads, few transactions.
 
 A :class:`~spark_queue.store.Store` belongs to one thread and each ``publish``
 is a transaction of its own, so a service whose request threads each publish
 one event pays a whole SQLite commit per event. A :class:`Producer` may be
-called from any number of threads. One writer thread, on a connection of its
-own, takes every call waiting for it (up to ``max_batch``) and writes them in
-ONE ``BEGIN IMMEDIATE`` transaction through the store's own append and
-enqueue code; each caller gets its offset or job id after that COMMIT.
+called from any number of threads and writes the calls waiting together in
+ONE ``BEGIN IMMEDIATE`` transaction on a connection of its own
+(:mod:`~spark_queue.store.producer_batch`); each caller gets its offset or job
+id after that COMMIT.
 
+- Who writes (leader/follower): a blocking call that finds no write under
+  way leads: it takes every call waiting (its own included, up to
+  ``max_batch``), writes them, and answers them. Calls that arrive meanwhile
+  wait, and when the batch is answered the first blocking one among them is
+  handed the lead for the next. A leader needs no thread wake-up and a
+  follower one (a lock the leader releases), where a dedicated writer thread
+  would cost every call two. ``*_nowait`` calls never write in the caller's
+  thread: when no one leads, the producer's own writer thread does.
 - Batching: calls that arrive while a batch commits join the next one, so
   batches grow with load even at ``linger_ms=0``. With ``linger_ms > 0`` the
-  writer also waits until the oldest waiting call is that old (or
-  ``max_batch`` calls wait, or a flush or close asks) before it begins.
+  leader also waits until the oldest waiting call is that old (or
+  ``max_batch`` calls wait, or a flush or close asks) before it begins; and
+  after a batch that held N blocking calls, only until N more calls arrived:
+  threads that publish in a loop call again at once, so the next batch has
+  them all, and a thread that does not call again costs at most the linger.
 - Durable on return: ``publish``/``enqueue`` return, and the futures of
   ``publish_nowait``/``enqueue_nowait`` resolve, only after the commit.
 - A bad payload, key, header, name or job option raises in the calling
   thread before the call joins a batch, so it cannot fail its neighbours;
   the value is encoded then, and later changes to it are not seen.
-- A batch that fails in SQLite (disk full, busy timeout, a damaged file)
-  fails every call in it with that error and writes nothing. Only the limits
-  kept in the file are per call: a payload over its topic's or queue's
-  ``max_payload_bytes`` (PayloadTooLargeError) or a call that does not fit a
-  queue's ``max_size`` (QueueFullError) fails alone.
-- Calls are written in the order they were made: per-thread order holds and
-  offsets stay dense; a SIGKILL leaves all or none of the batch in flight.
+- A batch that fails in SQLite fails every call in it and writes nothing;
+  only the limits kept in the file (``max_payload_bytes``, a queue's
+  ``max_size``) fail one call alone (see :mod:`~spark_queue.store.producer_batch`).
+- One batch is written at a time, its calls in the order they were made:
+  per-thread order holds and offsets stay dense; a SIGKILL leaves all or
+  none of the batch in flight.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future
-from functools import partial
 from typing import Any
 
-from spark_queue.errors import PayloadTooLargeError, QueueFullError, StoreError
-from spark_queue.store import queues, topics
+from spark_queue.errors import StoreError
+from spark_queue.store import queues
 from spark_queue.store.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.connection import DEFAULT_BUSY_TIMEOUT_MS
 from spark_queue.store.core import Store
 from spark_queue.store.names import validate_name
+from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
 from spark_queue.store.queues import NewJob
-from spark_queue.store.topics import EncodedChunk
 
-_EVENT, _JOB = 0, 1
+_get_ident = threading.get_ident
 
 
 class Producer:
-    """Publish and enqueue from any number of threads; one writer commits them in batches.
+    """Publish and enqueue from any number of threads; calls waiting together commit together.
 
     >>> with Producer("events.sqlite") as producer:     # doctest: +SKIP
     ...     producer.publish("clicks", {"user": 7})     # from any thread -> offset
     ...     producer.enqueue("emails", {"to": "a@b"})   # -> job id
 
     The producer opens its own connection to ``path`` (``durability`` and
-    ``busy_timeout_ms`` as for :class:`~spark_queue.store.Store`). Like a
-    Store it must not cross a fork; open one per process. ``close()`` (or the
-    with-block) waits for every call sent and then closes the connection.
+    ``busy_timeout_ms`` as for :class:`~spark_queue.store.Store`); one batch
+    at a time uses it, in whichever thread leads. Like a Store it must not
+    cross a fork; open one per process. ``close()`` (or the with-block) waits
+    for every call sent and then closes the connection.
     """
 
     def __init__(
@@ -79,25 +88,37 @@ class Producer:
         self._linger_s = linger_ms / 1000
         self._max_batch = max_batch
         self._max_pending = max_pending
-        # Opened here so a missing or foreign file fails in the caller; from
-        # now on only the writer thread uses this connection.
+        # Opened here so a missing or foreign file fails in the caller.
         self._store = Store(
             path, create=create, durability=durability, busy_timeout_ms=busy_timeout_ms
         )
         self.path = self._store.path
         self._lock = threading.Lock()
-        self._has_work = threading.Condition(self._lock)
+        self._writer_wanted = threading.Condition(self._lock)
+        self._linger_cut = threading.Condition(self._lock)
         self._has_room = threading.Condition(self._lock)
         self._progress = threading.Condition(self._lock)
+        # With a linger: how many more calls the next batch waits for (as many
+        # as the last batch held blocking calls: their threads tend to call
+        # again at once); -1 when it held none (the linger runs out).
+        self._awaited = -1
         self._pending: list[tuple] = []
         self._oldest_at = 0.0  # monotonic arrival of the oldest waiting call
+        # The lead: held by the thread writing (or handed a batch to write)
+        # whenever calls wait, so a waiting call always has a writer coming.
+        self._leading = False
+        self._writer_leads = False  # the lead was handed to the writer thread
+        self._writing_in = 0  # ident of the thread writing a batch now, else 0
         self._flushing = 0
         self._closed = False
+        self._stopping = False
         self._sent = 0
         #: Calls written or failed so far, and the transactions that held them.
         self.calls_done = 0
         self.batches_committed = 0
-        self._writer = threading.Thread(target=self._run, name="spark_queue-producer", daemon=True)
+        self._writer = threading.Thread(
+            target=self._standby, name="spark_queue-producer", daemon=True
+        )
         self._writer.start()
 
     # -- calls from any thread ----------------------------------------------
@@ -110,9 +131,7 @@ class Producer:
         headers: Mapping[str, str] | None = None,
     ) -> int:
         """Append one event with the next batch; returns its offset once committed."""
-        self._not_from_writer("publish")
-        row = _event_row(topic, value, key, headers)
-        return self._submit(_EVENT, topic, row, _Reply()).result()
+        return self._call(EVENT, topic, _event_row(topic, value, key, headers))
 
     def publish_nowait(
         self,
@@ -123,7 +142,9 @@ class Producer:
         headers: Mapping[str, str] | None = None,
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
-        return self._submit(_EVENT, topic, _event_row(topic, value, key, headers), Future())
+        future: Future[int] = Future()
+        self._submit(EVENT, topic, _event_row(topic, value, key, headers), future)
+        return future
 
     def enqueue(
         self,
@@ -141,9 +162,8 @@ class Producer:
         Options as for :meth:`Queue.enqueue <spark_queue.store.Queue.enqueue>`.
         A queue at its ``max_size`` fails the call with QueueFullError at once.
         """
-        self._not_from_writer("enqueue")
         job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        return self._submit(_JOB, queue, job, _Reply()).result()
+        return self._call(JOB, queue, job)
 
     def enqueue_nowait(
         self,
@@ -158,19 +178,21 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
         job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        return self._submit(_JOB, queue, job, Future())
+        future: Future[int] = Future()
+        self._submit(JOB, queue, job, future)
+        return future
 
     def flush(self, timeout_ms: int | None = None) -> None:
         """Wait until every call sent before this one is committed or failed.
 
         Cuts the linger short. Raises TimeoutError if ``timeout_ms`` passes first.
         """
-        self._not_from_writer("flush")
+        self._not_while_writing("flush")
         deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
         with self._lock:
             target = self._sent
             self._flushing += 1
-            self._has_work.notify()
+            self._linger_cut.notify_all()
             try:
                 while self.calls_done < target:
                     remaining = None if deadline is None else deadline - time.monotonic()
@@ -184,12 +206,16 @@ class Producer:
                 self._flushing -= 1
 
     def close(self) -> None:
-        """Write every call sent, stop the writer and close its connection; idempotent."""
-        self._not_from_writer("close")
+        """Write every call sent, stop the writer thread and close the connection; idempotent."""
+        self._not_while_writing("close")
         with self._lock:
             self._closed = True
-            self._has_work.notify()
+            self._linger_cut.notify_all()
             self._has_room.notify_all()
+            while self._leading:
+                self._progress.wait()
+            self._stopping = True
+            self._writer_wanted.notify()
         self._writer.join()
         self._store.close()
 
@@ -202,95 +228,189 @@ class Producer:
     def __repr__(self) -> str:
         return f"Producer({self.path!r})"
 
-    def _submit(self, kind: int, name: str, row: Any, reply: _Reply | Future[int]) -> Any:
+    def _submit(self, kind: int, name: str, row: Any, reply: _Reply | Future[int]) -> None:
+        """Queue the call; a blocking call that finds no one leading takes the lead."""
         with self._lock:
-            while len(self._pending) >= self._max_pending and not self._closed:
-                if threading.current_thread() is self._writer:
-                    break  # a done-callback: only this thread makes room
-                self._has_room.wait()
+            if self._writing_in == _get_ident():
+                # A done-callback of a batch this thread writes: only this
+                # thread makes room, and a blocking call would wait for itself.
+                if type(reply) is _Reply:
+                    raise _waits_for_itself("publish" if kind == EVENT else "enqueue")
+            else:
+                while len(self._pending) >= self._max_pending and not self._closed:
+                    self._has_room.wait()
+            pending = self._pending  # taking a batch may have replaced the list
             if self._closed:
                 raise StoreError(
                     f"producer for {self.path!r} is closed; open a new Producer to write."
                 )
-            pending = self._pending
             pending.append((kind, name, row, reply))
             self._sent += 1
-            # Wake the writer only when it may be waiting: for a first call,
-            # or, while it lingers, for a full batch.
-            if len(pending) == 1:
-                self._oldest_at = time.monotonic()
-                self._has_work.notify()
-            elif len(pending) == self._max_batch:
-                self._has_work.notify()
-        return reply
-
-    def _not_from_writer(self, method: str) -> None:
-        if threading.current_thread() is self._writer:
-            raise StoreError(
-                f"Producer.{method} was called from the producer's writer thread (a future's "
-                "done-callback), which would wait for itself; use the _nowait methods there."
-            )
-
-    # -- the writer thread ----------------------------------------------------
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                batch = self._take()
-            if batch is None:
+            if self._linger_s:
+                self._arrived(len(pending))
+            if self._leading:
                 return
-            self._write(batch)
-            with self._lock:
-                self.calls_done += len(batch)
-                if self._flushing:
-                    self._progress.notify_all()
+            if type(reply) is _Reply:
+                self._leading = reply.leads = True  # the lead, with no wake-up
+            else:
+                self._leading = self._writer_leads = True
+                self._writer_wanted.notify()
 
-    def _take(self) -> list[tuple] | None:
-        """The next batch (the caller holds the lock), or None once closed and drained."""
-        while not self._pending:
-            if self._closed:
-                return None
-            self._has_work.wait()
+    def _arrived(self, waiting: int) -> None:
+        """Linger bookkeeping for a call just queued (the caller holds the lock)."""
+        if waiting == 1:
+            self._oldest_at = time.monotonic()
+        if self._awaited > 0:
+            self._awaited -= 1
+            if self._awaited == 0:
+                self._linger_cut.notify()
+        if waiting == self._max_batch:
+            self._linger_cut.notify()
+
+    def _call(self, kind: int, name: str, row: Any) -> int:
+        """A blocking call: queue it, write batches if handed the lead, wait for the answer."""
+        reply = _Reply()
+        try:
+            self._submit(kind, name, row, reply)
+            if not reply.leads:
+                reply.wake.acquire()
+            if reply.leads:
+                reply.leads = False
+                self._lead()  # its first batch holds this call
+                reply.wake.acquire()
+        except BaseException:
+            self._abandon(reply)
+            raise
+        if reply.error is not None:
+            raise reply.error
+        return reply.value
+
+    def _abandon(self, reply: _Reply) -> None:
+        """An interrupted caller gives up waiting: it must not keep (or be handed) the lead."""
+        with self._lock:
+            reply.abandoned = True
+            if reply.leads:
+                reply.leads = False
+                self._pass_lead()
+
+    def _not_while_writing(self, method: str) -> None:
+        if self._writing_in == _get_ident():
+            raise _waits_for_itself(method)
+
+    # -- the lead -------------------------------------------------------------
+    def _lead(self) -> None:
+        """Write batches while this thread holds the lead, then pass it on or drop it."""
+        me = _get_ident()
+        with self._lock:
+            try:
+                while True:
+                    batch = self._take()
+                    self._writing_in = me
+                    self._lock.release()
+                    committed = False
+                    try:
+                        committed = write_batch(self._store.db, batch)
+                    finally:
+                        self._lock.acquire()
+                        self._writing_in = 0
+                        self._done(batch, committed)
+                    if not self._pending:
+                        self._leading = False
+                        return
+                    if self._pass_lead(me):
+                        return
+            except BaseException:
+                # Interrupted (a signal in the main thread): the lead must not stay here.
+                if self._pending:
+                    self._pass_lead()
+                else:
+                    self._leading = False
+                raise
+
+    def _done(self, batch: list[tuple], committed: bool) -> None:
+        """Count a batch written or failed (the caller holds the lock)."""
+        if not committed:
+            _answer_unanswered(batch)
+        self.calls_done += len(batch)
+        self.batches_committed += committed
+        if self._flushing or self._closed:
+            self._progress.notify_all()
+
+    def _take(self) -> list[tuple]:
+        """The next batch (the caller holds the lock): the oldest calls, up to max_batch."""
+        pending = self._pending
         if self._linger_s:
             deadline = self._oldest_at + self._linger_s
             while (
-                len(self._pending) < self._max_batch
+                len(pending) < self._max_batch
+                and self._awaited
                 and not self._closed
                 and not self._flushing
                 and (remaining := deadline - time.monotonic()) > 0
             ):
-                self._has_work.wait(remaining)
-        batch = self._pending[: self._max_batch]
-        del self._pending[: self._max_batch]
-        # What is left waited through this batch already: it goes next, no linger.
-        self._oldest_at = 0.0
-        self._has_room.notify_all()
+                self._linger_cut.wait(remaining)
+            # What is left waited through this batch already: it goes next, no linger.
+            self._oldest_at = 0.0
+        if len(pending) >= self._max_pending:
+            self._has_room.notify_all()
+        if len(pending) <= self._max_batch:
+            batch, self._pending = pending, []
+        else:
+            batch = pending[: self._max_batch]
+            del pending[: self._max_batch]
+        if self._linger_s:
+            # Counted from now: a blocking caller cannot call again before
+            # this batch answers it.
+            self._awaited = sum(type(call[3]) is _Reply for call in batch) or -1
         return batch
 
-    def _write(self, batch: list[tuple]) -> None:
-        events: dict[str, list[tuple]] = {}
-        jobs: dict[str, list[tuple]] = {}
-        for call in batch:
-            (events if call[0] == _EVENT else jobs).setdefault(call[1], []).append(call)
-        results: list[tuple[Future[int], Any]] = []
-        try:
-            with self._store.write() as conn:
-                for topic, calls in events.items():
-                    results += _write_group(conn, calls, partial(_append, conn, topic))
-                for queue, calls in jobs.items():
-                    results += _write_group(conn, calls, partial(_enqueue, conn, queue))
-        except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
-            for call in batch:
-                _settle(call[3], exc)
-            return
-        self.batches_committed += 1
-        for future, result in results:
-            _settle(future, result)
+    def _pass_lead(self, me: int = 0) -> bool:
+        """Hand the lead to the first blocking call of the next batch, else to the writer
+        thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
+        for call in self._pending[: self._max_batch]:
+            reply = call[3]
+            if type(reply) is _Reply and not reply.abandoned:
+                reply.leads = True
+                reply.wake.release()
+                return True
+        if me == self._writer.ident:
+            return False
+        self._writer_leads = True
+        self._writer_wanted.notify()
+        return True
+
+    def _standby(self) -> None:
+        """The writer thread: leads when handed the lead (only ``*_nowait`` calls wait)."""
+        while True:
+            with self._lock:
+                while not self._writer_leads:
+                    if self._stopping:
+                        return
+                    self._writer_wanted.wait()
+                self._writer_leads = False
+            self._lead()
+
+
+def _waits_for_itself(method: str) -> StoreError:
+    return StoreError(
+        f"Producer.{method} was called from a future's done-callback, which runs in the "
+        "thread writing the producer's batch and would wait for itself; use the _nowait "
+        "methods there."
+    )
+
+
+def _answer_unanswered(batch: list[tuple]) -> None:
+    """After an interrupt cut a batch's write short: no caller may wait forever."""
+    error = StoreError("the producer's batch write was interrupted; it may not have committed.")
+    for call in batch:
+        if not call[3].done():
+            settle(call[3], error)
 
 
 def _event_row(topic: str, value: Any, key: Any, headers: Any) -> tuple:
     """The event as stored (see codec), encoded in the calling thread; raises PayloadError."""
     validate_name(topic)
-    if type(value) is str:
+    if type(value) is str and value.isascii():  # the hot case; other text is checked
         return (value, TEXT, encode_key(key), encode_headers(headers))
     stored, value_type = encode_value(value)
     return (stored, value_type, encode_key(key), encode_headers(headers))
@@ -314,111 +434,30 @@ def _job(
 
 
 class _Reply:
-    """A blocking caller's answer slot: lighter than a Future (no Condition, no callbacks)."""
+    """A blocking call's answer slot: a lock held from the start, released by the writer
+    (lighter than a Future: no Condition, no callbacks). ``leads`` set on release means
+    "write the next batch" rather than "answered"."""
 
-    __slots__ = ("_done", "_value", "_error")
+    __slots__ = ("wake", "value", "error", "leads", "abandoned", "answered")
 
     def __init__(self) -> None:
-        self._done = threading.Lock()
-        self._done.acquire()
-        self._error: BaseException | None = None
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.error: BaseException | None = None
+        self.leads = self.abandoned = self.answered = False
+
+    def done(self) -> bool:
+        return self.answered
 
     def set_result(self, value: int) -> None:
-        self._value = value
-        self._done.release()
+        self.value = value
+        self.answered = True
+        self.wake.release()
 
     def set_exception(self, error: BaseException) -> None:
-        self._error = error
-        self._done.release()
-
-    def result(self) -> int:
-        self._done.acquire()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-def _chunks(calls: list[tuple]) -> Iterator[EncodedChunk]:
-    """The calls' rows as EncodedChunks, one per run of calls with the same value type."""
-    start = 0
-    for end in range(1, len(calls) + 1):
-        if end == len(calls) or calls[end][2][1] != calls[start][2][1]:
-            rows = [call[2] for call in calls[start:end]]
-            yield EncodedChunk(
-                [row[0] for row in rows],
-                rows[0][1],
-                [row[2] for row in rows],
-                [row[3] for row in rows],
-            )
-            start = end
-
-
-def _append(conn: Any, topic: str, calls: list[tuple]) -> range:
-    return topics.append_encoded(conn, topic, _chunks(calls))
-
-
-def _enqueue(conn: Any, queue: str, calls: list[tuple]) -> list[int]:
-    return queues.enqueue_rows(conn, queue, [call[2] for call in calls])
-
-
-# What a topic or queue refuses for one call's sake: its max_payload_bytes
-# (the limit lives in the file, so only the writer can check it) or max_size.
-_REFUSALS = (PayloadTooLargeError, QueueFullError)
-
-
-def _write_group(
-    conn: Any, calls: list[tuple], write: Callable[[list[tuple]], Sequence[int]]
-) -> list[tuple[Any, Any]]:
-    """(reply, offset or job id) for ``calls`` to one topic or queue, written together.
-
-    If the destination refuses one of them, the group is undone (a savepoint)
-    and each call is written alone, in call order, so only the refused calls
-    fail, as if each had been sent on its own.
-    """
-    try:
-        return list(zip([call[3] for call in calls], _undone_if_refused(conn, write, calls),
-                        strict=True))
-    except _REFUSALS:
-        pass
-    results: list[tuple[Any, Any]] = []
-    for call in calls:
-        try:
-            results.append((call[3], _undone_if_refused(conn, write, [call])[0]))
-        except _REFUSALS as exc:
-            results.append((call[3], exc))
-    return results
-
-
-def _undone_if_refused(
-    conn: Any, write: Callable[[list[tuple]], Sequence[int]], calls: list[tuple]
-) -> Sequence[int]:
-    """``write(calls)`` in a savepoint that a refusal rolls back. Any other error
-    leaves the savepoint to the batch's ROLLBACK (SQLite may have ended the
-    transaction already, on a full disk)."""
-    conn.execute("SAVEPOINT sq_producer_group")
-    try:
-        written = write(calls)
-    except _REFUSALS:
-        conn.execute("ROLLBACK TO sq_producer_group")
-        conn.execute("RELEASE sq_producer_group")
-        raise
-    conn.execute("RELEASE sq_producer_group")
-    return written
-
-
-def _settle(future: _Reply | Future[int], result: Any) -> None:
-    if isinstance(result, BaseException):
-        # Each caller raises a copy: threads raising one instance would splice
-        # their tracebacks into it. The copy's cause is the writer's original.
-        try:
-            twin = copy.copy(result)
-        except Exception:  # noqa: BLE001 - an exception type that cannot be copied
-            twin = result
-        else:
-            twin.__cause__ = result
-        future.set_exception(twin)
-    else:
-        future.set_result(result)
+        self.error = error
+        self.answered = True
+        self.wake.release()
 
 
 def _check_setting(name: str, value: Any, low: int) -> None:

@@ -8,6 +8,7 @@ fills); ``tests/store/test_concurrency.py`` guards this with several processes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -91,28 +92,24 @@ def topic_id(conn: apsw.Connection, topic: str) -> int:
 
 def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
     """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
-    return _open_topic(conn, topic)[:2]
+    return open_topic(conn, topic)[:2]
 
 
-def _open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
-    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths."""
+def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
+    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths.
+
+    One statement when the topic exists (every ``Store.publish`` and every
+    producer batch runs this; the stray probe rides along as a subquery).
+    """
     validate_name(topic)
-    conn.execute(
-        "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-        (topic, now_ms()),
-    )
-    tid, nxt, limit = conn.execute(
-        "SELECT id, next_offset, max_payload_bytes FROM sq_topics WHERE name = ?", (topic,)
-    ).fetchone()
-    # One index probe: rows at or above next_offset were inserted by a client
-    # that did not advance it; appending would collide with them (a raw
-    # ConstraintError) or, with a gap, leave a hole.
-    row = conn.execute(
-        "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? "
-        "ORDER BY offset DESC LIMIT 1", (tid, nxt),
-    ).fetchone()
-    if row is not None:
-        stray = row[0]
+    row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
+        )
+        row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
+    tid, nxt, limit, stray = row
+    if stray is not None:
         raise CorruptStoreError(
             f"topic {topic!r} holds events at offsets {_span(nxt, stray)}, at or above its "
             f"next_offset {nxt}: another SQLite client inserted them without advancing "
@@ -122,6 +119,17 @@ def _open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None
             f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
         )
     return tid, nxt, limit
+
+
+# The topic's row, and the highest offset at or above its next_offset (one
+# index probe): such rows were inserted by a client that did not advance it;
+# appending would collide with them (a raw ConstraintError) or, with a gap,
+# leave a hole.
+_OPEN_TOPIC = (
+    "SELECT id, next_offset, max_payload_bytes, (SELECT offset FROM sq_events "
+    "WHERE topic_id = t.id AND offset >= t.next_offset ORDER BY offset DESC LIMIT 1) "
+    "FROM sq_topics AS t WHERE name = ?"
+)
 
 
 def _rows(
@@ -169,7 +177,7 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     :class:`PayloadTooLargeError` naming its row (the caller's transaction
     then stores nothing).
     """
-    tid, first, limit = _open_topic(conn, topic)
+    tid, first, limit = open_topic(conn, topic)
     counter = [first]
     rows = _rows(tid, first, items, now_ms(), counter)
     if limit is not None:
@@ -217,7 +225,7 @@ def append_encoded(
     the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
     naming its row in the whole batch.
     """
-    tid, first, limit = _open_topic(conn, topic)
+    tid, first, limit = open_topic(conn, topic)
     ts = now_ms() if ts_ms is None else int(ts_ms)
     counter = [first]
 
@@ -247,6 +255,40 @@ def append_encoded(
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
     return range(first, end)
+
+
+def insert_stored(
+    conn: apsw.Connection, tid: int, first: int, ts_ms: int, rows: Sequence[tuple]
+) -> int:
+    """Insert ``rows`` of stored ``(value, value_type, key, headers)`` at offsets ``first``,
+    ``first + 1``, ... of topic ``tid`` and advance its ``next_offset``; return the end offset.
+
+    The caller holds the write lock and took ``tid`` and ``first`` from
+    :func:`open_topic` in the same transaction; payload limits are its to check.
+    Rows go in as multi-row INSERTs of up to ``_ROWS_PER_INSERT``: one
+    statement step each, where ``executemany`` steps (and hands the GIL to
+    other threads) once per row.
+    """
+    end = first + len(rows)
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        offset = first + start
+        params: list[Any] = []
+        for value, value_type, key, headers in chunk:
+            params += (tid, offset, ts_ms, key, value, value_type, headers)
+            offset += 1
+        conn.execute(_multi_insert(len(chunk)), params)
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return end
+
+
+_ROWS_PER_INSERT = 64
+
+
+@functools.cache
+def _multi_insert(rows: int) -> str:
+    return _INSERT_EVENT + ", (?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
 
 
 def append_routed(
@@ -282,7 +324,7 @@ def append_routed(
                             "a row has a null topic; every row needs its topic column set "
                             "(or set the sink's 'topic' option)."
                         )
-                    tid, first, limit = _open_topic(conn, topic)
+                    tid, first, limit = open_topic(conn, topic)
                     entry = state[topic] = [tid, first, first]
                     if limit is not None:
                         limits[topic] = limit

@@ -8,10 +8,12 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
 from spark_queue.errors import (
+    CorruptStoreError,
     InvalidNameError,
     PayloadError,
     PayloadTooLargeError,
@@ -104,6 +106,8 @@ def test_bad_input_fails_in_the_calling_thread_and_neighbours_commit(store_path)
         before = producer.publish_nowait("t", "before")
         with pytest.raises(PayloadError, match="set"):
             producer.publish_nowait("t", {1, 2})
+        with pytest.raises(PayloadError, match="surrogate"):
+            producer.publish_nowait("t", "lone \ud800 surrogate")
         with pytest.raises(PayloadError, match="key must be str"):
             producer.publish_nowait("t", "v", key=7)
         with pytest.raises(PayloadError, match="headers must map str to str"):
@@ -209,6 +213,53 @@ def test_a_payload_over_its_limit_fails_alone_and_the_rest_of_its_topic_commits(
         assert store.check().ok
 
 
+def test_stray_rows_above_next_offset_fail_the_batch_and_nothing_is_written(store_path):
+    with Store(store_path) as store:
+        store.publish("t", "first")
+        with store.write() as conn:
+            # A foreign client's row at offset 3 that did not advance next_offset (1).
+            conn.execute(
+                "INSERT INTO sq_events (topic_id, offset, ts_ms, value, value_type) "
+                "VALUES (1, 3, 0, 'stray', 1)"
+            )
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        futures = [producer.publish_nowait("t", i) for i in range(3)]
+        producer.flush()
+        for future in futures:
+            with pytest.raises(CorruptStoreError, match="at or above its next_offset 1"):
+                future.result()
+    with Store(store_path) as store, store.db.read() as conn:
+        rows = conn.execute("SELECT offset FROM sq_events ORDER BY offset").fetchall()
+        assert rows == [(0,), (3,)]
+        assert conn.execute("SELECT next_offset FROM sq_topics").fetchall() == [(1,)]
+
+
+def test_a_linger_ends_once_the_threads_of_the_last_batch_call_again(store_path):
+    # With a linger no test waits out, the first batch of 4 blocking calls
+    # goes at flush(); the 4 threads' next calls then end the linger themselves.
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        first_sent = threading.Barrier(5)
+        returned = {}
+
+        def publish(t):
+            returned[t] = [producer.publish("t", f"{t}-0")]
+            first_sent.wait()
+            returned[t].append(producer.publish("t", f"{t}-1"))
+
+        workers = [threading.Thread(target=publish, args=(t,)) for t in range(4)]
+        for worker in workers:
+            worker.start()
+        while producer._sent < 4:
+            time.sleep(0.001)
+        producer.flush()
+        first_sent.wait()
+        for worker in workers:
+            worker.join(timeout=60)
+        assert not any(worker.is_alive() for worker in workers)
+        assert producer.batches_committed == 2
+    assert sorted(o for offsets in returned.values() for o in offsets) == list(range(8))
+
+
 def test_close_writes_everything_sent_and_refuses_new_calls(store_path):
     producer = Producer(store_path, linger_ms=HOLD_MS)
     futures = [producer.publish_nowait("t", i) for i in range(10)]
@@ -242,7 +293,7 @@ def test_a_blocking_call_from_a_done_callback_is_refused_not_deadlocked(store_pa
         producer.publish_nowait("t", "first").add_done_callback(callback)
         producer.flush()
         producer.flush()
-        assert "writer thread" in str(seen[0])
+        assert "Producer.publish was called from a future's done-callback" in str(seen[0])
         assert seen[1].result(timeout=60) == 1
 
 
