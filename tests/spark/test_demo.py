@@ -31,6 +31,8 @@ def summary_of(output: str) -> dict[str, str]:
     return dict(re.findall(r"^(\w+)\s{2,}(.+)$", output, re.M))
 
 
+# Its own waits (300 s for a first batch, 600 s for the rerun) bound it, not the suite's 600 s.
+@pytest.mark.timeout(300 + 600 + 120)
 def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(tmp_path):
     """Both halves of README command 1: a run that ends by itself and reports, and a
     restart after a SIGKILL that resumes from the checkpoints."""
@@ -76,6 +78,7 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
     assert lag == {"demo-bronze": 0, "demo-alerts": 0}, lag
 
 
+@pytest.mark.timeout(900 + 300)  # the demo's own 900 s, plus the build and the install
 def test_wheel_installs_into_a_fresh_venv_and_runs_the_demo_to_its_summary(tmp_path):
     """README "Install": a built wheel carries the code, pyspark_sqliteq and the default
     conf/ (Delta included), so `sqliteq demo` runs from it with no checkout around."""
