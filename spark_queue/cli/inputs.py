@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, TextIO
+from typing import IO, Any
 
+from spark_queue.cli.progress import NdjsonProgress, watching
 from spark_queue.errors import OptionError, SparkQueueError
 
 VALUE_FORMATS = ("auto", "json", "text")
@@ -96,7 +96,7 @@ def write_ndjson(
     the whole file would store them twice.
     """
     lines_done = written = 0
-    progress = NdjsonProgress.for_terminal(command, verb, quiet=args.json)
+    progress = NdjsonProgress(watching(args.json), command, verb)
     with open_input(args.ndjson) as stream:
         try:
             for batch, last_line in batches(ndjson_values(stream, args.ndjson), args.batch_size):
@@ -124,41 +124,3 @@ def _resume_note(name: str, lines_done: int, committed: str) -> str:
         f"(e.g. `tail -n +{lines_done + 1} FILE | ... --ndjson -`), not from the start, or "
         "those lines are stored twice."
     )
-
-
-class NdjsonProgress:
-    """``sqliteq COMMAND: N VERB`` on one self-overwriting stderr line, at most once a second.
-
-    Only for a person watching: never into a pipe, a log or with ``--json``.
-    """
-
-    EVERY_S = 1.0
-
-    def __init__(self, stream: TextIO | None, command: str, verb: str) -> None:
-        self.stream = stream
-        self.label = f"sqliteq {command}:"
-        self.verb = verb
-        self.shown_at: float | None = None
-        self.last = 0
-
-    @classmethod
-    def for_terminal(cls, command: str, verb: str, *, quiet: bool) -> NdjsonProgress:
-        stream = sys.stderr
-        tty = not quiet and hasattr(stream, "isatty") and stream.isatty()
-        return cls(stream if tty else None, command, verb)
-
-    def update(self, done: int) -> None:
-        self.last = done
-        if self.stream is None:
-            return
-        now = time.monotonic()
-        if self.shown_at is not None and now - self.shown_at < self.EVERY_S:
-            return
-        self.shown_at = now
-        self.stream.write(f"\r{self.label} {done:,} {self.verb}")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self.stream is not None and self.shown_at is not None:
-            self.stream.write(f"\r{self.label} {self.last:,} {self.verb}\n")
-            self.stream.flush()

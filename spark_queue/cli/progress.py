@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import TextIO
 
 from spark_queue.store import QueueStats
@@ -72,4 +73,36 @@ class DelayedJobsWait:
                 f"sqliteq worker: --until-empty waits for {stats.delayed} delayed job(s) of "
                 f"queue {self.queue!r} to come due ({stats.leased} leased now)\n"
             )
+            self.stream.flush()
+
+
+class NdjsonProgress:
+    """``sqliteq COMMAND: N VERB`` on one self-overwriting stderr line, at most once a second.
+
+    Silent when ``stream`` is None (what :func:`watching` gives for a pipe or ``--json``).
+    """
+
+    EVERY_S = 1.0
+
+    def __init__(self, stream: TextIO | None, command: str, verb: str) -> None:
+        self.stream = stream
+        self.label = f"sqliteq {command}:"
+        self.verb = verb
+        self.shown_at: float | None = None
+        self.last = 0
+
+    def update(self, done: int) -> None:
+        self.last = done
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        if self.shown_at is not None and now - self.shown_at < self.EVERY_S:
+            return
+        self.shown_at = now
+        self.stream.write(f"\r{self.label} {done:,} {self.verb}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.stream is not None and self.shown_at is not None:
+            self.stream.write(f"\r{self.label} {self.last:,} {self.verb}\n")
             self.stream.flush()
