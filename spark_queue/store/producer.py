@@ -291,6 +291,11 @@ class Producer:
             reply.abandoned = True
             if reply.leads:
                 reply.leads = False
+                # Handed the lead (the interrupt may have passed it straight
+                # back to this call, first in line): take back the release
+                # that handed it over, or answering the call later would
+                # release an unlocked lock in the writing thread.
+                reply.wake.acquire(False)
                 self._pass_lead()
 
     def _not_while_writing(self, method: str) -> None:

@@ -297,6 +297,92 @@ def test_a_blocking_call_from_a_done_callback_is_refused_not_deadlocked(store_pa
         assert seen[1].result(timeout=60) == 1
 
 
+class Interrupted(Exception):
+    """What the test's signal handler raises in the main thread, as Ctrl-C would."""
+
+
+@pytest.fixture
+def interrupt_main_when():
+    """``interrupt_main_when(ready)``: once ``ready()`` holds, interrupt the main thread's wait."""
+    def handler(signum, frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    helpers = []
+
+    def arm(ready):
+        def fire():
+            while not ready():
+                time.sleep(0.001)
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+        helper = threading.Thread(target=fire, daemon=True)
+        helper.start()
+        helpers.append(helper)
+
+    yield arm
+    for helper in helpers:
+        helper.join(timeout=60)
+    signal.signal(signal.SIGUSR1, previous)
+
+
+def _started(target, *args):
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_leader_interrupted_in_its_linger_hands_the_lead_on(store_path, interrupt_main_when):
+    # The main thread leads and lingers; a second caller waits behind it. The
+    # interrupt must pass the lead to that caller (not back to the main
+    # thread, whose call is first in line), or the batch would never be written.
+    returned = []
+    with Producer(store_path, linger_ms=HOLD_MS) as producer:
+        def behind():
+            while producer._sent < 1:  # queue after the main thread's call, which leads
+                time.sleep(0.001)
+            returned.append(producer.publish("t", "behind"))
+
+        waiting = _started(behind)
+        interrupt_main_when(lambda: producer._sent == 2)
+        with pytest.raises(Interrupted):
+            producer.publish("t", "main")
+        producer.flush()  # ends the new leader's linger
+        waiting.join(timeout=60)
+        assert not waiting.is_alive()
+        after = producer.publish_nowait("t", "after")
+        producer.flush()
+        assert after.result(timeout=60) == 2
+    # The interrupted call had joined the batch: it is written, only unanswered.
+    with Store(store_path) as reader:
+        assert [e.value for e in reader.read("t")] == ["main", "behind", "after"]
+    assert returned == [1]
+
+
+def test_an_interrupted_follower_is_never_handed_the_lead(store_path, interrupt_main_when):
+    # A leader's write waits on another connection's lock; the main thread
+    # waits behind it and is interrupted; a third caller queues after it. When
+    # the first batch commits the lead must skip the abandoned call.
+    returned = {}
+    with Store(store_path) as holder, Producer(store_path, busy_timeout_ms=60_000) as producer:
+        with holder.write():
+            first = _started(lambda: returned.setdefault("first", producer.publish("t", "first")))
+            while not producer._writing_in:
+                time.sleep(0.001)
+            interrupt_main_when(lambda: producer._sent == 2)
+            with pytest.raises(Interrupted):
+                producer.publish("t", "main")
+            third = _started(lambda: returned.setdefault("third", producer.publish("t", "third")))
+            while producer._sent < 3:
+                time.sleep(0.001)
+        for thread in (first, third):
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+    assert returned == {"first": 0, "third": 2}
+    with Store(store_path) as reader:
+        assert [e.value for e in reader.read("t")] == ["first", "main", "third"]
+
+
 @pytest.mark.parametrize(
     ("setting", "value"),
     [("linger_ms", -1), ("max_batch", 0), ("max_batch", True), ("max_pending", 10)],
