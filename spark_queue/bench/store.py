@@ -1,7 +1,7 @@
 """Store benchmark: publish-many and range reads against raw apsw; single publishes from threads.
 
 ``python -m spark_queue.bench store [--events N] [--threads N] [--thread-events N]
-[--section all|bulk|threads] [--no-honker]``
+[--section all|bulk|threads] [--no-honker] [--one-cpu]``
 
 Bulk: the raw side is the limit: pre-built row tuples into ``executemany``
 for writes, ``SELECT ... fetchall()`` into tuples for reads, on a file opened
@@ -10,7 +10,8 @@ offset assignment (writes) and building Arrow columns (reads).
 
 Threads: ``--threads`` threads each publish ``--thread-events`` single events
 (one call per event, durability ``normal``) through a :class:`Producer`
-(group commit; blocking at ``linger_ms`` 0 and 1, and with futures), and
+(group commit; blocking at ``linger_ms`` 0 and 1, the default, and with
+futures), and
 the two ways a service has without it, one transaction per event: one Store
 per thread, or one Store shared behind a lock (what
 honker's thread-safe ``Stream.publish`` does). The baseline is the same
@@ -21,6 +22,12 @@ it brings its own SQLite library, which must not share a process with apsw
 connections. The paths take turns on every repeat, so machine load hits
 them alike. Every offset a producer call returned is checked against what a
 reader sees.
+
+``--one-cpu`` runs the whole section with the process pinned to one CPU.
+Every blocking call from its own thread costs at least one thread wake-up,
+and on a VM a wake-up across CPUs can cost as much as a whole transaction;
+the pinned run shows how much of the gap that is (it is not a setting to
+recommend: SQLite and Spark want the other CPUs).
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--section", choices=("all", "bulk", "threads"), default="all")
     parser.add_argument("--no-honker", action="store_true", help="skip honker's rows")
+    parser.add_argument(
+        "--one-cpu", action="store_true",
+        help="threads section: pin the process to one CPU (shows what cross-CPU wake-ups cost)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         if args.section in ("all", "bulk"):
             _run(args, workdir)
         if args.section in ("all", "threads"):
+            if args.one_cpu:
+                # Threads started from now on inherit the main thread's affinity.
+                os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
             _run_threads(args, workdir)
         return 0
     finally:
@@ -236,7 +250,7 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         with Store(path()) as store:
             return total / _in_threads(threads, body)
 
-    def producer(nowait: bool, linger_ms: int = 0) -> float:
+    def producer(nowait: bool, linger_ms: int) -> float:
         target = path()
         offsets: list[list[int]] = [[] for _ in range(threads)]
         with Producer(target, linger_ms=linger_ms) as sender:
@@ -257,9 +271,9 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         BASELINE: one_thread,
         f"{threads} threads: one Store each, 1 tx per event": store_per_thread,
         f"{threads} threads: one Store + a lock, 1 tx each": shared_store,
-        f"{threads} threads: Producer.publish": lambda: producer(False),
+        f"{threads} threads: Producer.publish, linger_ms=0": lambda: producer(False, 0),
         f"{threads} threads: Producer.publish, linger_ms=1": lambda: producer(False, 1),
-        f"{threads} threads: Producer.publish_nowait": lambda: producer(True),
+        f"{threads} threads: Producer.publish_nowait": lambda: producer(True, 1),
     }
     if not args.no_honker and importlib.util.find_spec("honker") is not None:
         cases["honker 1 thread: Stream.publish"] = lambda: _honker(path(), 1, total, size)
@@ -270,9 +284,10 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
     for _ in range(args.repeats):
         for label, case in cases.items():
             best[label] = max(best[label], case())
+    pinned = f", pinned to CPU {min(os.sched_getaffinity(0))}" if args.one_cpu else ""
     print_table(
         f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
-        "durability normal",
+        f"durability normal{pinned}",
         [(label, rate, BASELINE) for label, rate in best.items()],
     )
 
