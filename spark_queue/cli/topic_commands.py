@@ -188,8 +188,7 @@ def cmd_consumer_reset(args: argparse.Namespace) -> int:
                 f"consumer {args.consumer!r} has no saved offsets; name the topic to "
                 "reset it on with --topic T."
             )
-        targets = {topic: _target(store, args, topic) for topic in topics}
-        store.commit_offsets(args.consumer, targets, reset=True)
+        store.reset_offsets(args.consumer, topics, lambda topic: _target(store, args, topic))
         rows = _consumer_rows(store, args.consumer, before, topics)
     emit(rows, as_json=args.json, columns=CONSUMER_COLUMNS)
     return 0

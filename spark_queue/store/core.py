@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import apsw
@@ -235,6 +235,22 @@ class Store:
         """Save ``consumer``'s next offsets in one transaction; never moves back unless reset."""
         with self.write():
             return consumers.commit(self.conn, consumer, offsets, reset=reset)
+
+    def reset_offsets(
+        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int]
+    ) -> dict[str, int]:
+        """Move ``consumer``'s saved offsets, back or forward, to ``target(topic)`` for each topic.
+
+        ``target`` runs inside the write transaction, so what it reads (this
+        Store's ``bounds``, ``offset_for_timestamp``) cannot change before
+        the offsets are saved: a prune in between would leave an offset below
+        the earliest, which readers report as lost data. Errors it raises
+        roll everything back.
+        """
+        with self.write():
+            return consumers.commit(
+                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
+            )
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_queue.errors import OffsetRangeError, OptionError
+from spark_queue.errors import OffsetRangeError, OptionError, StoreBusyError
+from spark_queue.store import Store
 
 
 def test_offset_save_is_monotonic(store):
@@ -21,6 +22,37 @@ def test_offset_save_beyond_latest_is_rejected(store):
     with pytest.raises(OffsetRangeError, match="from 0 to the topic's latest offset 3; got 4"):
         store.commit_offsets("c", {"t": 4})
     assert store.committed_offsets("c") == {}
+
+
+def test_a_reset_chooses_its_offsets_where_no_prune_can_move_the_earliest(store):
+    # A prune between reading the earliest offset and saving it would leave
+    # the consumer below the earliest: readers would report lost data.
+    store.publish_many("t", range(10))
+    store.commit_offsets("c", {"t": 10})
+    with Store(store.path, busy_timeout_ms=50) as pruner:
+
+        def earliest(topic):
+            with pytest.raises(StoreBusyError):
+                pruner.prune(topic, max_rows=2, force=True)
+            return store.bounds(topic)[0]
+
+        assert store.reset_offsets("c", ["t"], earliest) == {"t": 0}
+    assert store.committed_offsets("c") == {"t": 0}
+
+
+def test_a_reset_whose_target_fails_saves_nothing(store):
+    store.publish_many("a", range(4))
+    store.publish_many("b", range(4))
+    store.commit_offsets("c", {"a": 4, "b": 4})
+
+    def target(topic):
+        if topic == "b":
+            raise OffsetRangeError("no such offset")
+        return 0
+
+    with pytest.raises(OffsetRangeError):
+        store.reset_offsets("c", ["a", "b"], target)
+    assert store.committed_offsets("c") == {"a": 4, "b": 4}
 
 
 def test_consumers_report_lag(store):
