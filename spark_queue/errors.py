@@ -21,6 +21,10 @@ class StoreNotFoundError(StoreError, FileNotFoundError):
     """The store file does not exist and creating it was not allowed."""
 
 
+class StoreNotCreatedError(StoreNotFoundError):
+    """The file exists but holds no store yet (empty), and it was opened read-only."""
+
+
 class NotAStoreError(StoreError):
     """The file is not SQLite, or is SQLite but not a spark_queue store."""
 

@@ -17,7 +17,7 @@ from typing import Any
 from spark_queue.cli import numbers
 from spark_queue.cli.output import emit_line, show_time
 from spark_queue.cli.store_commands import common, open_store
-from spark_queue.errors import OptionError
+from spark_queue.errors import OptionError, StoreNotFoundError
 from spark_queue.store import Event, Store
 
 READ_CHUNK = 1000
@@ -28,7 +28,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "tail",
         help="print events from an offset, the last N or a time; --follow waits for new ones "
-        "(and for a topic not created yet)",
+        "(and for a topic or store file not created yet)",
     )
     common(p)
     p.add_argument("topic")
@@ -43,7 +43,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=numbers.count, help="stop after this many events")
     p.add_argument("-f", "--follow", action="store_true",
-                   help="keep waiting for new events (and for the topic, if it does not exist)")
+                   help="keep waiting for new events (and for the topic and the store file, "
+                   "if they do not exist yet)")
     p.add_argument("--poll-ms", default=200, metavar="DURATION", type=numbers.positive_wait_ms,
                    help="how often --follow looks: 200 (ms, the default), 1s, ...")
     p.set_defaults(func=cmd_tail)
@@ -60,7 +61,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     poll_s = args.poll_ms / 1000
     start = _parse_start(args.start)
     since_ms = args.since
-    with open_store(args, readonly=True) as store:
+    with _open_when_created(args, poll_s) as store:
         if args.follow and not store.has_topic(args.topic):
             print(f"sqliteq tail: waiting for topic {args.topic!r} to be created "
                   "(Ctrl-C to stop)", file=sys.stderr, flush=True)
@@ -81,6 +82,22 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 break
             pause(poll_s)
     return 0
+
+
+def _open_when_created(args: argparse.Namespace, poll_s: float) -> Store:
+    """The store at PATH; with --follow, once some process has created it (as ``tail -F``)."""
+    announced = False
+    while True:
+        try:
+            return open_store(args, readonly=True)
+        except StoreNotFoundError:  # missing, or empty while its creator writes the schema
+            if not args.follow:
+                raise
+            if not announced:
+                print(f"sqliteq tail: waiting for store file {args.path!r} to be created "
+                      "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+                announced = True
+            pause(poll_s)
 
 
 def _parse_start(text: str | None) -> str | int:

@@ -14,7 +14,12 @@ from typing import NamedTuple
 
 import apsw
 
-from spark_queue.errors import NotAStoreError, SchemaVersionError, StoreError
+from spark_queue.errors import (
+    NotAStoreError,
+    SchemaVersionError,
+    StoreError,
+    StoreNotCreatedError,
+)
 from spark_queue.store.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     enable_wal,
@@ -242,6 +247,11 @@ def ensure_schema(
         state = read_state(conn)
     _refuse_foreign(state, path)
     if readonly:
+        if state.is_empty:
+            raise StoreNotCreatedError(
+                f"{path!r} holds no store yet: it is an empty SQLite file (a store being "
+                f"created, or a file made by another tool); create it with `sqliteq init {path}`."
+            )
         if state.user_version < latest_version():
             raise StoreError(
                 f"store {path!r} needs migrating from schema version {state.user_version} to "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
@@ -95,6 +96,37 @@ def test_follow_waits_for_a_topic_that_does_not_exist_yet(capsys, store_path, mo
     assert err == "sqliteq tail: waiting for topic 'later' to be created (Ctrl-C to stop)\n"
     assert [json.loads(line)["value"] for line in out.splitlines()] == ["a", "b"]
     assert looks == [1.0, 1.0]
+
+
+def test_follow_waits_for_a_store_file_that_does_not_exist_yet(capsys, store_path, monkeypatch):
+    looks = []
+
+    def pause(seconds: float) -> None:
+        # First an empty file (a creator that has not written the schema yet), then the store.
+        looks.append(seconds)
+        if len(looks) == 1:
+            open(store_path, "wb").close()
+        elif len(looks) == 2:
+            with Store(store_path) as store:
+                store.publish_many("later", ["a"])
+
+    monkeypatch.setattr(tail_command, "pause", pause)
+    code, out, err = run(capsys, "tail", store_path, "later", "--follow", "--limit", "1",
+                         "--json")
+    assert code == 0
+    assert err == (f"sqliteq tail: waiting for store file {store_path!r} to be created "
+                   "(Ctrl-C to stop)\n")
+    assert [json.loads(line)["value"] for line in out.splitlines()] == ["a"]
+    assert len(looks) == 2
+
+
+def test_without_follow_a_missing_or_empty_store_file_is_an_error(capsys, store_path):
+    code, out, err = run(capsys, "tail", store_path, "t")
+    assert (code, out) == (1, "") and "does not exist" in err
+    open(store_path, "wb").close()
+    code, out, err = run(capsys, "tail", store_path, "t")
+    assert (code, out) == (1, "") and "holds no store yet: it is an empty SQLite file" in err
+    assert os.path.getsize(store_path) == 0
 
 
 def test_without_follow_a_missing_topic_is_an_error(capsys, store_path):
