@@ -2,7 +2,9 @@
 
 Times: tables and ``key: value`` records show the fields in :data:`TIME_FIELDS`
 as UTC ISO-8601 (``2024-05-01T12:00:00.123Z``) under a name ending in
-``_utc`` instead of ``_ms``; ``--json`` keeps the raw epoch milliseconds.
+``_utc`` instead of ``_ms``, and the spans in :data:`DURATION_FIELDS` as the
+durations the flags take (``7d``, ``90m``, ``1500ms``) under the name without
+``_ms``; ``--json`` keeps the raw milliseconds.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spark_queue.times import format_time_ms
+from spark_queue.times import format_duration_ms, format_time_ms
 
-# Fields that hold a point in time as epoch milliseconds (durations such as
-# retention_ms or oldest_ready_age_ms stay numbers).
+# Fields that hold a point in time as epoch milliseconds.
 TIME_FIELDS = frozenset({
     "timestamp_ms", "created_ms", "updated_ms", "enqueued_ms", "available_at_ms",
     "lease_expires_ms", "expires_ms", "dead_ms",
+})
+# Fields that hold a span of time in milliseconds.
+DURATION_FIELDS = frozenset({
+    "retention_ms", "max_age_ms", "visibility_timeout_ms", "backoff_base_ms",
+    "backoff_cap_ms", "idempotency_window_ms", "oldest_ready_age_ms",
 })
 
 
@@ -61,13 +67,19 @@ def show_time(millis: int | None) -> str:
 
 
 def header(field: str) -> str:
-    """A table's name for ``field``: time fields say they are UTC (``updated_utc``)."""
-    return field[: -len("_ms")] + "_utc" if field in TIME_FIELDS else field
+    """A table's name for ``field``: time fields say they are UTC (``updated_utc``),
+    durations lose the ``_ms`` their cells no longer need (``retention``)."""
+    if field in TIME_FIELDS:
+        return field[: -len("_ms")] + "_utc"
+    return field[: -len("_ms")] if field in DURATION_FIELDS else field
 
 
 def _cell(field: str, value: Any) -> str:
-    if field in TIME_FIELDS and isinstance(value, int):
-        return show_time(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if field in TIME_FIELDS:
+            return show_time(value)
+        if field in DURATION_FIELDS:
+            return format_duration_ms(value)
     return _text(value)
 
 

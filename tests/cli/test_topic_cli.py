@@ -22,7 +22,10 @@ def test_topic_create_stores_retention_given_as_durations_and_rows(capsys, store
     code, out, _ = run(capsys, "topic", "create", store_path, "u", "--retention", "500ms")
     assert code == 0
     assert re.search(r"^created_utc\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", out, re.M)
-    assert re.search(r"^retention_ms\s+500$", out, re.M)
+    # Durations read as the flags take them, so a value can be copied back.
+    assert re.search(r"^retention\s+500ms$", out, re.M)
+    code, out, _ = run(capsys, "topic", "config", store_path, "u", "--retention", "7d")
+    assert code == 0 and re.search(r"^retention\s+7d$", out, re.M)
 
 
 def test_topic_create_refuses_an_existing_topic_unless_if_not_exists(capsys, store_path):
