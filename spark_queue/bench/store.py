@@ -72,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
         if args.section in ("all", "bulk"):
             _run(args, workdir)
         if args.section in ("all", "threads"):
-            if args.one_cpu:
-                # Threads started from now on inherit the main thread's affinity.
-                os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
             _run_threads(args, workdir)
         return 0
     finally:
@@ -208,6 +205,12 @@ def _in_threads(threads: int, body: Callable[[int], None]) -> float:
 
 def _run_threads(args: argparse.Namespace, workdir: str) -> None:
     threads, per_thread, size = args.threads, args.thread_events, args.value_bytes
+    pinned = ""
+    if args.one_cpu:
+        cpu = min(os.sched_getaffinity(0))
+        # Threads started from now on inherit the main thread's affinity.
+        os.sched_setaffinity(0, {cpu})
+        pinned = f", pinned to CPU {cpu}"
     total = threads * per_thread
     # Each value names its thread and sequence number, so a reader can check
     # the offset every call got back.
@@ -284,7 +287,6 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
     for _ in range(args.repeats):
         for label, case in cases.items():
             best[label] = max(best[label], case())
-    pinned = f", pinned to CPU {min(os.sched_getaffinity(0))}" if args.one_cpu else ""
     print_table(
         f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
         f"durability normal{pinned}",

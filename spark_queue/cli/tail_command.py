@@ -63,8 +63,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     since_ms = args.since
     with _open_when_created(args, poll_s) as store:
         if args.follow and not store.has_topic(args.topic):
-            print(f"sqliteq tail: waiting for topic {args.topic!r} to be created "
-                  "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+            _say_waiting(f"topic {args.topic!r}")
             while not store.has_topic(args.topic):
                 pause(poll_s)
         position = _first_offset(store, args.topic, start, since_ms)
@@ -94,10 +93,14 @@ def _open_when_created(args: argparse.Namespace, poll_s: float) -> Store:
             if not args.follow:
                 raise
             if not announced:
-                print(f"sqliteq tail: waiting for store file {args.path!r} to be created "
-                      "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+                _say_waiting(f"store file {args.path!r}")
                 announced = True
             pause(poll_s)
+
+
+def _say_waiting(what: str) -> None:
+    print(f"sqliteq tail: waiting for {what} to be created (Ctrl-C to stop)",
+          file=sys.stderr, flush=True)
 
 
 def _parse_start(text: str | None) -> str | int:
