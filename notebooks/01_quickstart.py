@@ -4,31 +4,45 @@
 # MAGIC
 # MAGIC A producer publishes events into a SQLite store file; Spark streams them with
 # MAGIC `format("sqliteq")` in micro-batches; the store shows each consumer's lag.
-# MAGIC On Databricks, build a wheel from a checkout (`pip wheel --no-deps -w dist .`),
-# MAGIC upload it and install it on the cluster first
-# MAGIC (`%pip install /path/to/spark_queue-0.1.0-py3-none-any.whl`, no extras: the
-# MAGIC cluster's pyspark stays); the store file lives on the driver's local disk.
+# MAGIC Run it again and it resumes: the stream picks up where its checkpoint stopped.
+# MAGIC
+# MAGIC **On Databricks**: build a wheel from a checkout (`pip wheel --no-deps -w dist .`),
+# MAGIC upload it and `%pip install /path/to/spark_queue-0.1.0-py3-none-any.whl` (no extras:
+# MAGIC the cluster's pyspark stays).
+# MAGIC
+# MAGIC **Where the store lives**: the `work_dir` widget (default
+# MAGIC `/local_disk0/spark_queue/quickstart`, the driver's local disk) holds the store file
+# MAGIC and the checkpoints. A live store needs a local disk: DBFS (`/dbfs/...`) and Unity
+# MAGIC Catalog Volumes (`/Volumes/...`) cannot keep SQLite's locks, and the store refuses to
+# MAGIC open there. The driver's disk is gone when the cluster terminates: to keep the store,
+# MAGIC copy it to a Volume with `sqliteq backup` and copy it back before the next run (README,
+# MAGIC "Databricks"). On a multi-node cluster executors cannot see the driver's disk: read with
+# MAGIC `.option("readPath", "driver")`. Outside Databricks the directory is
+# MAGIC `./spark_queue_notebooks/quickstart` (or `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`).
 
 # COMMAND ----------
 
 import os
-import tempfile
 
 import spark_queue
+from spark_queue.spark import run_available_now, work_dir
+from spark_queue.spark.progress import offsets
 from spark_queue.store import Record, Store
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
 except NameError:
-    from spark_queue.connector.session import get_or_create
+    from spark_queue.spark import get_or_create
 
     spark = get_or_create("spark_queue quickstart", delta=False)
 spark_queue.register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
-work_dir = os.environ.get("SPARK_QUEUE_NOTEBOOK_DIR") or tempfile.mkdtemp(prefix="sq-quickstart-")
-store_path = os.path.join(work_dir, "quickstart.sqlite")
-checkpoint = os.path.join(work_dir, "checkpoints", "quickstart")
+directory = work_dir("quickstart", globals().get("dbutils"))
+store_path = os.path.join(directory, "quickstart.sqlite")
+orders_table = os.path.join(directory, "tables", "orders")
+checkpoint = os.path.join(directory, "checkpoints", "orders")
+print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 
 # COMMAND ----------
 
@@ -37,16 +51,21 @@ checkpoint = os.path.join(work_dir, "checkpoints", "quickstart")
 # COMMAND ----------
 
 with Store(store_path) as store:
-    offsets = store.publish_many(
+    first = store.latest_offset("orders") if store.has_topic("orders") else 0
+    published = store.publish_many(
         "orders",
         [Record({"order": i, "amount": round(10 + i * 0.5, 2)}, key=f"customer-{i % 7}")
-         for i in range(1000)],
+         for i in range(first, first + 1000)],
     )
-print(f"published offsets {offsets.start}..{offsets.stop - 1}")
+print(f"published offsets {published.start}..{published.stop - 1}")
 
 # COMMAND ----------
 
-# MAGIC %md ## 2. Stream them with Spark: Kafka-shaped rows, then typed columns
+# MAGIC %md ## 2. Stream them with Spark: Kafka-shaped rows, 250 per micro-batch, exactly once
+# MAGIC
+# MAGIC `run_available_now` is `trigger(availableNow=True)` plus `awaitTermination()` that
+# MAGIC drains the backlog in batches of at most `maxRowsPerTrigger` rows on every Spark version
+# MAGIC (Spark 4.0 and 4.1 read one such batch per availableNow run; it runs again until done).
 
 # COMMAND ----------
 
@@ -54,22 +73,21 @@ raw = (
     spark.readStream.format("sqliteq")
     .option("path", store_path)
     .option("topic", "orders")
+    .option("keyFormat", "string")
     .option("valueFormat", "string")
     .option("consumer", "quickstart")
     .option("maxRowsPerTrigger", 250)
     .load()
 )
-query = (
-    raw.writeStream.format("memory")
-    .queryName("orders_raw")
-    .option("checkpointLocation", checkpoint)
-    .trigger(availableNow=True)
-    .start()
+run = run_available_now(
+    raw.writeStream.format("parquet").option("checkpointLocation", checkpoint), orders_table
 )
-query.awaitTermination()
-batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
-print(f"micro-batches of {batches} rows")
-show(spark.sql("SELECT offset, key, value, timestamp FROM orders_raw ORDER BY offset LIMIT 5"))
+print(f"micro-batches of {list(run.batches)} rows in {run.runs} run(s)")
+orders = spark.read.parquet(orders_table)
+# Every event published so far, each exactly once, never more than 250 per micro-batch.
+assert orders.count() == orders.select("offset").distinct().count() == published.stop
+assert run.batches and all(rows <= 250 for rows in run.batches), run
+show(orders.select("offset", "key", "value", "timestamp").orderBy("offset").limit(5))
 
 typed = (
     spark.read.format("sqliteq")
@@ -82,15 +100,17 @@ show(typed.selectExpr("count(*) AS orders", "round(sum(amount), 2) AS revenue"))
 
 # COMMAND ----------
 
-# MAGIC %md ## 3. Inspect lag: publish more, then ask the store and the query progress
+# MAGIC %md ## 3. Inspect lag: publish more, then ask the store and the query's progress
 
 # COMMAND ----------
 
 with Store(store_path) as store:
-    store.publish_many("orders", [{"order": i, "amount": 1.0} for i in range(1000, 1300)])
+    store.publish_many("orders", [{"order": i, "amount": 1.0} for i in range(300)])
     for consumer in store.consumers("orders"):
         print(f"consumer {consumer.consumer}: next offset {consumer.next_offset}, "
               f"latest {consumer.latest}, lag {consumer.lag}")
-progress = query.lastProgress["sources"][0]
-print("last batch ended at", progress["endOffset"], "; source latest was", progress["latestOffset"])
-assert spark.sql("SELECT count(*) FROM orders_raw").first()[0] == 1000
+    latest = store.latest_offset("orders")
+last = run.query.lastProgress["sources"][0]
+print("the query's last batch ended at", offsets(last["endOffset"]), "; the topic's latest is",
+      latest)
+assert orders.count() == offsets(last["endOffset"])["orders"] == latest - 300

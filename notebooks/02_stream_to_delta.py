@@ -3,40 +3,51 @@
 # MAGIC # Stream a topic into Delta Lake, stop, and restart exactly once
 # MAGIC
 # MAGIC The checkpoint holds the query's offsets, Delta's sink commits each micro-batch
-# MAGIC once, and the store's dense offsets make a replayed batch read the same rows.
-# MAGIC Locally this needs the `delta` extra (Spark downloads Delta's jars on first start).
+# MAGIC once, and the store's dense offsets make a replayed batch read the same rows. Each
+# MAGIC run drains the backlog in batches of at most 2,000 rows (`run_available_now`: on
+# MAGIC Spark 4.0 and 4.1 too), the way a scheduled job cluster runs it.
+# MAGIC
+# MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/stream_to_delta` on
+# MAGIC Databricks, `./spark_queue_notebooks/stream_to_delta` elsewhere) holds the store,
+# MAGIC the checkpoint and the table; the store must stay on the driver's local disk (see
+# MAGIC notebook 01 and the README's "Databricks" section), while checkpoints and tables may
+# MAGIC move to cloud storage. Locally this uses Delta when delta-spark is installed (Spark
+# MAGIC downloads Delta's jars on first start) and Parquet otherwise.
 
 # COMMAND ----------
 
 import os
-import tempfile
 
 import spark_queue
+from spark_queue.spark import run_available_now, table_format, work_dir
 from spark_queue.store import Store
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
 except NameError:
-    from spark_queue.connector.session import get_or_create
+    from spark_queue.spark import get_or_create
 
-    spark = get_or_create("spark_queue to delta", delta=True)
+    spark = get_or_create("spark_queue to delta")
 spark_queue.register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
-work_dir = os.environ.get("SPARK_QUEUE_NOTEBOOK_DIR") or tempfile.mkdtemp(prefix="sq-delta-")
-store_path = os.path.join(work_dir, "sensors.sqlite")
-table_path = os.path.join(work_dir, "delta", "readings")
-checkpoint = os.path.join(work_dir, "checkpoints", "readings_to_delta")
+directory = work_dir("stream_to_delta", globals().get("dbutils"))
+store_path = os.path.join(directory, "sensors.sqlite")
+table_path = os.path.join(directory, "tables", "readings")
+checkpoint = os.path.join(directory, "checkpoints", "readings")
+fmt = table_format(spark)
+print(f"store {store_path}; {fmt} table {table_path}")
 
 
-def publish(start: int, count: int) -> None:
+def publish(count: int) -> range:
     with Store(store_path) as store:
-        store.publish_many("readings", [{"sensor": i % 5, "celsius": 20 + i % 9}
-                                        for i in range(start, start + count)])
+        start = store.latest_offset("readings") if store.has_topic("readings") else 0
+        return store.publish_many("readings", [{"sensor": i % 5, "celsius": 20 + i % 9}
+                                               for i in range(start, start + count)])
 
 
-def run_once() -> None:
-    """One availableNow run: everything published so far, then stop."""
+def drain() -> None:
+    """Everything published so far, in micro-batches of at most 2,000 rows; then stop."""
     stream = (
         spark.readStream.format("sqliteq")
         .schema("sensor INT, celsius DOUBLE")
@@ -45,13 +56,11 @@ def run_once() -> None:
         .option("maxRowsPerTrigger", 2000)
         .load()
     )
-    query = (
-        stream.writeStream.format("delta")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start(table_path)
+    run = run_available_now(
+        stream.writeStream.format(fmt).option("checkpointLocation", checkpoint), table_path
     )
-    query.awaitTermination()
+    print(f"micro-batches of {list(run.batches)} rows in {run.runs} run(s)")
+    assert all(rows <= 2000 for rows in run.batches), run
 
 
 # COMMAND ----------
@@ -60,9 +69,9 @@ def run_once() -> None:
 
 # COMMAND ----------
 
-publish(0, 5000)
-run_once()
-print("rows in Delta after the first run:", spark.read.format("delta").load(table_path).count())
+publish(5000)
+drain()
+print("rows in the table after the first run:", spark.read.format(fmt).load(table_path).count())
 
 # COMMAND ----------
 
@@ -70,10 +79,11 @@ print("rows in Delta after the first run:", spark.read.format("delta").load(tabl
 
 # COMMAND ----------
 
-publish(5000, 3000)
-run_once()
-delta = spark.read.format("delta").load(table_path)
-show(delta.groupBy("sensor").count().orderBy("sensor"))
-print("rows in Delta after the restart:", delta.count())
-assert delta.count() == 8000
-show(spark.sql(f"DESCRIBE HISTORY delta.`{table_path}`").select("version", "operation"))
+published = publish(3000)
+drain()
+table = spark.read.format(fmt).load(table_path)
+show(table.groupBy("sensor").count().orderBy("sensor"))
+print("rows in the table after the restart:", table.count())
+assert table.count() == published.stop  # every event published so far, exactly once
+if fmt == "delta":
+    show(spark.sql(f"DESCRIBE HISTORY delta.`{table_path}`").select("version", "operation"))

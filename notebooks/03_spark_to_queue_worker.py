@@ -6,27 +6,33 @@
 # MAGIC worker outside Spark claims, processes and acknowledges them. In production
 # MAGIC the worker runs as its own process:
 # MAGIC `sqliteq worker STORE mymodule:handle --queue invoices --concurrency 4`.
+# MAGIC
+# MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/queue_worker` on Databricks,
+# MAGIC `./spark_queue_notebooks/queue_worker` elsewhere) holds the store; keep it on the
+# MAGIC driver's local disk (notebook 01 says why). Run it again: the queue remembers each
+# MAGIC invoice's idempotency key (for the queue's `idempotency_window_ms`), so nothing is
+# MAGIC enqueued or processed twice.
 
 # COMMAND ----------
 
 import os
-import tempfile
 
 import spark_queue
+from spark_queue.spark import work_dir
 from spark_queue.store import Store
 from spark_queue.worker import Worker
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
 except NameError:
-    from spark_queue.connector.session import get_or_create
+    from spark_queue.spark import get_or_create
 
     spark = get_or_create("spark_queue to a queue", delta=False)
 spark_queue.register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
-work_dir = os.environ.get("SPARK_QUEUE_NOTEBOOK_DIR") or tempfile.mkdtemp(prefix="sq-queue-")
-store_path = os.path.join(work_dir, "work.sqlite")
+store_path = os.path.join(work_dir("queue_worker", globals().get("dbutils")), "work.sqlite")
+print(f"store {store_path}")
 
 # COMMAND ----------
 
@@ -40,12 +46,13 @@ invoices = spark.range(500).selectExpr(
     "concat('invoice-', id) AS idempotency_key",  # enqueueing twice keeps one job
     "round(rand(7) * 100, 2) AS amount",
 )
+show(invoices.limit(5))
 invoices.write.format("sqliteq").mode("append").option("queue", "invoices").save(store_path)
 invoices.write.format("sqliteq").mode("append").option("queue", "invoices").save(store_path)
 
 with Store(store_path) as store:
-    for stats in store.queue_stats():
-        print(stats)
+    ready = {s.queue: s.ready for s in store.queue_stats()}["invoices"]
+print(f"invoices ready: {ready} (0 on a rerun: every key was seen before)")
 
 # COMMAND ----------
 
@@ -63,6 +70,7 @@ def handle(job):
 stats = Worker(store_path, "invoices", handle, concurrency=2, batch_size=32,
                until_empty=True).run()
 print(f"acked {stats.acked}, retried {stats.retried}, dead-lettered {stats.dead_lettered}")
-assert sorted(processed) == list(range(500))
+assert len(processed) == len(set(processed)) == ready  # each invoice once
+assert set(processed) <= set(range(500))
 with Store(store_path) as store:
     print(store.queue_stats())

@@ -16,13 +16,15 @@ FORMAT_NAME = "sqliteq"
 def register(spark: Any) -> None:
     """Register the ``sqliteq`` data source with ``spark`` (needed where auto-discovery is off).
 
-    Safe to call where Spark already discovered the format through the
-    installed ``pyspark_sqliteq`` module (pyspark 4.0 refuses to register a
-    discovered name again; that refusal is the outcome asked for). Raises the
-    import error when the connector cannot load on this pyspark.
+    Does nothing where Spark already has the format (its lookup found the installed
+    ``pyspark_sqliteq`` module, or an earlier call registered it), so it logs no
+    "replaced a statically registered data source" warning. Raises the import error
+    when the connector cannot load on this pyspark.
     """
-    from spark_queue.connector import SqliteQueueDataSource
+    from spark_queue.connector import SqliteQueueDataSource, compat
 
+    if compat.data_source_exists(spark, FORMAT_NAME):
+        return
     try:
         spark.dataSource.register(SqliteQueueDataSource)
     except Exception as exc:
@@ -31,5 +33,6 @@ def register(spark: Any) -> None:
 
 
 def _already_registered(exc: Exception) -> bool:
-    # pyspark 4.0: DATA_SOURCE_ALREADY_EXISTS for a name its lookup found.
+    # pyspark 4.0: DATA_SOURCE_ALREADY_EXISTS for a name its lookup found (a Spark
+    # Connect session, where the lookup cannot be asked first).
     return "DATA_SOURCE_ALREADY_EXISTS" in str(exc) or "already exists" in str(exc).lower()

@@ -61,7 +61,7 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        # As spark_queue's own sessions do (connector/session.py): local checkpoints.
+        # As spark_queue's own sessions do (spark_queue/spark/session.py): local checkpoints.
         .config(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
     )
     if configure_spark_with_delta_pip is not None:

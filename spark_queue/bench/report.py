@@ -48,7 +48,7 @@ def local_session(app_name: str, cores: int):
     off; Spark's Python workers run this interpreter. Imports pyspark, so call it in run()."""
     from pyspark.sql import SparkSession
 
-    from spark_queue.connector.session import ensure_python_workers
+    from spark_queue.spark.session import ensure_python_workers
 
     ensure_python_workers()
     spark = (

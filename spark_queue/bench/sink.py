@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
 
     # -- Spark ----------------------------------------------------------------
     import spark_queue
-    from spark_queue.connector.session import ensure_python_workers
+    from spark_queue.spark.session import ensure_python_workers
 
     ensure_python_workers()
     from pyspark.sql import SparkSession

@@ -80,7 +80,7 @@ def java_children(pid: int) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spark_queue.connector.session import get_or_create
+    from spark_queue.spark.session import get_or_create
 
     workdir = tempfile.mkdtemp(prefix="sq-soak-")
     path = os.path.join(workdir, "soak.sqlite")

@@ -35,9 +35,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from spark_queue.connector.session import conf_dir
     from spark_queue.demo import config as demo_config
     from spark_queue.demo.run import run_demo
+    from spark_queue.spark.session import conf_dir
 
     if args.config is not None and not os.path.isfile(args.config):
         raise OptionError(
@@ -55,7 +55,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print()
     emit_object(summary, as_json=False)
     store, cli = config.store_path, _sqliteq_command()
-    bronze = os.path.abspath(config.bronze_path)
+    bronze_format, bronze_path = summary["bronze_table"].split(" ", 1)
+    bronze = os.path.abspath(bronze_path)
     print(f"""
 Alerts the workers handled are in {summary["alerts_log"]}. Saved consumer offsets
 (`sqliteq consumers`) are advisory: Spark's checkpoints hold the truth.
@@ -66,11 +67,11 @@ Look at the results (shell):
   {cli} queue stats {store}
   {cli} tail {store} {config.topic} --from -5
 In Python, with pyspark:
-  spark.read.format("delta").load("{bronze}").show()
+  spark.read.format("{bronze_format}").load("{bronze}").show()
 Run the same command again: both queries resume from their checkpoints in
 {os.path.join(config.dir, "checkpoints")}.""")
-    ok = summary["rows_in_delta"] == summary["events_in_topic"] == summary[
-        "distinct_offsets_in_delta"]
+    ok = summary["rows_in_bronze"] == summary["events_in_topic"] == summary[
+        "distinct_offsets_in_bronze"]
     return 0 if ok else 1
 
 

@@ -75,3 +75,17 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     if PYSPARK_VERSION >= (4, 2):
         return to_arrow_schema(schema, timezone="UTC")
     return to_arrow_schema(schema, timestamp_utc=True)  # pyspark 4.0, 4.1
+
+
+def data_source_exists(spark: object, name: str) -> bool:
+    """Whether a classic session already has the Python data source ``name`` (found by Spark's
+    lookup of ``pyspark_*`` modules or registered before). pyspark 4.1+ logs a warning when
+    ``register`` replaces such a source, and 4.0 refuses. Spark Connect sessions have no JVM
+    handle to ask: False, and registering there is harmless."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return False
+    try:
+        return bool(jsession.sessionState().dataSourceManager().dataSourceExists(name))
+    except Exception:  # noqa: BLE001 - a JVM without that method: register as before
+        return False

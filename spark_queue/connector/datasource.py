@@ -283,11 +283,10 @@ class SqliteQueueDataSource(DataSource):
         check_store_exists(options)
         if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
             log.warning(
-                "%s source on pyspark %s: Spark before 4.2 runs a Trigger.AvailableNow or once "
-                "query as ONE micro-batch for Python sources, so such a run reads at most "
-                "maxRowsPerTrigger=%d rows and stops (the rest waits for the next run). "
-                "Processing-time triggers respect the limit exactly. pyspark 4.2+ runs "
-                "AvailableNow in several bounded batches.",
+                "%s source on pyspark %s: a Trigger.AvailableNow or once run of a Python source "
+                "reads ONE micro-batch of at most maxRowsPerTrigger=%d rows before Spark 4.2. "
+                "spark_queue.spark.run_available_now(writer) drains the whole backlog in such "
+                "batches; processing-time triggers are unaffected.",
                 FORMAT_NAME, ".".join(map(str, compat.PYSPARK_VERSION)),
                 options.max_rows_per_trigger,
             )

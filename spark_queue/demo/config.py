@@ -31,9 +31,12 @@ class DemoConfig:
     def store_path(self) -> str:
         return os.path.join(self.dir, "demo.sqlite")
 
-    @property
-    def bronze_path(self) -> str:
-        return os.path.join(self.dir, "delta", "readings_bronze")
+    def bronze_path(self, table_format: str) -> str:
+        """The bronze table: ``delta/readings_bronze``, or ``parquet/...`` without Delta."""
+        return os.path.join(self.dir, table_format, "readings_bronze")
+
+    def bronze_checkpoint(self, table_format: str) -> str:
+        return self.checkpoint("bronze" if table_format == "delta" else f"bronze-{table_format}")
 
     def checkpoint(self, query: str) -> str:
         return os.path.join(self.dir, "checkpoints", query)

@@ -1,14 +1,13 @@
 """The demo's two streaming queries.
 
 1. bronze: topic -> Delta table, every event exactly once (Delta's streaming
-   sink is idempotent per batch; the checkpoint holds the offsets).
+   sink is idempotent per batch; the checkpoint holds the offsets). Parquet
+   where the session has no Delta (Spark's file sink is exactly once too).
 2. alerts: topic -> per-device windowed average -> jobs in a queue, through
    ``format("sqliteq")`` with an idempotency key per device and window.
 """
 
 from __future__ import annotations
-
-import json
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -32,18 +31,18 @@ def _source(spark: SparkSession, config: DemoConfig, consumer: str) -> DataFrame
     )
 
 
-def start_bronze(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
+def start_bronze(spark: SparkSession, config: DemoConfig, table_format: str) -> StreamingQuery:
     reading = F.from_json("value", READING_SCHEMA)
     bronze = _source(spark, config, "demo-bronze").select(
         "topic", "offset", "timestamp", "key", "value",
         reading["device"].alias("device"), reading["celsius"].alias("celsius"),
     )
     return (
-        bronze.writeStream.format("delta")
+        bronze.writeStream.format(table_format)
         .queryName("bronze")
-        .option("checkpointLocation", config.checkpoint("bronze"))
+        .option("checkpointLocation", config.bronze_checkpoint(table_format))
         .trigger(processingTime=f"{config.trigger_seconds} seconds")
-        .start(config.bronze_path)
+        .start(config.bronze_path(table_format))
     )
 
 
@@ -80,13 +79,3 @@ def start_alerts(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
         .start()
     )
 
-
-def end_offset(query: StreamingQuery, topic: str) -> int:
-    """The offset up to which ``query`` has committed ``topic`` (0 before its first batch)."""
-    progress = query.lastProgress
-    if not progress or not progress.get("sources"):
-        return 0
-    end = progress["sources"][0].get("endOffset") or {}
-    if isinstance(end, str):
-        end = json.loads(end)
-    return int(end.get(topic, 0))

@@ -31,8 +31,9 @@ def handle_alert(config: DemoConfig):
 
 
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
-    from spark_queue.connector.session import get_or_create
-    from spark_queue.demo.pipeline import end_offset, start_alerts, start_bronze
+    from spark_queue.demo.pipeline import start_alerts, start_bronze
+    from spark_queue.spark.progress import end_offset
+    from spark_queue.spark.session import get_or_create, table_format
 
     os.makedirs(config.dir, exist_ok=True)
     with Store(config.store_path) as store:
@@ -49,8 +50,11 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     out(f"starting Spark; its own output goes to {spark_log}")
     if not glob.glob(os.path.expanduser("~/.ivy2*/jars/io.delta_delta-spark*.jar")):
         out("fetching Delta Lake's jars from Maven Central (first run only, about a minute)...")
-    spark = get_or_create("spark_queue demo", delta=True, jvm_log=spark_log)
-    bronze = start_bronze(spark, config)
+    spark = get_or_create("spark_queue demo", jvm_log=spark_log)
+    fmt = table_format(spark)
+    if fmt != "delta":
+        out("this session has no Delta Lake (delta-spark is not installed): bronze is Parquet")
+    bronze = start_bronze(spark, config, fmt)
     alerts = start_alerts(spark, config)
     producer.start()
     worker = Worker(config.store_path, config.queue, handle_alert(config),
@@ -68,7 +72,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                     if query.exception() is not None:
                         raise query.exception()
                 latest = monitor.latest_offset(config.topic)
-                bronze_end = end_offset(bronze, config.topic)
+                bronze_end = end_offset(bronze.lastProgress, config.topic)
                 now = time.monotonic()
                 if now - last_print >= config.progress_seconds:
                     depth = _queue_row(monitor, config.queue)
@@ -84,15 +88,15 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                 if producer.error is not None:
                     raise producer.error
                 caught_up = not producer.is_alive() and bronze_end >= latest
-                if caught_up and end_offset(alerts, config.topic) >= latest:
+                if caught_up and end_offset(alerts.lastProgress, config.topic) >= latest:
                     break
                 if now - started > config.max_seconds:
                     out(f"stopping after max_seconds={config.max_seconds}: not caught up yet")
                     break
     finally:
         producer.stop_requested.set()
-        finals = {"demo-bronze": end_offset(bronze, config.topic),
-                  "demo-alerts": end_offset(alerts, config.topic)}
+        finals = {"demo-bronze": end_offset(bronze.lastProgress, config.topic),
+                  "demo-alerts": end_offset(alerts.lastProgress, config.topic)}
         for query in (bronze, alerts):
             query.stop()
     _save_final_offsets(config, finals)
@@ -100,13 +104,14 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     worker.stop()
     worker_thread.join(timeout=10)
 
-    bronze_df = spark.read.format("delta").load(config.bronze_path)
+    bronze_df = spark.read.format(fmt).load(config.bronze_path(fmt))
     with Store(config.store_path, readonly=True) as store:
         summary = {
             "events_in_topic": store.latest_offset(config.topic),
             "events_produced_now": producer.published,
-            "rows_in_delta": bronze_df.count(),
-            "distinct_offsets_in_delta": bronze_df.select("offset").distinct().count(),
+            "bronze_table": f"{fmt} {config.bronze_path(fmt)}",
+            "rows_in_bronze": bronze_df.count(),
+            "distinct_offsets_in_bronze": bronze_df.select("offset").distinct().count(),
             "alerts_processed_now": worker.stats.acked,
             "alerts_log": os.path.join(config.dir, "alerts.log"),
             "alerts_queue": _queue_row(store, config.queue),

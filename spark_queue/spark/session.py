@@ -17,6 +17,7 @@ Delta's jars from Maven Central on the first start; to run offline, set
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import pathlib
@@ -94,20 +95,23 @@ def _jvm_output_to(log_path: str | os.PathLike[str] | None) -> Iterator[None]:
 def get_or_create(
     app_name: str = "spark_queue",
     *,
-    delta: bool = True,
+    delta: bool | None = None,
     conf: Mapping[str, str] | None = None,
     jvm_log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """The active SparkSession, or a new local one configured from ``conf/``.
 
-    With ``jvm_log`` a new session's JVM writes its output to that file
-    instead of this terminal.
+    ``delta``: True for Delta Lake (needs delta-spark), False without, None (the
+    default) for Delta when delta-spark is installed. With ``jvm_log`` a new
+    session's JVM writes its output to that file instead of this terminal.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
         spark_queue.register(active)
         return active
     ensure_python_workers()
+    if delta is None:
+        delta = importlib.util.find_spec("delta") is not None
     settings: dict[str, str] = {}
     directory = conf_dir()
     defaults = directory / "spark-defaults.conf"
@@ -138,3 +142,14 @@ def get_or_create(
         session = builder.getOrCreate()
     spark_queue.register(session)
     return session
+
+
+def table_format(spark: SparkSession) -> str:
+    """``"delta"`` where ``spark`` can write Delta tables (Databricks, a session built with
+    delta-spark), else ``"parquet"``: Spark's file sink, exactly once through its own log too."""
+    try:
+        spark.read.format("delta").load(os.path.join(os.sep, "nonexistent", "spark_queue"))
+    except Exception as exc:  # noqa: BLE001 - only the kind of failure matters here
+        if "DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find data source" in str(exc):
+            return "parquet"
+    return "delta"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_queue.connector.session import conf_dir, read_spark_defaults
 from spark_queue.errors import OptionError
+from spark_queue.spark.session import conf_dir, read_spark_defaults
 
 
 def test_the_shipped_settings_parse(tmp_path):

@@ -1,0 +1,36 @@
+"""Helpers for Spark applications that use the store: a session, availableNow drains, progress.
+
+This package imports pyspark (it sits above the connector, beside the demo);
+``import spark_queue.spark`` itself loads nothing until a name is used.
+
+- :func:`get_or_create`: the active SparkSession, or a local one from ``conf/``
+  (Delta when asked, Spark's Python workers on this interpreter).
+- :func:`table_format`: ``"delta"`` where the session writes Delta, else ``"parquet"``.
+- :func:`work_dir`: a notebook's directory for its store and checkpoints (a widget on
+  Databricks), the same on every run so a rerun resumes.
+- :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
+  backlog in bounded micro-batches on every supported Spark version.
+- :mod:`spark_queue.spark.progress`: source offsets out of ``StreamingQueryProgress``,
+  the same on pyspark 4.0 to 4.3.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "get_or_create": "spark_queue.spark.session",
+    "table_format": "spark_queue.spark.session",
+    "work_dir": "spark_queue.spark.notebooks",
+    "run_available_now": "spark_queue.spark.available_now",
+    "AvailableNowRun": "spark_queue.spark.available_now",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,54 @@
+"""Reading what Spark reports about a streaming query, the same way on pyspark 4.0 to 4.3.
+
+A ``StreamingQueryProgress`` carries each source's offsets as text that Spark
+got from the source. pyspark 4.2+ hands back the source's JSON
+(``{"orders": 250}``); pyspark 4.0 and 4.1 hand back the Python ``repr`` of
+the parsed value (``{'orders': 250}``), which ``json.loads`` refuses.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from typing import Any
+
+
+def offsets(value: Any) -> dict[str, int]:
+    """``{topic: next_offset}`` from a progress report's ``startOffset``, ``endOffset`` or
+    ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
+    (before the first batch) for an empty mapping."""
+    if value is None:
+        return {}
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            try:
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"not a source offset: {value!r}") from None
+    if not isinstance(parsed, Mapping) or not all(
+        isinstance(offset, int) and not isinstance(offset, bool) for offset in parsed.values()
+    ):
+        raise ValueError(f"not a source offset ({{topic: offset}}): {value!r}")
+    return {str(topic): int(offset) for topic, offset in parsed.items()}
+
+
+def end_offset(progress: Any, topic: str, source: int = 0) -> int:
+    """The offset up to which a query's last batch read ``topic`` (0 before its first batch).
+
+    ``progress`` is ``query.lastProgress``: None, a dict, or pyspark's progress object.
+    """
+    if not progress:
+        return 0
+    sources = progress["sources"]
+    if len(sources) <= source:
+        return 0
+    return offsets(sources[source]["endOffset"]).get(topic, 0)
+
+
+def input_rows(progress: Any) -> int:
+    """Rows a micro-batch read, over all of its sources."""
+    return int(progress["numInputRows"] or 0)

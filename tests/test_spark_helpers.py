@@ -1,0 +1,96 @@
+"""spark_queue.spark without a SparkSession: progress offsets on every pyspark, the drain's rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_queue.errors import OptionError
+from spark_queue.spark import progress
+
+
+@pytest.mark.parametrize("value", ['{"orders": 250, "b": 3}', "{'orders': 250, 'b': 3}",
+                                   {"orders": 250, "b": 3}])
+def test_source_offsets_read_the_same_from_json_from_a_python_repr_and_from_a_dict(value):
+    # pyspark 4.2+ reports JSON, 4.0 and 4.1 the Python repr of the parsed offsets.
+    assert progress.offsets(value) == {"orders": 250, "b": 3}
+
+
+def test_no_offsets_yet_is_empty_and_anything_else_is_a_named_error():
+    assert progress.offsets(None) == {}
+    for bad in ("not offsets", "[1, 2]", "{'a': 'x'}"):
+        with pytest.raises(ValueError, match="offset"):
+            progress.offsets(bad)
+
+
+def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
+    assert progress.end_offset(None, "t") == 0
+    report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}
+    assert progress.end_offset(report, "t") == 7
+    assert progress.end_offset(report, "other") == 0
+
+
+class FakeQuery:
+    def __init__(self, rows: list[int]) -> None:
+        self.recentProgress = [{"numInputRows": n} for n in rows]
+        self.isActive = False
+
+    def awaitTermination(self) -> None:
+        pass
+
+
+class FakeWriter:
+    """Each start() is one availableNow run reading the next scripted batches."""
+
+    def __init__(self, runs: list[list[int]]) -> None:
+        self.runs, self.triggers, self.paths = list(runs), [], []
+
+    def trigger(self, **trigger):
+        self.triggers.append(trigger)
+        return self
+
+    def start(self, path=None):
+        self.paths.append(path)
+        return FakeQuery(self.runs.pop(0))
+
+
+@pytest.fixture
+def before_4_2(monkeypatch):
+    pytest.importorskip("pyspark")
+    from spark_queue.connector import compat
+
+    monkeypatch.setattr(compat, "HAS_ADMISSION_CONTROL", False)
+
+
+def test_before_4_2_the_drain_reruns_until_a_run_reads_less_than_a_full_batch(before_4_2):
+    from spark_queue.spark import run_available_now
+
+    writer = FakeWriter([[1000], [1000], [400], [999]])
+    run = run_available_now(writer, "/table")
+    assert (run.runs, run.batches, run.rows) == (3, (1000, 1000, 400), 2400)
+    assert writer.triggers == [{"availableNow": True}] and writer.paths == ["/table"] * 3
+
+
+def test_before_4_2_an_exact_multiple_ends_with_one_empty_run(before_4_2):
+    from spark_queue.spark import run_available_now
+
+    run = run_available_now(FakeWriter([[1000], [1000], [0], [1000]]))
+    assert (run.runs, run.batches) == (3, (1000, 1000))
+
+
+def test_max_runs_bounds_a_drain_that_a_producer_keeps_full(before_4_2):
+    from spark_queue.spark import run_available_now
+
+    run = run_available_now(FakeWriter([[1000]] * 10), max_runs=4)
+    assert run.runs == 4
+    with pytest.raises(OptionError, match="max_runs must be a positive integer"):
+        run_available_now(FakeWriter([]), max_runs=0)
+
+
+def test_from_4_2_one_availablenow_run_is_the_whole_drain(monkeypatch):
+    pytest.importorskip("pyspark")
+    from spark_queue.connector import compat
+    from spark_queue.spark import run_available_now
+
+    monkeypatch.setattr(compat, "HAS_ADMISSION_CONTROL", True)
+    run = run_available_now(FakeWriter([[1000, 1000, 5], [7]]))
+    assert (run.runs, run.batches) == (1, (1000, 1000, 5))
