@@ -25,6 +25,11 @@ class StoreNotCreatedError(StoreNotFoundError):
     """The file exists but holds no store yet (empty), and it was opened read-only."""
 
 
+class UnsafeFileSystemError(StoreError):
+    """The store file's directory is on a file system that cannot keep SQLite's locks or
+    shared memory (a network file system, cloud storage through FUSE, no-op locks)."""
+
+
 class NotAStoreError(StoreError):
     """The file is not SQLite, or is SQLite but not a spark_queue store."""
 

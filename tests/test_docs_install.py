@@ -50,3 +50,29 @@ def test_delta_pin_is_the_one_the_readme_names():
              if d.startswith("delta-spark")]
     assert delta == ["delta-spark==4.4.0"]
     assert "delta-spark 4.4.0" in README
+
+
+def test_the_databricks_section_matches_the_code():
+    from spark_queue.spark.notebooks import DATABRICKS_LOCAL_DISK
+    from spark_queue.store.filesystem import DATABRICKS_FUSE_MOUNTS
+
+    databricks = README[README.index("### On Databricks"):]
+    databricks = databricks[: databricks.index("\n## ")]
+    for mount in DATABRICKS_FUSE_MOUNTS:
+        assert f"`{mount}/...`" in databricks, mount
+    assert f"`{DATABRICKS_LOCAL_DISK}`" in databricks
+    for name in ("run_available_now", '.option("readPath", "driver")', "UnsafeFileSystemError",
+                 "sqliteq backup", "spark_queue.register(spark)"):
+        assert name in databricks, name
+    notebook = (ROOT / "notebooks" / "01_quickstart.py").read_text(encoding="utf-8")
+    for promise in ("/local_disk0/spark_queue/quickstart", "/dbfs/", "/Volumes/",
+                    "sqliteq backup", '"readPath", "driver"'):
+        assert promise in notebook, promise
+
+
+def test_the_version_table_row_for_draining_names_the_helper_that_exists():
+    from spark_queue.spark import run_available_now
+
+    install = section("## Install")
+    row = next(line for line in install.splitlines() if "run_available_now" in line)
+    assert row.startswith(f"| `{run_available_now.__name__}(writer)`")

@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak}``: side-by-side benchmarks.
+"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain}``: side-by-side benchmarks.
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -16,6 +16,7 @@ BENCHMARKS = {
     "latency": "publish -> visible in foreachBatch, both read modes vs the rate source",
     "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
     "soak": "minutes of steady load: memory, file size and lag over time",
+    "drain": "a backlog in bounded availableNow batches (run_available_now) vs one batch",
 }
 
 

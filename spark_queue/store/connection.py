@@ -26,6 +26,7 @@ from spark_queue.errors import (
     StoreFullError,
     StoreNotFoundError,
 )
+from spark_queue.store import filesystem
 
 DURABILITY_LEVELS = ("full", "normal", "off")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -63,6 +64,7 @@ def open_connection(
             f"got {busy_timeout_ms!r}."
         )
     path = os.fspath(path)
+    filesystem.check_directory(path)
     if not os.path.exists(path):
         if not create or readonly:
             raise StoreNotFoundError(
