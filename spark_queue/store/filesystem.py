@@ -17,6 +17,12 @@ damaged file. Two checks, once per device and process:
   at once; the store file itself is never opened here, since closing any
   descriptor of a file drops every POSIX lock this process holds on it
   (apsw's too).
+
+The verdict is remembered per mount (device, mount id, type and mount point),
+not per device alone: the kernel hands a freed device number to the next
+mount, so a tmpfs unmounted a moment ago and a FUSE mount made now can share
+one (``tests/spark/test_disk_full.py`` mounts a tmpfs before
+``tests/store/test_filesystem.py`` mounts its FUSE file system).
 """
 
 from __future__ import annotations
@@ -54,16 +60,17 @@ class Mount:
     mount_point: str
     fs_type: str
     source: str
+    mount_id: int = -1
 
 
-_checked: dict[int, None] = {}
+_checked: dict[tuple[int, Mount | None], None] = {}
 _lock = threading.Lock()
 
 
 def check_directory(path: str) -> None:
     """Raise :class:`UnsafeFileSystemError` if the directory of store file ``path`` sits on a
     file system that cannot hold a live SQLite store. Writes nothing but a scratch file that
-    is removed at once; checks each device once per process."""
+    is removed at once; probes each mount once per process."""
     directory = os.path.dirname(os.path.abspath(path)) or os.sep
     while not os.path.isdir(directory):  # a store about to be created in new directories
         parent = os.path.dirname(directory)
@@ -71,10 +78,10 @@ def check_directory(path: str) -> None:
             return
         directory = parent
     device = os.stat(directory).st_dev
-    with _lock:
-        if device in _checked:
-            return
     mount = mount_of(directory, device)
+    with _lock:
+        if (device, mount) in _checked:
+            return
     if mount is not None:
         reason = unsafe_type(mount)
         if reason:
@@ -90,7 +97,7 @@ def check_directory(path: str) -> None:
             f"{_WHAT_TO_DO}"
         )
     with _lock:
-        _checked[device] = None
+        _checked[device, mount] = None
 
 
 def unsafe_type(mount: Mount) -> str:
@@ -133,7 +140,8 @@ def parse_mount_line(line: str) -> tuple[str, Mount] | None:
     tail = fields[fields.index("-") + 1:]
     if len(tail) < 2:
         return None
-    return fields[2], Mount(_unescape(fields[4]), tail[0], _unescape(tail[1]))
+    mount_id = int(fields[0]) if fields[0].isdigit() else -1
+    return fields[2], Mount(_unescape(fields[4]), tail[0], _unescape(tail[1]), mount_id)
 
 
 def _unescape(field: str) -> str:

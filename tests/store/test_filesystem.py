@@ -126,7 +126,7 @@ def test_local_file_systems_pass_the_type_check(mount):
 def test_mountinfo_lines_parse_with_optional_fields_and_escaped_spaces():
     line = ("36 35 98:0 /mnt1 /mnt/my\\040share rw,noatime master:1 shared:7 - nfs4 "
             "server:/exp rw,vers=4.2\n")
-    expected = ("98:0", Mount("/mnt/my share", "nfs4", "server:/exp"))
+    expected = ("98:0", Mount("/mnt/my share", "nfs4", "server:/exp", 36))
     assert filesystem.parse_mount_line(line) == expected
     assert filesystem.parse_mount_line("garbage\n") is None
 
@@ -136,10 +136,21 @@ def test_this_machine_s_temp_directory_keeps_locks(tmp_path):
     assert os.listdir(tmp_path) == []  # the scratch file is gone
 
 
-def test_the_check_runs_once_per_device(tmp_path, monkeypatch):
+def test_the_check_runs_once_per_mount(tmp_path, monkeypatch):
     monkeypatch.setattr(filesystem, "_checked", {})
     probes = []
     monkeypatch.setattr(filesystem, "locks_are_ignored", lambda d: probes.append(d) or False)
     for n in range(3):
         Store(str(tmp_path / f"s{n}.sqlite")).close()
     assert len(probes) == 1, probes
+
+
+def test_a_new_mount_on_a_reused_device_number_is_probed_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(filesystem, "_checked", {})
+    probes = []
+    monkeypatch.setattr(filesystem, "locks_are_ignored", lambda d: probes.append(d) or False)
+    mounts = iter([Mount("/m", "tmpfs", "tmpfs", 40), Mount("/m", "fuse.x", "x", 41)])
+    monkeypatch.setattr(filesystem, "mount_of", lambda directory, device: next(mounts))
+    for n in range(2):
+        Store(str(tmp_path / f"s{n}.sqlite")).close()
+    assert len(probes) == 2
