@@ -27,7 +27,7 @@ least every ``idle_poll_max_ms`` so delayed jobs and expired leases are picked
 up without a write to wake them.
 
 Held slots (the queue is paused, at its ``max_leased``, or out of rate-limit
-tokens: see :mod:`spark_queue.store.queue_controls`) do not claim: they read
+tokens: see :mod:`spark_queue.store.queues.controls`) do not claim: they read
 the queue's :meth:`~spark_queue.store.Queue.admission` and sleep until it may
 have changed, that is until another connection commits (an ack frees a slot, a
 resume or a new setting lands) or until the time it names passes (the next
@@ -89,7 +89,7 @@ _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
-# The store's bound on integers it binds (store/queues.py): a lease added to epoch ms
+# The store's bound on integers it binds (store/queues/jobs.py): a lease added to epoch ms
 # in SQL stays within 64 bits.
 MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
 # What a thread can wait for at once (threading.Event.wait refuses more).

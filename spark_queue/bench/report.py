@@ -19,6 +19,11 @@ def best_of(repeats: int, setup: Callable[[], object], body: Callable[[object], 
     return best
 
 
+def now_ms() -> int:
+    """Epoch milliseconds: the time raw-SQL baseline rows carry, stamped as the store stamps."""
+    return time.time_ns() // 1_000_000
+
+
 def print_table(title: str, rows: Sequence[tuple[str, float, str]]) -> None:
     """``rows`` are (label, rate/s, baseline label); ratios are against the baseline's rate."""
     rates = {label: rate for label, rate, _ in rows}

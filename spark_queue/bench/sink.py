@@ -27,9 +27,8 @@ import shutil
 import tempfile
 import time
 
-from spark_queue.bench.report import print_table
+from spark_queue.bench.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
-from spark_queue.store.topics import now_ms
 
 _INSERT = (
     "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "

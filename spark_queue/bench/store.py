@@ -45,9 +45,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import wait
 
-from spark_queue.bench.report import best_of, print_table
+from spark_queue.bench.report import best_of, now_ms, print_table
 from spark_queue.store import TEXT, Producer, Store
-from spark_queue.store.topics import now_ms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

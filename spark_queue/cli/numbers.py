@@ -20,7 +20,7 @@ from collections.abc import Callable
 from spark_queue.times import DURATION_HELP, TIME_HELP, has_unit, parse_duration_ms, parse_time_ms
 
 INT64_MAX = 2**63 - 1
-# The store's own bound on the integers it keeps (store/queues.py, queue_admin.py): a
+# The store's own bound on the integers it keeps (store/queues/jobs.py, admin.py): a
 # duration added to now_ms always fits in 64 bits.
 MAX_STORED = 2**62 - 1
 MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)

@@ -1,6 +1,6 @@
 """Turn the store's Arrow rows into the batches Spark expects (runs on executors).
 
-Input is a table of :func:`spark_queue.store.arrow_read.payload_schema`
+Input is a table of :func:`spark_queue.store.streams.arrow_read.payload_schema`
 (offset, timestamp_ms, key, value and, if asked, headers). Output is a
 ``pyarrow.RecordBatch`` whose schema equals exactly what Spark derives from
 the query schema (Spark rejects any other), built column by column with Arrow

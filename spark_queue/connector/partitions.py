@@ -48,7 +48,7 @@ class ShippedRangePartition(InputPartition):
     """The driver read ``[start, end)`` of ``topic`` and ships it as Arrow IPC bytes.
 
     ``arrow_ipc`` holds the store's columns
-    (:func:`spark_queue.store.arrow_read.payload_schema`);
+    (:func:`spark_queue.store.streams.arrow_read.payload_schema`);
     the executor turns them into output rows. Bounded by driver memory and
     ``spark.driver.maxResultSize``: size micro-batches with maxRowsPerTrigger.
     """

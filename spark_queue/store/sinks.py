@@ -20,8 +20,8 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
-from spark_queue.store.connection import now_ms, write_transaction
-from spark_queue.store.names import validate_name
+from spark_queue.store.file.connection import now_ms, write_transaction
+from spark_queue.store.file.names import validate_name
 
 
 class SinkLedgerEntry(NamedTuple):

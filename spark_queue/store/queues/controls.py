@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import apsw
 
 if TYPE_CHECKING:
-    from spark_queue.store.queue_config import QueueConfig
+    from spark_queue.store.queues.config import QueueConfig
 
 PAUSED = "paused"
 MAX_LEASED = "max_leased"

@@ -16,13 +16,14 @@ from spark_queue.errors import (
     QueueFullError,
     StaleLeaseError,
 )
-from spark_queue.store import queue_admin, queue_controls, queue_leases, queues
-from spark_queue.store.connection import HasStoreConnection
-from spark_queue.store.names import validate_name
-from spark_queue.store.queue_admin import JobInfo, QueueStats
-from spark_queue.store.queue_config import QueueConfig
-from spark_queue.store.queue_controls import Admission
-from spark_queue.store.queues import Job, Lease, LeaseResult, NackResult, NewJob
+from spark_queue.store.file.connection import HasStoreConnection
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.queues import admin, controls, leases
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.admin import JobInfo, QueueStats
+from spark_queue.store.queues.config import QueueConfig
+from spark_queue.store.queues.controls import Admission
+from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
 _MAX_WAIT_STEP_S = 0.05
@@ -48,7 +49,7 @@ class Queue:
     def configure(self, **settings: Any) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
         with self.db.write() as conn:
-            return queue_admin.configure(conn, self.name, settings)
+            return admin.configure(conn, self.name, settings)
 
     def pause(self) -> QueueConfig:
         """Stop claims (one transaction): from its commit on, claims return nothing.
@@ -69,19 +70,19 @@ class Queue:
         the write lock.
         """
         with self.db.read():
-            config = queues.get_queue(self.db.conn, self.name)
+            config = queue_jobs.get_queue(self.db.conn, self.name)
             if config is None:  # like a claim: an unknown queue has no jobs, and no controls
-                return queue_controls.OPEN
-            return queue_controls.admission(self.db.conn, config, self.db.now_ms())
+                return controls.OPEN
+            return controls.admission(self.db.conn, config, self.db.now_ms())
 
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
         with self.db.read():
-            return queue_admin.require_queue(self.db.conn, self.name)
+            return admin.require_queue(self.db.conn, self.name)
 
     def exists(self) -> bool:
         with self.db.read():
-            return queues.get_queue(self.db.conn, self.name) is not None
+            return queue_jobs.get_queue(self.db.conn, self.name) is not None
 
     # -- enqueue -----------------------------------------------------------
     def enqueue(
@@ -121,7 +122,7 @@ class Queue:
         while True:
             try:
                 with self.db.write() as conn:
-                    return queues.enqueue_rows(conn, self.name, batch)
+                    return queue_jobs.enqueue_rows(conn, self.name, batch)
             except QueueBatchTooLargeError:
                 raise
             except QueueFullError:
@@ -150,7 +151,7 @@ class Queue:
         cut the batch short (:meth:`admission` says why).
         """
         with self.db.write() as conn:
-            return queues.claim(conn, self.name, limit, lease_ms=lease_ms)
+            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
 
     def ack(self, job: Lease) -> None:
         """Mark one leased job done (deleted), one transaction; StaleLeaseError if lost."""
@@ -161,7 +162,7 @@ class Queue:
     def ack_many(self, jobs: Iterable[Lease]) -> LeaseResult:
         """Ack many leases in ONE transaction; stale ones are listed in ``rejected``, unchanged."""
         with self.db.write() as conn:
-            return queue_leases.ack(conn, self.name, jobs)
+            return leases.ack(conn, self.name, jobs)
 
     def ack_and_claim(
         self, done: Iterable[Lease], limit: int, *, lease_ms: int | None = None
@@ -172,8 +173,8 @@ class Queue:
         the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
         """
         with self.db.write() as conn:
-            acked = queue_leases.ack(conn, self.name, done)
-            return acked, queues.claim(conn, self.name, limit, lease_ms=lease_ms)
+            acked = leases.ack(conn, self.name, done)
+            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
 
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
@@ -190,17 +191,17 @@ class Queue:
     ) -> NackResult:
         """Nack many leases in ONE transaction (see :meth:`nack`)."""
         with self.db.write() as conn:
-            return queue_leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
+            return leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
 
     def release(self, jobs: Iterable[Lease], *, count_attempt: bool = False) -> LeaseResult:
         """Give leases back to ready at once (one transaction); the attempt is not counted."""
         with self.db.write() as conn:
-            return queue_leases.release(conn, self.name, jobs, count_attempt=count_attempt)
+            return leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
     def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
         """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
         with self.db.write() as conn:
-            return queue_leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
+            return leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
         return (
@@ -214,40 +215,40 @@ class Queue:
     def stats(self) -> QueueStats:
         """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
         with self.db.read():
-            return queue_admin.stats(self.db.conn, self.name)[0]
+            return admin.stats(self.db.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
         with self.db.read():
-            return queue_admin.peek(self.db.conn, self.name, limit)
+            return admin.peek(self.db.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
         with self.db.read():
-            return queue_admin.get_job(self.db.conn, self.name, job_id)
+            return admin.get_job(self.db.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
         with self.db.write() as conn:
-            return queue_admin.remove_job(conn, self.name, job_id)
+            return admin.remove_job(conn, self.name, job_id)
 
     def purge(self, *, include_leased: bool = False) -> int:
         """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
         with self.db.write() as conn:
-            return queue_admin.purge(conn, self.name, include_leased=include_leased)
+            return admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
         """Delete jobs past their TTL that no live lease holds (one transaction)."""
         with self.db.write() as conn:
-            return queue_admin.sweep_expired(conn, self.name)
+            return admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
         with self.db.read():
-            return queue_admin.dead_letters(self.db.conn, self.name, limit)
+            return admin.dead_letters(self.db.conn, self.name, limit)
 
     def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
         """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
         with self.db.write() as conn:
-            return queue_admin.requeue_dead(conn, self.name, job_ids)
+            return admin.requeue_dead(conn, self.name, job_ids)
 
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
         with self.db.write() as conn:
-            return queue_admin.purge_dead(conn, self.name, job_ids)
+            return admin.purge_dead(conn, self.name, job_ids)

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
-from spark_queue.store.connection import now_ms
-from spark_queue.store.names import validate_name
-from spark_queue.store.topics import topic_id
+from spark_queue.store.file.connection import now_ms
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.streams.topics import topic_id
 
 _UPSERT = (
     "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "

@@ -22,7 +22,7 @@ from spark_queue.errors import (
     PayloadError,
     UnknownTopicError,
 )
-from spark_queue.store.codec import (
+from spark_queue.store.file.codec import (
     TEXT,
     VALUE_TYPE_NAMES,
     decode_headers,
@@ -31,9 +31,9 @@ from spark_queue.store.codec import (
     encode_key,
     encode_value,
 )
-from spark_queue.store.connection import now_ms
-from spark_queue.store.names import validate_name
-from spark_queue.store.payload_limits import check_sizes, checked_rows, topic_fix
+from spark_queue.store.file.connection import now_ms
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.payload_limits import check_sizes, checked_rows, topic_fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +194,7 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
 
 
 class EncodedChunk(NamedTuple):
-    """Columns of events already in their stored form (see :mod:`spark_queue.store.codec`).
+    """Columns of events already in their stored form (see :mod:`spark_queue.store.file.codec`).
 
     The Spark sink encodes on the executors and hands the driver these
     columns; :func:`append_encoded` zips them straight into SQLite, so no

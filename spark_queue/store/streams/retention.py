@@ -13,7 +13,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
-from spark_queue.store.topics import bounds_of, now_ms, topic_id
+from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
 
 
 class PruneResult(NamedTuple):

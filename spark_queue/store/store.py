@@ -16,27 +16,23 @@ from typing import Any
 import apsw
 import pyarrow as pa
 
-from spark_queue.store import (
-    arrow_read,
-    consumers,
-    maintenance,
-    payload_limits,
-    queue_admin,
-    queues,
-    retention,
-    sinks,
-    topic_admin,
-    topics,
-)
-from spark_queue.store.connection import (
+from spark_queue.store import maintenance, sinks
+from spark_queue.store.file import payload_limits
+from spark_queue.store.file.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     StoreConnection,
     open_connection,
     translate_errors,
 )
-from spark_queue.store.queue_handle import Queue
-from spark_queue.store.schema import ensure_schema
-from spark_queue.store.topics import Event, Record, TopicInfo
+from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.queues import admin as queue_admin
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.queue import Queue
+from spark_queue.store.streams import admin as topic_admin
+from spark_queue.store.streams import arrow_read, retention
+from spark_queue.store.streams import consumers as consumer_offsets
+from spark_queue.store.streams import topics as topic_log
+from spark_queue.store.streams.topics import Event, Record, TopicInfo
 
 
 class Store:
@@ -106,7 +102,7 @@ class Store:
     def create_topic(self, topic: str) -> None:
         """Create ``topic`` if it does not exist (one transaction; idempotent)."""
         with self.write():
-            topics.ensure_topic(self.conn, topic)
+            topic_log.ensure_topic(self.conn, topic)
 
     def publish(
         self,
@@ -127,7 +123,7 @@ class Store:
         any error (a bad payload, a crash), none of them is stored.
         """
         with self.write():
-            return topics.append(self.conn, topic, items)
+            return topic_log.append(self.conn, topic, items)
 
     def read(
         self, topic: str, start: int = 0, end: int | None = None, limit: int | None = None
@@ -139,7 +135,7 @@ class Store:
         topic and offset.
         """
         with self.db.read():
-            return topics.read(self.conn, topic, start, end, limit)
+            return topic_log.read(self.conn, topic, start, end, limit)
 
     def read_arrow(
         self,
@@ -172,7 +168,7 @@ class Store:
     def bounds(self, topic: str) -> tuple[int, int]:
         """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
         with self.db.read():
-            return topics.bounds(self.conn, topic)
+            return topic_log.bounds(self.conn, topic)
 
     def earliest_offset(self, topic: str) -> int:
         return self.bounds(topic)[0]
@@ -183,12 +179,12 @@ class Store:
     def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
         """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
         with self.db.read():
-            return topics.offset_for_timestamp(self.conn, topic, timestamp_ms)
+            return topic_log.offset_for_timestamp(self.conn, topic, timestamp_ms)
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its earliest and latest offsets and event count."""
         with self.db.read():
-            return topics.list_topics(self.conn)
+            return topic_log.list_topics(self.conn)
 
     def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
         """Set ``topic``'s payload limit in one transaction (None removes it).
@@ -198,7 +194,7 @@ class Store:
         """
         limit = payload_limits.validate_limit(max_payload_bytes, f"topic {topic!r}")
         with self.write() as conn:
-            tid, _ = topics.ensure_topic(conn, topic)
+            tid, _ = topic_log.ensure_topic(conn, topic)
             payload_limits.set_topic_limit(conn, tid, limit)
 
     def configure_topic(
@@ -226,7 +222,7 @@ class Store:
     def has_topic(self, topic: str) -> bool:
         """Whether ``topic`` exists (one read)."""
         with self.db.read() as conn:
-            return topics.find_id(conn, topic) is not None
+            return topic_log.find_id(conn, topic) is not None
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(
@@ -234,7 +230,7 @@ class Store:
     ) -> dict[str, int]:
         """Save ``consumer``'s next offsets in one transaction; never moves back unless reset."""
         with self.write():
-            return consumers.commit(self.conn, consumer, offsets, reset=reset)
+            return consumer_offsets.commit(self.conn, consumer, offsets, reset=reset)
 
     def reset_offsets(
         self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int]
@@ -248,25 +244,25 @@ class Store:
         roll everything back.
         """
         with self.write():
-            return consumers.commit(
+            return consumer_offsets.commit(
                 self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
             )
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
         with self.db.read():
-            return consumers.committed(self.conn, consumer)
+            return consumer_offsets.committed(self.conn, consumer)
 
-    def consumers(self, topic: str | None = None) -> list[consumers.ConsumerInfo]:
+    def consumers(self, topic: str | None = None) -> list[consumer_offsets.ConsumerInfo]:
         """Consumers with their offsets and lag, from one snapshot."""
         with self.db.read():
-            return consumers.list_consumers(self.conn, topic)
+            return consumer_offsets.list_consumers(self.conn, topic)
 
     def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
         """Forget ``consumer``'s saved offsets, for one topic or all (one transaction); returns
         how many topics it had. Retention is no longer held back by it."""
         with self.write():
-            return consumers.delete(self.conn, consumer, topic)
+            return consumer_offsets.delete(self.conn, consumer, topic)
 
     # -- retention and maintenance --------------------------------------
     def set_retention(
@@ -291,7 +287,7 @@ class Store:
         """
         if topic is not None:
             with self.write():
-                ids = [(topics.topic_id(self.conn, topic), topic)]
+                ids = [(topic_log.topic_id(self.conn, topic), topic)]
         else:
             # By id, not by name: a topic a foreign writer named against the
             # rule is pruned like any other, and never stops the rest.
@@ -330,8 +326,8 @@ class Store:
         *,
         topic: str | None = None,
         queue: str | None = None,
-        chunks: Iterable[topics.EncodedChunk] = (),
-        jobs: Iterable[queues.NewJob] = (),
+        chunks: Iterable[topic_log.EncodedChunk] = (),
+        jobs: Iterable[queue_jobs.NewJob] = (),
     ) -> sinks.SinkCommit:
         """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
         write transaction; a batch id at or below the sink's last one writes nothing.
@@ -344,13 +340,13 @@ class Store:
         """
         if queue is not None:
             def write(conn: apsw.Connection) -> int:
-                return len(queues.enqueue_rows(conn, queue, jobs))
+                return len(queue_jobs.enqueue_rows(conn, queue, jobs))
         elif topic is not None:
             def write(conn: apsw.Connection) -> int:
-                return len(topics.append_encoded(conn, topic, chunks))
+                return len(topic_log.append_encoded(conn, topic, chunks))
         else:
             def write(conn: apsw.Connection) -> int:
-                return sum(len(r) for r in topics.append_routed(conn, chunks).values())
+                return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
         with translate_errors():
             return sinks.commit_batch(self.conn, sink_id, batch_id, write)
 
@@ -372,7 +368,7 @@ class Store:
         """
         return self.db.data_version()
 
-    # -- queues (spark_queue/store/queues.py, queue_admin.py) -----------
+    # -- queues (spark_queue/store/queues/) -----------
     def queue(self, name: str, **settings: Any) -> Queue:
         """A handle on work queue ``name``; with settings, create or configure it first.
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 
 class QueueConfig(NamedTuple):
-    """A queue's settings (the controls are explained in :mod:`.queue_controls`).
+    """A queue's settings (the controls are explained in :mod:`.controls`).
 
     ``rate_tokens``/``rate_updated_ms`` are the rate limit's bucket as last
     written, not a setting.

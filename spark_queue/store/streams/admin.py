@@ -1,7 +1,7 @@
 """Topic administration: create a topic with its settings, change them, delete the topic.
 
 A topic's settings are its retention (``retention_ms``, ``retention_rows``:
-what :func:`~spark_queue.store.retention.prune` applies when given no limit)
+what :func:`~spark_queue.store.streams.retention.prune` applies when given no limit)
 and its ``max_payload_bytes``. Each call is one write transaction the caller
 holds: a topic is created together with its settings or not at all.
 """
@@ -14,8 +14,9 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
-from spark_queue.store import payload_limits, retention
-from spark_queue.store.topics import (
+from spark_queue.store.file import payload_limits
+from spark_queue.store.streams import retention
+from spark_queue.store.streams.topics import (
     TopicInfo,
     bounds_of,
     ensure_topic,
@@ -78,7 +79,7 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     """Remove ``topic``, its events and its consumers' saved offsets.
 
     Sink-ledger entries stay: they are keyed by sink id, not by topic (see
-    :mod:`.sinks`), so a sink that wrote here and keeps its id skips the batch
+    :mod:`~spark_queue.store.sinks`), so a sink that wrote here and keeps its id skips the batch
     ids it committed before, even into a topic of the same name created anew.
     """
     tid = topic_id(conn, topic)

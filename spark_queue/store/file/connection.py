@@ -26,7 +26,7 @@ from spark_queue.errors import (
     StoreFullError,
     StoreNotFoundError,
 )
-from spark_queue.store import filesystem
+from spark_queue.store.file import filesystem
 
 DURABILITY_LEVELS = ("full", "normal", "off")
 DEFAULT_BUSY_TIMEOUT_MS = 5000

@@ -1,4 +1,4 @@
-"""Work queues: job types, enqueue and claim (ack/nack/extend: :mod:`.queue_leases`).
+"""Work queues: job types, enqueue and claim (ack/nack/extend: :mod:`.leases`).
 
 Delivery is at-least-once. A claim is one ``UPDATE ... RETURNING`` that
 leases up to N ready jobs, ordered ``priority DESC, available_at, id``, for a
@@ -27,7 +27,7 @@ jobs in flight, never with the backlog. A lease that expired without ack or
 nack makes its job claimable again by the same scan, so no reaper is needed;
 the next claim counts the attempt.
 Every function here takes a connection whose caller holds the write
-transaction (``write_transaction``); :class:`~spark_queue.store.queue_handle.Queue`
+transaction (``write_transaction``); :class:`~spark_queue.store.queues.queue.Queue`
 wraps them one transaction each.
 """
 
@@ -45,12 +45,12 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
-from spark_queue.store import queue_controls
-from spark_queue.store.codec import decode_value, encode_value
-from spark_queue.store.connection import now_ms as _clock_ms
-from spark_queue.store.names import validate_name
-from spark_queue.store.payload_limits import check_sizes
-from spark_queue.store.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
+from spark_queue.store.file.codec import decode_value, encode_value
+from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.payload_limits import check_sizes
+from spark_queue.store.queues import controls
+from spark_queue.store.queues.config import CONFIG_COLUMNS, QueueConfig, config_from_row
 
 # The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
 _MAX_MS = 1 << 62
@@ -319,7 +319,7 @@ def claim(
     whose previous lease expired on its last allowed attempt is moved to the
     dead letters instead of being delivered again. An unknown queue has no jobs.
     A paused queue, one at its ``max_leased`` or one whose rate limit has no
-    token left returns fewer jobs or none (:mod:`.queue_controls`).
+    token left returns fewer jobs or none (:mod:`.controls`).
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise QueueConfigError(f"claim limit must be a positive integer; got {limit!r}.")
@@ -328,16 +328,16 @@ def claim(
         return []
     lease_ms = lease_duration_ms(config, lease_ms)
     now = _clock_ms() if now_ms is None else now_ms
-    if not queue_controls.controlled(config):
+    if not controls.controlled(config):
         return _claim_rows(conn, config, limit, lease_ms, now)
-    allowed = queue_controls.admission(conn, config, now).allowed
+    allowed = controls.admission(conn, config, now).allowed
     if allowed == 0:
-        return []  # refused without a write (see queue_controls)
+        return []  # refused without a write (see controls.py)
     if allowed is not None:
         limit = min(limit, allowed)
     jobs = _claim_rows(conn, config, limit, lease_ms, now)
     if jobs:
-        queue_controls.record_claim(conn, config, [job.id for job in jobs], now)
+        controls.record_claim(conn, config, [job.id for job in jobs], now)
     return jobs
 
 

@@ -1,6 +1,6 @@
 """Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
 
-The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues`.
+The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.jobs`.
 Functions that write expect the caller to hold the write transaction; the
 read-only ones expect one read snapshot.
 """
@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
-from spark_queue.store import queue_controls
-from spark_queue.store.codec import decode_value
-from spark_queue.store.connection import now_ms as _clock_ms
-from spark_queue.store.queues import (
+from spark_queue.store.file.codec import decode_value
+from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.queues import controls
+from spark_queue.store.queues.jobs import (
     CONFIG_COLUMNS,
     QueueConfig,
     config_from_row,
@@ -124,7 +124,7 @@ def configure(
 
     Setting ``max_leased`` starts counting the leases already held; changing
     the rate limit keeps the bucket's earned tokens (see
-    :func:`~spark_queue.store.queue_controls.carry_bucket`).
+    :func:`~spark_queue.store.queues.controls.carry_bucket`).
     """
     values = {name: _check_setting(queue, name, value) for name, value in settings.items()}
     old = ensure_queue(conn, queue)
@@ -133,12 +133,12 @@ def configure(
         conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, old.id))
     new = get_queue(conn, queue)
     if old.max_leased is None and new.max_leased is not None:
-        queue_controls.track_existing_leases(conn, new.id)
+        controls.track_existing_leases(conn, new.id)
     elif new.max_leased is None and old.max_leased is not None:
-        queue_controls.untrack_leases(conn, new.id)
+        controls.untrack_leases(conn, new.id)
     if (old.rate_limit_per_s, old.rate_burst) != (new.rate_limit_per_s, new.rate_burst):
         now = _clock_ms() if now_ms is None else now_ms
-        queue_controls.carry_bucket(conn, old, new, now)
+        controls.carry_bucket(conn, old, new, now)
         new = get_queue(conn, queue)
     return new
 

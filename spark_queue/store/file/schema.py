@@ -20,14 +20,14 @@ from spark_queue.errors import (
     StoreError,
     StoreNotCreatedError,
 )
-from spark_queue.store.connection import (
+from spark_queue.store.file.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     enable_wal,
     open_errors,
     read_transaction,
     write_transaction,
 )
-from spark_queue.store.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
+from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
 APPLICATION_ID = 0x53514C51
@@ -79,7 +79,7 @@ CREATE TABLE sq_sink_commits (
 ) WITHOUT ROWID;
 """
 
-# Queues (spark_queue/store/queues.py). A job row is due when available_at <=
+# Queues (spark_queue/store/queues/jobs.py). A job row is due when available_at <=
 # now, and leased while lease_token is set and lease_expires_at is later. A
 # claim leaves the indexed columns alone (no index write), and an expired
 # lease is claimable again by the same index scan, with no reaper.
@@ -149,7 +149,7 @@ CREATE TABLE sq_job_keys (
 CREATE INDEX sq_job_keys_age ON sq_job_keys (queue_id, created_ms);
 """
 
-# Queue and topic controls (spark_queue/store/queue_controls.py, payload_limits.py).
+# Queue and topic controls (spark_queue/store/queues/controls.py, file/payload_limits.py).
 # The token bucket's state (rate_tokens, rate_updated_ms) lives in the queue's
 # row so every worker process shares one bucket. sq_queue_leases holds the ids
 # of jobs a claim leased in a queue with max_leased: a superset of the queue's
