@@ -81,10 +81,10 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             return time.perf_counter() - started
 
     # -- the sink's phases, in-process ----------------------------------------
-    from spark_queue.connector.sink_options import SinkOptions
-    from spark_queue.connector.sink_schema import TEXT as VALUE_TEXT
-    from spark_queue.connector.sink_schema import SinkLayout
-    from spark_queue.connector.writers import SqliteQueueBatchWriter
+    from spark_queue.connector.sink.options import SinkOptions
+    from spark_queue.connector.sink.schema import TEXT as VALUE_TEXT
+    from spark_queue.connector.sink.schema import SinkLayout
+    from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
 
     table = pa.table({"value": pa.array(values, pa.string())})
     arrow_batches = table.to_batches(max_chunksize=10_000)

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spark_queue.connector.offsets import Bounds, cap_rows, effective_start, sorted_offsets
-from spark_queue.connector.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.offsets import Bounds, cap_rows, effective_start, sorted_offsets
+from spark_queue.connector.source.options import FORMAT, SourceOptions
 from spark_queue.errors import OffsetRangeError
 
 

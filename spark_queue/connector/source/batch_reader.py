@@ -13,15 +13,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_queue.connector.offsets import (
+from spark_queue.connector.source.offsets import (
     ending_offsets,
     open_store,
     starting_offsets,
     subscribed_bounds,
 )
-from spark_queue.connector.partition_planner import plan_partitions
-from spark_queue.connector.partition_reader import read_partition
-from spark_queue.connector.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.partition_planner import plan_partitions
+from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.errors import OptionError
 
 

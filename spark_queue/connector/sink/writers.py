@@ -3,9 +3,9 @@
 Which process runs what (pyspark 4.2):
 
 - ``write(iterator)`` runs in an executor's Python worker, once per task. It
-  encodes the task's Arrow batches (:mod:`~spark_queue.connector.sink_encode`)
+  encodes the task's Arrow batches (:mod:`~spark_queue.connector.sink.encode`)
   into one Arrow IPC stream and returns it in a
-  :class:`~spark_queue.connector.commit_message.SqliteQueueCommitMessage`,
+  :class:`~spark_queue.connector.sink.commit_message.SqliteQueueCommitMessage`,
   with the streaming query id and batch id read from the task's local
   properties. It never opens the store.
 - ``commit(messages[, batchId])`` runs on the driver, in a Python process
@@ -30,11 +30,11 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter
 
-from spark_queue.connector.commit_message import SqliteQueueCommitMessage
 from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
-from spark_queue.connector.sink_encode import encode_batch
-from spark_queue.connector.sink_options import FORMAT, SinkOptions
-from spark_queue.connector.sink_schema import JSON, SinkLayout
+from spark_queue.connector.sink.commit_message import SqliteQueueCommitMessage
+from spark_queue.connector.sink.encode import encode_batch
+from spark_queue.connector.sink.options import FORMAT, SinkOptions
+from spark_queue.connector.sink.schema import JSON, SinkLayout
 from spark_queue.errors import SparkQueueError
 from spark_queue.store import EncodedChunk, NewJob, SinkCommit, Store
 

@@ -25,16 +25,16 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.admission import ALL_AVAILABLE, Admission, Limits
-from spark_queue.connector.offsets import (
+from spark_queue.connector.source.admission import ALL_AVAILABLE, Admission, Limits
+from spark_queue.connector.source.offsets import (
     open_store,
     sorted_offsets,
     starting_offsets,
     subscribed_bounds,
 )
-from spark_queue.connector.partition_planner import plan_partitions
-from spark_queue.connector.partition_reader import read_partition
-from spark_queue.connector.source_options import SourceOptions
+from spark_queue.connector.source.options import SourceOptions
+from spark_queue.connector.source.partition_planner import plan_partitions
+from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.errors import SparkQueueError
 
 log = logging.getLogger("spark_queue.connector")

@@ -20,13 +20,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from spark_queue.connector.arrow_output import kafka_batch, typed_batch
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.json_decode import JsonDecoder
-from spark_queue.connector.offsets import effective_start, open_store
-from spark_queue.connector.partitions import ShippedRangePartition, StoreRangePartition
-from spark_queue.connector.source_options import FORMAT, SourceOptions
-from spark_queue.connector.source_schema import is_typed
+from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
+from spark_queue.connector.source.json_decode import JsonDecoder
+from spark_queue.connector.source.offsets import effective_start, open_store
+from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.partitions import ShippedRangePartition, StoreRangePartition
+from spark_queue.connector.source.schema import is_typed
 from spark_queue.errors import DataLossError, StoreError
 from spark_queue.store import Store
 

@@ -14,7 +14,7 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_queue.connector.json_decode import JsonDecoder
+from spark_queue.connector.source.json_decode import JsonDecoder
 
 
 def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatch:

@@ -12,7 +12,7 @@ class SqliteQueueCommitMessage(WriterCommitMessage):
     """One task's output, carried to ``commit()`` on the driver (picklable).
 
     ``arrow_ipc`` is an Arrow IPC stream of the task's rows already in the
-    store's encoded form (see :mod:`spark_queue.connector.sink_encode`), or
+    store's encoded form (see :mod:`spark_queue.connector.sink.encode`), or
     None when the task had no rows. ``query_id`` and ``batch_id`` come from
     the task's local properties (``sql.streaming.queryId``,
     ``streaming.sql.batchId``); both are None in a batch write. The driver

@@ -5,7 +5,7 @@ and ``simpleStreamReader()`` exists (pyspark 4.0+). Which process runs what:
 
 - ``initialOffset``, ``read(start)`` and ``commit`` run in the query's one
   long-lived driver-side Python process. ``read`` plans the batch (the same
-  :class:`~spark_queue.connector.admission.Admission` as the default reader:
+  :class:`~spark_queue.connector.source.admission.Admission` as the default reader:
   exact ``maxRowsPerTrigger``, ``minRowsPerTrigger`` with ``maxTriggerDelay``,
   the AvailableNow target) AND reads its rows, which Spark keeps and ships to
   the batch through the block manager: no executor Python worker starts per
@@ -38,11 +38,16 @@ from pyspark.sql.datasource import SimpleDataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.admission import Admission, Limits
-from spark_queue.connector.offsets import Bounds, effective_start, open_store, subscribed_bounds
-from spark_queue.connector.partition_reader import read_range
-from spark_queue.connector.source_options import SourceOptions
-from spark_queue.connector.stream_reader import (
+from spark_queue.connector.source.admission import Admission, Limits
+from spark_queue.connector.source.offsets import (
+    Bounds,
+    effective_start,
+    open_store,
+    subscribed_bounds,
+)
+from spark_queue.connector.source.options import SourceOptions
+from spark_queue.connector.source.partition_reader import read_range
+from spark_queue.connector.source.stream_reader import (
     initial_offsets,
     read_bounds,
     save_consumer_offsets,

@@ -14,15 +14,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from spark_queue.connector.offsets import Bounds, effective_start
-from spark_queue.connector.partition_reader import file_identity, payload_format
-from spark_queue.connector.partitions import (
+from spark_queue.connector.source.offsets import Bounds, effective_start
+from spark_queue.connector.source.options import SourceOptions
+from spark_queue.connector.source.partition_reader import file_identity, payload_format
+from spark_queue.connector.source.partitions import (
     ShippedRangePartition,
     StoreRangePartition,
     split_ranges,
 )
-from spark_queue.connector.source_options import SourceOptions
-from spark_queue.connector.source_schema import is_typed
+from spark_queue.connector.source.schema import is_typed
 from spark_queue.store import Store
 
 

@@ -14,7 +14,7 @@ import os
 
 from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
-from spark_queue.connector.source_options import SourceOptions
+from spark_queue.connector.source.options import SourceOptions
 from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
 from spark_queue.store import Store
 
