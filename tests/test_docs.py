@@ -50,6 +50,13 @@ def test_ci_runs_the_readme_test_command():
     assert test_command in [line.strip() for line in ci.splitlines()]
 
 
+def test_make_test_type_checks_the_package_before_the_tests():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
+    assert recipe[0].strip() == "$(PY) -m mypy spark_queue", recipe
+    assert any("-m pytest" in line for line in recipe[1:]), recipe
+
+
 def test_bad_input_inventory_names_tests_that_exist():
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = contributing[contributing.index("## Bad input and what it gets"):]

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from spark_queue.bench.report import best_of, now_ms, print_table
 from spark_queue.store import TEXT, Store
@@ -65,7 +67,7 @@ _CLAIM_JOBS = (
 )
 
 # Settings that never bind in one drain: what is measured is their bookkeeping.
-CONTROL_CASES = [
+CONTROL_CASES: list[tuple[str, dict[str, Any]]] = [
     (NO_CONTROL, {}),
     ("max_leased 1,000,000 (never reached)", {"max_leased": 1_000_000}),
     ("rate_limit_per_s 1e9, burst 1e9 (never empty)",
@@ -146,7 +148,7 @@ class _Bench:
             self.close_stores()
 
     def interleaved(
-        self, cases: list[tuple[Callable[[], object], Callable[[object], int]]]
+        self, cases: list[tuple[Callable[[], Any], Callable[[Any], int]]]
     ) -> list[float]:
         """Best rate of each ``(setup, body)``, running the cases in turn on every
         repeat so that a change in machine load hits them all alike."""
@@ -417,7 +419,7 @@ class _Bench:
             return store
 
         rates = self.interleaved(
-            [(lambda s=settings: setup(s), self._ours_drain(128)) for _, settings in CONTROL_CASES]
+            [(partial(setup, settings), self._ours_drain(128)) for _, settings in CONTROL_CASES]
         )
         return [
             (label, rate, NO_CONTROL)

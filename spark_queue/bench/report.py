@@ -5,9 +5,12 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+S = TypeVar("S")  # what a benchmark's setup hands its body
 
 
-def best_of(repeats: int, setup: Callable[[], object], body: Callable[[object], int]) -> float:
+def best_of(repeats: int, setup: Callable[[], S], body: Callable[[S], int]) -> float:
     """Run ``body(setup())`` ``repeats`` times; return the best rate in items per second."""
     best = 0.0
     for _ in range(repeats):

@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     spark = local_session("spark_queue-bench-source", args.cores)
     counter = iter(range(1_000_000))
 
-    def sqliteq_stream(read_path: str) -> float:
+    def sqliteq_stream(read_path: str) -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
         query = (
             spark.readStream.format("sqliteq").option("path", path).option("topic", "bench")
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         assert rows == n, f"sqliteq read {rows} rows, expected {n}"
         return elapsed, in_batch_seconds(q.recentProgress)
 
-    def rate_stream() -> float:
+    def rate_stream() -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
         pad_sql = f"repeat('x', {args.value_bytes - 11})"
         query = (

@@ -177,7 +177,7 @@ HONKER = textwrap.dedent(
 )
 
 
-def _in_threads(threads: int, body: Callable[[int], None]) -> float:
+def _in_threads(threads: int, body: Callable[[int], object]) -> float:
     """Seconds from a common start until ``body(i)`` returned in each of ``threads`` threads."""
     start = threading.Barrier(threads + 1)
     errors: list[BaseException] = []

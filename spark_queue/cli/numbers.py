@@ -89,8 +89,9 @@ def duration(low_ms: int, high_ms: int) -> Callable[[str], int]:
 def point_in_time(text: str) -> int:
     """An argparse ``type=``: epoch milliseconds from an ISO-8601 time, epoch ms, or a
     duration with a unit counted back from now (``10m`` = ten minutes ago)."""
-    if has_unit(text):
-        return max(0, time.time_ns() // 1_000_000 - parse_duration_ms(text))
+    back_ms = parse_duration_ms(text) if has_unit(text) else None
+    if back_ms is not None:
+        return max(0, time.time_ns() // 1_000_000 - back_ms)
     millis = parse_time_ms(text)
     if millis is None:
         raise argparse.ArgumentTypeError(

@@ -92,7 +92,8 @@ def _copy(conn: apsw.Connection, partial: str, progress: BackupProgress | None) 
                     step.step(_BACKUP_PAGES_PER_STEP)
                     if progress is not None:
                         progress(step.page_count - step.remaining, step.page_count)
-                return step.page_count
+                pages = step.page_count
+        return pages
     finally:
         dest.close()
 

@@ -87,7 +87,7 @@ def commit_batch(
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise OffsetRangeError(f"batch_id must be an integer >= 0; got {batch_id!r}.")
     with write_transaction(conn):
-        if sink_id is None:
+        if sink_id is None or batch_id is None:  # both None (checked above): no ledger entry
             return SinkCommit(None, None, write(conn), False, None)
         entry = ledger_entry(conn, sink_id)
         if entry is not None and batch_id <= entry.last_batch_id:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import apsw
 import pyarrow as pa
@@ -21,12 +21,14 @@ from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     StoreConnection,
+    first_value,
     open_connection,
     translate_errors,
 )
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.queues import admin as queue_admin
 from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.config import QueueSettings
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.streams import admin as topic_admin
 from spark_queue.store.streams import arrow_read, retention
@@ -353,7 +355,7 @@ class Store:
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""
         with translate_errors(self.path):
-            return self.conn.execute("PRAGMA page_size").fetchone()[0]
+            return first_value(self.conn.execute("PRAGMA page_size"))
 
     def check(self) -> maintenance.CheckReport:
         """SQLite's integrity check plus every store rule a foreign writer can break
@@ -369,7 +371,7 @@ class Store:
         return self.db.data_version()
 
     # -- queues (spark_queue/store/queues/) -----------
-    def queue(self, name: str, **settings: Any) -> Queue:
+    def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:
         """A handle on work queue ``name``; with settings, create or configure it first.
 
         Configuring is one transaction. Without settings nothing is written: the

@@ -7,6 +7,7 @@ Time-dependent rules use the store functions' ``now_ms`` injection, so no test s
 from __future__ import annotations
 
 import random
+from typing import get_args, get_type_hints
 
 import apsw
 import pytest
@@ -17,6 +18,7 @@ from spark_queue.store.file.schema import MIGRATIONS, latest_version
 from spark_queue.store.queues import admin as queue_admin
 from spark_queue.store.queues import controls as queue_controls
 from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.config import QueueSettings
 from spark_queue.store.queues.leases import ack, extend, release
 from spark_queue.store.streams import topics
 
@@ -240,6 +242,15 @@ def test_limits_apply_to_ack_and_claim_and_combine(store):
         assert len(jobs) == 1  # now the cap is
         ack(conn, "q", jobs)
         assert len(queue_jobs.claim(conn, "q", 10, now_ms=T0 + 100)) == 1
+
+
+def test_the_typed_settings_are_the_settings_a_queue_accepts():
+    # Store.queue(name, **settings) and Queue.configure are typed by QueueSettings; the
+    # names it lists and the names configure checks are one set.
+    assert set(QueueSettings.__annotations__) == set(queue_admin.SETTINGS)
+    nullable = {name for name, kind in get_type_hints(QueueSettings).items()
+                if type(None) in get_args(kind)}
+    assert nullable == queue_admin.NULLABLE
 
 
 def test_bad_control_settings_fail_with_a_message_naming_them(store):

@@ -90,6 +90,7 @@ class _SinkWriter:
         payload = None
         if writer is not None:
             writer.close()
+            assert sink is not None, "opened with the writer"
             payload = sink.getvalue().to_pybytes()
         return SqliteQueueCommitMessage(query_id, batch_id, partition_id, rows, payload)
 
@@ -138,14 +139,18 @@ class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
         return self._pack(iterator)
 
-    def commit(self, messages: list[SqliteQueueCommitMessage | None]) -> None:
+    # Spark hands commit and abort the messages this writer's write() returned; pyspark types
+    # them as the base WriterCommitMessage.
+    def commit(self, messages: list[SqliteQueueCommitMessage | None]) -> None:  # type: ignore[override]
         self._commit(messages, self.options.sink_id, self.options.batch_id)
 
-    def abort(self, messages: list[SqliteQueueCommitMessage | None]) -> None:
+    def abort(self, messages: list[SqliteQueueCommitMessage | None]) -> None:  # type: ignore[override]
         logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT)
 
 
-class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):
+# The bases depend on the pyspark version (compat.STREAM_ARROW_WRITER_BASES), which mypy cannot
+# follow.
+class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type: ignore[misc]
     """``df.writeStream.format("sqliteq")``: each micro-batch exactly once, via the ledger."""
 
     streaming = True

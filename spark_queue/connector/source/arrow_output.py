@@ -10,6 +10,7 @@ compute: no Python object per row on the default path.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,7 +47,7 @@ def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatc
 
 def _headers(stored: pa.ChunkedArray, header_type: pa.DataType) -> pa.Array:
     """Stored JSON objects -> Kafka's array<struct<key: string, value: binary>>, order kept."""
-    lists = []
+    lists: list[list[dict[str, Any]] | None] = []
     for text in stored.to_pylist():
         if text is None:
             lists.append(None)

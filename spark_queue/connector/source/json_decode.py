@@ -72,7 +72,7 @@ class JsonDecoder:
         pieces: list[tuple[pa.Table | None, int]] = []
         self._decode_range(flat, 0, len(flat), pieces)
         tables = []
-        corrupt_mask = []
+        corrupt_mask: list[bool] = []
         for table, count in pieces:
             if table is None:
                 if not self.permissive:

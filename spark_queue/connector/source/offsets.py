@@ -63,9 +63,11 @@ def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> di
     elif kind == "latest":
         start = {t: latest for t, (_, latest) in bounds.items()}
     elif kind == "committed":
+        assert options.consumer is not None, "parse_source_options: committed needs a consumer"
         saved = store.committed_offsets(options.consumer)
         start = {t: saved.get(t, earliest) for t, (earliest, _) in bounds.items()}
     elif kind == "timestamp":
+        assert options.starting_timestamp_ms is not None, "parse_source_options sets it"
         start = {
             t: _at_time(store, options, "startingTimestamp", t, options.starting_timestamp_ms,
                         bounds[t])
@@ -112,6 +114,7 @@ def ending_offsets(
         if store is None:
             raise TypeError("ending_offsets needs the store to resolve a timestamp")
         if options.ending == "timestamp":
+            assert options.ending_timestamp_ms is not None, "parse_source_options sets it"
             times = dict.fromkeys(bounds, options.ending_timestamp_ms)
         else:
             times = {t: ts for t, ts in options.ending_timestamps if t in bounds}

@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import apsw
 
@@ -32,6 +32,22 @@ DURABILITY_LEVELS = ("full", "normal", "off")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 # SQLite's busy timeout is a C int of milliseconds.
 MAX_BUSY_TIMEOUT_MS = 2**31 - 1
+
+# A row the store reads from its own tables. Its columns hold the types the schema gives
+# them (checked on the way in; `check` finds what a foreign writer broke), which apsw's
+# stubs cannot know: they say "any SQLite value" for every column.
+Row = tuple[Any, ...]
+
+
+def one_row(cursor: apsw.Cursor) -> Row:
+    """The row of a query that always returns one: an aggregate, a PRAGMA, the row of a
+    key the same transaction holds."""
+    return cursor.fetchall()[0]
+
+
+def first_value(cursor: apsw.Cursor) -> Any:
+    """The first column of :func:`one_row`."""
+    return one_row(cursor)[0]
 
 
 def open_connection(
@@ -111,7 +127,7 @@ def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
     while True:
         try:
             with open_errors(path, busy=False):
-                mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
+                mode = first_value(conn.execute("PRAGMA journal_mode=WAL"))
             break
         except (apsw.BusyError, apsw.LockedError) as exc:
             if time.monotonic() >= deadline:
@@ -284,7 +300,7 @@ class StoreConnection:
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
         with translate_errors():
-            return self.conn.execute("PRAGMA data_version").fetchall()[0][0]
+            return first_value(self.conn.execute("PRAGMA data_version"))
 
 
 class HasStoreConnection(Protocol):

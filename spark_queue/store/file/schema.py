@@ -23,6 +23,7 @@ from spark_queue.errors import (
 from spark_queue.store.file.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     enable_wal,
+    first_value,
     open_errors,
     read_transaction,
     write_transaction,
@@ -207,11 +208,11 @@ def read_state(conn: apsw.Connection) -> FileState:
     could show an id of 0 next to its new tables (a spurious "not a store").
     """
     with read_transaction(conn):
-        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
-        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-        tables = conn.execute(
-            "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
-        ).fetchall()[0][0]
+        app_id = first_value(conn.execute("PRAGMA application_id"))
+        version = first_value(conn.execute("PRAGMA user_version"))
+        tables = first_value(
+            conn.execute("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        )
     return FileState(int(app_id), int(version), int(tables))
 
 

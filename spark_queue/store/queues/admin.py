@@ -7,13 +7,14 @@ read-only ones expect one read snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
 from spark_queue.store.file.codec import decode_value
+from spark_queue.store.file.connection import first_value, one_row
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.queues import controls
 from spark_queue.store.queues.jobs import (
@@ -108,8 +109,9 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
             )
         return float(value)
     # The upper bound keeps `now + setting` in SQLite's 64-bit integers (see queues._MAX_MS).
-    if (isinstance(value, bool) or not isinstance(value, int)
-            or not SETTINGS[name] <= value < _MAX_SETTING):
+    low = SETTINGS[name]
+    assert low is not None, "paused, the one setting without a lowest value, returned above"
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_SETTING:
         raise QueueConfigError(
             f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]} and "
             f"< 2**62{or_none}; got {value!r}."
@@ -118,7 +120,7 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
 
 
 def configure(
-    conn: apsw.Connection, queue: str, settings: dict[str, Any], *, now_ms: int | None = None
+    conn: apsw.Connection, queue: str, settings: Mapping[str, Any], *, now_ms: int | None = None
 ) -> QueueConfig:
     """Create ``queue`` if missing and set the given settings (None switches a limit off).
 
@@ -131,7 +133,7 @@ def configure(
     for name, value in values.items():
         # ``name`` is one of the fixed SETTINGS keys checked above, never user text.
         conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, old.id))
-    new = get_queue(conn, queue)
+    new = require_queue(conn, queue)
     if old.max_leased is None and new.max_leased is not None:
         controls.track_existing_leases(conn, new.id)
     elif new.max_leased is None and old.max_leased is not None:
@@ -139,7 +141,7 @@ def configure(
     if (old.rate_limit_per_s, old.rate_burst) != (new.rate_limit_per_s, new.rate_burst):
         now = _clock_ms() if now_ms is None else now_ms
         controls.carry_bucket(conn, old, new, now)
-        new = get_queue(conn, queue)
+        new = require_queue(conn, queue)
     return new
 
 
@@ -151,11 +153,11 @@ def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
 def delete_queue(conn: apsw.Connection, queue: str) -> int:
     """Remove the queue with all its jobs and dead letters; returns how many jobs went."""
     config = require_queue(conn, queue)
-    jobs = conn.execute(
+    jobs: int = first_value(conn.execute(
         "SELECT (SELECT count(*) FROM sq_jobs WHERE queue_id = ?) + "
         "(SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?)",
         (config.id, config.id),
-    ).fetchone()[0]
+    ))
     conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
     conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
     conn.execute("DELETE FROM sq_job_keys WHERE queue_id = ?", (config.id,))
@@ -171,17 +173,17 @@ def stats(
     configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
     result = []
     for config in configs:
-        ready, leased, delayed, oldest = conn.execute(
+        ready, leased, delayed, oldest = one_row(conn.execute(
             "SELECT coalesce(sum(NOT live AND available_at <= :now), 0), coalesce(sum(live), 0), "
             "coalesce(sum(NOT live AND available_at > :now), 0), "
             "min(CASE WHEN NOT live AND available_at <= :now THEN available_at END) "
             "FROM (SELECT available_at, coalesce(lease_expires_at > :now, 0) AS live FROM sq_jobs "
             "WHERE queue_id = :queue AND (expires_at IS NULL OR expires_at > :now))",
             {"now": now, "queue": config.id},
-        ).fetchone()
-        dead = conn.execute(
-            "SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (config.id,)
-        ).fetchone()[0]
+        ))
+        dead = first_value(
+            conn.execute("SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+        )
         age = None if oldest is None else max(0, now - oldest)
         result.append(QueueStats(config.name, ready, leased, delayed, dead, age))
     return result

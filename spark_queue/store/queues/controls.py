@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import apsw
 
+from spark_queue.store.file.connection import one_row
+
 if TYPE_CHECKING:
     from spark_queue.store.queues.config import QueueConfig
 
@@ -72,6 +74,8 @@ def controlled(config: QueueConfig) -> bool:
 
 
 def bucket_capacity(config: QueueConfig) -> float:
+    """The bucket's size; only a rate-limited queue has a bucket."""
+    assert config.rate_limit_per_s is not None, "only a rate-limited queue has a bucket"
     if config.rate_burst is not None:
         return float(config.rate_burst)
     return max(1.0, float(config.rate_limit_per_s))
@@ -79,6 +83,7 @@ def bucket_capacity(config: QueueConfig) -> float:
 
 def bucket_tokens(config: QueueConfig, now: int) -> float:
     """Tokens in the bucket at ``now``: the stored ones refilled for the time since."""
+    assert config.rate_limit_per_s is not None, "only a rate-limited queue has a bucket"
     capacity = bucket_capacity(config)
     if config.rate_tokens is None or config.rate_updated_ms is None:
         return capacity  # a new limit starts with a full bucket
@@ -88,12 +93,12 @@ def bucket_tokens(config: QueueConfig, now: int) -> float:
 
 def live_leases(conn: apsw.Connection, queue_id: int, now: int) -> tuple[int, int | None]:
     """``(count, earliest expiry)`` of the live leases of a capped queue."""
-    count, earliest = conn.execute(
+    count, earliest = one_row(conn.execute(
         "SELECT count(*), min(j.lease_expires_at) FROM sq_queue_leases l "
         "JOIN sq_jobs j ON j.id = l.job_id "
         "WHERE l.queue_id = ? AND j.lease_expires_at > ?",
         (queue_id, now),
-    ).fetchone()
+    ))
     return count, earliest
 
 

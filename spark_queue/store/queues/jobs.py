@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 import apsw
 
@@ -46,6 +46,7 @@ from spark_queue.errors import (
     QueueFullError,
 )
 from spark_queue.store.file.codec import decode_value, encode_value
+from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes
@@ -123,10 +124,18 @@ def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
     if config is not None:
         return config
     conn.execute("INSERT INTO sq_queues (name, created_ms) VALUES (?, ?)", (queue, _clock_ms()))
-    return get_queue(conn, queue)
+    created = get_queue(conn, queue)
+    assert created is not None, "the queue inserted above, in the same transaction"
+    return created
 
 
 # -- enqueue -------------------------------------------------------------
+@overload
+def int_option(
+    job_index: int, name: str, value: Any, low: int, allow_none: Literal[False]
+) -> int: ...
+@overload
+def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None: ...
 def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
     if value is None and allow_none:
         return None
@@ -266,9 +275,7 @@ def _job_exists(conn: apsw.Connection, job_id: int) -> bool:
 
 def queue_size(conn: apsw.Connection, queue_id: int) -> int:
     """Jobs in the queue (ready, delayed and leased; not dead letters)."""
-    return conn.execute("SELECT count(*) FROM sq_jobs WHERE queue_id = ?", (queue_id,)).fetchone()[
-        0
-    ]
+    return first_value(conn.execute("SELECT count(*) FROM sq_jobs WHERE queue_id = ?", (queue_id,)))
 
 
 def check_capacity(conn: apsw.Connection, config: QueueConfig, adding: int) -> None:
@@ -348,7 +355,7 @@ def _claim_rows(
     token = new_token()
     jobs: list[Job] = []
     while len(jobs) < limit:
-        rows = conn.execute(
+        rows: list[Row] = conn.execute(
             _CLAIM, (token, expires, config.id, now, now, now, limit - len(jobs))
         ).fetchall()
         exhausted = []

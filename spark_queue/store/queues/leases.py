@@ -69,7 +69,8 @@ def _each_lease(
     RETURNING: RETURNING materializes each execution's result and halved ack
     throughput in ``python -m spark_queue.bench queue``.
     """
-    done, rejected = [], []
+    done: list[int] = []
+    rejected: list[int] = []
     execute, changes = conn.execute, conn.changes
     for job_id, token in pairs:
         execute(sql, params(job_id, token))

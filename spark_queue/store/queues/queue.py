@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from spark_queue.errors import (
     QueueBatchTooLargeError,
@@ -21,7 +21,7 @@ from spark_queue.store.file.names import validate_name
 from spark_queue.store.queues import admin, controls, leases
 from spark_queue.store.queues import jobs as queue_jobs
 from spark_queue.store.queues.admin import JobInfo, QueueStats
-from spark_queue.store.queues.config import QueueConfig
+from spark_queue.store.queues.config import QueueConfig, QueueSettings
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
 
@@ -46,7 +46,7 @@ class Queue:
         return f"Queue({self.db.path!r}, {self.name!r})"
 
     # -- settings ----------------------------------------------------------
-    def configure(self, **settings: Any) -> QueueConfig:
+    def configure(self, **settings: Unpack[QueueSettings]) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
         with self.db.write() as conn:
             return admin.configure(conn, self.name, settings)

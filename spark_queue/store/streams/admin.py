@@ -15,6 +15,7 @@ import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.store.file import payload_limits
+from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import retention
 from spark_queue.store.streams.topics import (
     TopicInfo,
@@ -64,9 +65,9 @@ def configure(
     if "max_payload_bytes" in settings:
         payload_limits.set_topic_limit(conn, tid, limit)
     if "retention_ms" in settings or "retention_rows" in settings:
-        stored_ms, stored_rows = conn.execute(
-            "SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,)
-        ).fetchone()
+        stored_ms, stored_rows = one_row(
+            conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
+        )
         retention.set_retention(
             conn, topic,
             max_age_ms=settings.get("retention_ms", stored_ms),

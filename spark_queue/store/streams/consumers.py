@@ -14,7 +14,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
-from spark_queue.store.file.connection import now_ms
+from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.streams.topics import topic_id
 
@@ -45,17 +45,17 @@ def commit(
     stored = {}
     for topic, offset in offsets.items():
         tid = topic_id(conn, topic)
-        latest = conn.execute(
-            "SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)
-        ).fetchone()[0]
+        latest = first_value(
+            conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
+        )
         if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= latest:
             raise OffsetRangeError(
                 f"consumer {consumer!r} offset for topic {topic!r} must be an integer from 0 "
                 f"to the topic's latest offset {latest}; got {offset!r}."
             )
-        stored[topic] = conn.execute(
-            _RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms())
-        ).fetchone()[0]
+        stored[topic] = first_value(
+            conn.execute(_RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms()))
+        )
     return stored
 
 
@@ -81,7 +81,7 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
     if topic is not None:
         sql += " WHERE c.topic_id = ?"
         params = (topic_id(conn, topic),)
-    rows = conn.execute(sql + " ORDER BY t.name, c.consumer", params).fetchall()
+    rows: list[Row] = conn.execute(sql + " ORDER BY t.name, c.consumer", params).fetchall()
     # A saved offset beyond latest (only another SQLite client can store one;
     # `sqliteq check` reports it) means nothing is left to read: lag 0, never negative.
     return [

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
+from spark_queue.store.file.connection import Row, first_value, one_row
 from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
 
 
@@ -64,7 +65,8 @@ def prune(
 
 def topic_ids(conn: apsw.Connection) -> list[tuple[int, str]]:
     """Every topic's ``(id, name)`` by name, names unchecked (see :func:`prune_id`)."""
-    return conn.execute("SELECT id, name FROM sq_topics ORDER BY name").fetchall()
+    rows: list[Row] = conn.execute("SELECT id, name FROM sq_topics ORDER BY name").fetchall()
+    return rows
 
 
 def prune_id(
@@ -83,9 +85,9 @@ def prune_id(
     set against the naming rule is pruned like the others instead of stopping
     them (``tests/store/test_foreign_writers.py``).
     """
-    stored_ms, stored_rows = conn.execute(
-        "SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,)
-    ).fetchone()
+    stored_ms, stored_rows = one_row(
+        conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
+    )
     max_age_ms = stored_ms if max_age_ms is None else max_age_ms
     max_rows = stored_rows if max_rows is None else max_rows
     for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
@@ -98,10 +100,10 @@ def prune_id(
     if max_age_ms is not None:
         cutoff_ts = (now_ms() if at_ms is None else at_ms) - max_age_ms
         # Everything before the first event that is young enough goes.
-        row = conn.execute(
+        young = first_value(conn.execute(
             "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?", (tid, cutoff_ts)
-        ).fetchone()
-        cut = max(cut, latest if row[0] is None else row[0])
+        ))
+        cut = max(cut, latest if young is None else young)
     held_by = None
     if not force:
         low = conn.execute(

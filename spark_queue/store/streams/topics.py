@@ -31,7 +31,7 @@ from spark_queue.store.file.codec import (
     encode_key,
     encode_value,
 )
-from spark_queue.store.file.connection import now_ms
+from spark_queue.store.file.connection import Row, first_value, now_ms, one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, checked_rows, topic_fix
 
@@ -67,7 +67,7 @@ class TopicInfo(NamedTuple):
     name: str
     earliest: int
     latest: int
-    count: int
+    count: int  # type: ignore[assignment]  # public since the first release; shadows tuple.count
     created_ms: int
     retention_ms: int | None
     retention_rows: int | None
@@ -107,7 +107,7 @@ def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]
         conn.execute(
             "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
         )
-        row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
+        row = one_row(conn.execute(_OPEN_TOPIC, (topic,)))
     tid, nxt, limit, stray = row
     if stray is not None:
         raise CorruptStoreError(
@@ -317,13 +317,13 @@ def append_routed(
             vtype = chunk.value_type
             rows = zip(chunk.topics, keys, chunk.values, headers, strict=True)
             for topic, key, value, header in rows:
+                if topic is None:
+                    raise PayloadError(
+                        "a row has a null topic; every row needs its topic column set "
+                        "(or set the sink's 'topic' option)."
+                    )
                 entry = state.get(topic)
                 if entry is None:
-                    if topic is None:
-                        raise PayloadError(
-                            "a row has a null topic; every row needs its topic column set "
-                            "(or set the sink's 'topic' option)."
-                        )
                     tid, first, limit = open_topic(conn, topic)
                     entry = state[topic] = [tid, first, first]
                     if limit is not None:
@@ -471,7 +471,7 @@ def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 
 def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
     """:func:`bounds` of the topic with id ``tid``."""
-    latest = conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)).fetchone()[0]
+    latest = first_value(conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)))
     first = conn.execute(
         "SELECT offset FROM sq_events WHERE topic_id = ? ORDER BY offset LIMIT 1", (tid,)
     ).fetchone()
@@ -481,15 +481,15 @@ def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
 def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -> int:
     """The first offset whose timestamp is at or after ``timestamp_ms`` (latest if none)."""
     tid = topic_id(conn, topic)
-    row = conn.execute(
+    first = first_value(conn.execute(
         "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?",
         (tid, int(timestamp_ms)),
-    ).fetchone()
-    return bounds(conn, topic)[1] if row[0] is None else row[0]
+    ))
+    return bounds(conn, topic)[1] if first is None else first
 
 
 def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
         "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
         "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
