@@ -19,9 +19,11 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) -m spark_queue demo $(ARGS)
 
-# The whole suite on the main venv (pyspark 4.2.0 + Delta), then the smoke suite
-# on every supported pyspark minor from a freshly built wheel.
+# mypy on spark_queue/ (zero findings; settings in pyproject.toml), the whole suite on
+# the main venv (pyspark 4.2.0 + Delta), then the smoke suite on every supported
+# pyspark minor from a freshly built wheel.
 test: install
+	$(PY) -m mypy spark_queue
 	$(PY) -m pytest $(ARGS)
 	$(PY) tests/smoke/matrix.py
 

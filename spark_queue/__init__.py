@@ -1,16 +1,45 @@
 """spark_queue: a durable stream-and-queue store in one SQLite file, with a Spark connector.
 
-``import spark_queue`` loads no pyspark; :func:`register` imports the
-connector only when called.
+The front door names the user's nouns: ``from spark_queue import Store, Queue,
+Producer, Worker, register``. ``import spark_queue`` stays cheap: it loads no
+pyspark, no pyarrow and no worker; each name loads its module when first asked
+for, and :func:`register` imports the connector only when called.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_queue.store import Producer, Queue, Store
+    from spark_queue.worker import Worker
 
 __version__ = "0.1.0"
 
 FORMAT_NAME = "sqliteq"
+
+# The names loaded on first use, and the module each comes from.
+_LAZY = {
+    "Store": "spark_queue.store",
+    "Queue": "spark_queue.store",
+    "Producer": "spark_queue.store",
+    "Worker": "spark_queue.worker",
+}
+
+__all__ = ["FORMAT_NAME", "Producer", "Queue", "Store", "Worker", "__version__", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # the next lookup finds it without this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def register(spark: Any) -> None:

@@ -27,7 +27,7 @@ least every ``idle_poll_max_ms`` so delayed jobs and expired leases are picked
 up without a write to wake them.
 
 Held slots (the queue is paused, at its ``max_leased``, or out of rate-limit
-tokens: see :mod:`spark_queue.store.queue_controls`) do not claim: they read
+tokens: see :mod:`spark_queue.store.queues.controls`) do not claim: they read
 the queue's :meth:`~spark_queue.store.Queue.admission` and sleep until it may
 have changed, that is until another connection commits (an ack frees a slot, a
 resume or a new setting lands) or until the time it names passes (the next
@@ -69,6 +69,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from spark_queue.errors import (
@@ -89,7 +90,7 @@ _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
-# The store's bound on integers it binds (store/queues.py): a lease added to epoch ms
+# The store's bound on integers it binds (store/queues/jobs.py): a lease added to epoch ms
 # in SQL stays within 64 bits.
 MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
 # What a thread can wait for at once (threading.Event.wait refuses more).
@@ -206,7 +207,8 @@ class Worker:
         # Called from idle slots (any thread) with the stats that kept
         # until_empty from exiting: the CLI shows delayed jobs waited for.
         self.on_wait = on_wait
-        self._store_options = {"durability": durability, "busy_timeout_ms": busy_timeout_ms}
+        self._durability = durability
+        self._busy_timeout_ms = busy_timeout_ms
         self.stats = WorkerStats()
         self._stats_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -365,7 +367,7 @@ class Worker:
             q = store.queue(self.queue)
             for jobs, counted in ((started, True), (waiting, False)):
                 if jobs:
-                    result = self._retry(lambda j=jobs, c=counted: q.release(j, count_attempt=c))
+                    result = self._retry(partial(q.release, jobs, count_attempt=counted))
                     self._count(released=len(result.done))
                     released += len(result.done)
         log.warning(
@@ -412,7 +414,7 @@ class Worker:
             for position, job in enumerate(jobs):
                 if self._stopping.is_set():
                     rest = jobs[position:]
-                    result = self._retry(lambda r=rest: q.release(r))
+                    result = self._retry(partial(q.release, rest))
                     self._inflight.discard(rest)
                     self._count(released=len(result.done))
                     break
@@ -421,19 +423,19 @@ class Worker:
                     self.handler(job)
                 except Exception as exc:
                     error = traceback.format_exc()
-                    result = self._retry(lambda j=job, e=error: q.nack_many([j], e))
+                    nacked = self._retry(partial(q.nack_many, [job], error))
                     self._inflight.discard([job])
-                    self._failed(job, exc, result)
+                    self._failed(job, exc, nacked)
                 else:
                     done.append(job)
             jobs = []
             if done:
                 if self._stopping.is_set():
-                    result = self._retry(lambda d=done: q.ack_many(d))
+                    result = self._retry(partial(q.ack_many, done))
                 else:
                     # Ack this batch and claim the next in one transaction: one commit saved.
                     result, jobs = self._retry(
-                        lambda d=done: q.ack_and_claim(d, self.batch_size, lease_ms=self.lease_ms)
+                        partial(q.ack_and_claim, done, self.batch_size, lease_ms=self.lease_ms)
                     )
                 self._inflight.discard(done)
                 self._count(acked=len(result.done), lost=len(result.rejected))
@@ -502,7 +504,7 @@ class Worker:
                     jobs = [job for job, _ in self._inflight.snapshot()]
                     if not jobs:
                         continue
-                    result = self._retry(lambda j=jobs: q.extend(j, lease_ms=self.lease_ms))
+                    result = self._retry(partial(q.extend, jobs, lease_ms=self.lease_ms))
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
         except Exception as exc:
@@ -510,7 +512,7 @@ class Worker:
 
     # -- helpers -------------------------------------------------------------
     def _open_store(self) -> Store:
-        return Store(self.path, **self._store_options)
+        return Store(self.path, durability=self._durability, busy_timeout_ms=self._busy_timeout_ms)
 
     def _retry(self, operation: Callable[[], T]) -> T:
         """Run ``operation``, retrying with back-off while the store is busy or locked."""

@@ -50,6 +50,36 @@ def test_ci_runs_the_readme_test_command():
     assert test_command in [line.strip() for line in ci.splitlines()]
 
 
+def test_make_test_type_checks_the_package_before_the_tests():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
+    assert recipe[0].strip() == "$(PY) -m mypy spark_queue", recipe
+    assert any("-m pytest" in line for line in recipe[1:]), recipe
+
+
+def test_the_contributing_map_names_every_module_of_the_package():
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = contributing[contributing.index("## Layout and tests"):]
+    opening = section.index("```\n") + 4
+    block = section[opening:section.index("\n```", opening)]
+    mapped, folders = set(), []
+    for line in block.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        depth = (len(line) - len(line.lstrip())) // 2
+        if not name or not (depth or name == "spark_queue/") or depth > len(folders):
+            continue  # a continuation line, or a top-level entry outside the package
+        del folders[depth:]
+        if name.endswith("/"):
+            folders.append(name)
+        else:
+            mapped.add("".join(folders) + name)
+    package = ROOT / "spark_queue"
+    files = {p.relative_to(ROOT).as_posix() for p in package.rglob("*")
+             if p.suffix == ".py" or p.name == "py.typed"}
+    assert sorted(files - mapped) == [], "modules missing from CONTRIBUTING.md's map"
+    assert sorted(mapped - files) == [], "CONTRIBUTING.md's map names modules that are gone"
+
+
 def test_bad_input_inventory_names_tests_that_exist():
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = contributing[contributing.index("## Bad input and what it gets"):]

@@ -54,7 +54,7 @@ def test_delta_pin_is_the_one_the_readme_names():
 
 def test_the_databricks_section_matches_the_code():
     from spark_queue.spark.notebooks import DATABRICKS_LOCAL_DISK
-    from spark_queue.store.filesystem import DATABRICKS_FUSE_MOUNTS
+    from spark_queue.store.file.filesystem import DATABRICKS_FUSE_MOUNTS
 
     databricks = README[README.index("### On Databricks"):]
     databricks = databricks[: databricks.index("\n## ")]

@@ -1,9 +1,14 @@
-"""The store is a library for services without Spark: importing it loads no pyspark."""
+"""The store is a library for services without Spark: importing it loads no pyspark; the
+package's front door (``from spark_queue import Store, ...``) loads each name's module only
+when the name is asked for."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -17,6 +22,54 @@ def loads_no_pyspark(imports: str) -> subprocess.CompletedProcess:
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')); "
         "print(bad); sys.exit(1 if bad else 0)"
     )
+
+
+def loaded_after(code: str) -> list[str]:
+    """The modules of interest that ``code`` left loaded, in a fresh interpreter."""
+    result = run_python(
+        f"import json, sys; {code}; "
+        "watched = ('pyspark', 'py4j', 'pyarrow', 'apsw', 'spark_queue.store', "
+        "'spark_queue.worker', 'spark_queue.connector'); "
+        "print(json.dumps(sorted({w for w in watched for m in sys.modules "
+        "if m == w or m.startswith(w + '.')})))"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def test_importing_the_package_loads_no_pyspark_no_pyarrow_and_no_worker():
+    assert loaded_after("import spark_queue") == []
+
+
+def test_the_front_door_names_load_their_modules_only_when_asked_for():
+    assert loaded_after("from spark_queue import register") == []
+    assert loaded_after("from spark_queue import Store, Queue, Producer") == [
+        "apsw", "pyarrow", "spark_queue.store"
+    ]
+    assert loaded_after("from spark_queue import Worker") == [
+        "apsw", "pyarrow", "spark_queue.store", "spark_queue.worker"
+    ]
+
+
+def test_the_front_door_names_are_the_library_s_own_classes():
+    import spark_queue
+    import spark_queue.store
+    import spark_queue.worker
+
+    assert spark_queue.Store is spark_queue.store.Store
+    assert spark_queue.Queue is spark_queue.store.Queue
+    assert spark_queue.Producer is spark_queue.store.Producer
+    assert spark_queue.Worker is spark_queue.worker.Worker
+    assert callable(spark_queue.register)
+    assert {"Store", "Queue", "Producer", "Worker", "register"} <= set(dir(spark_queue))
+    assert set(spark_queue.__all__) <= set(dir(spark_queue))
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import spark_queue
+
+    with pytest.raises(AttributeError, match="no attribute 'Stor'"):
+        spark_queue.Stor  # noqa: B018
 
 
 def test_store_import_loads_no_pyspark():

@@ -16,7 +16,8 @@ import time
 import apsw
 import pytest
 
-from spark_queue.store import Store, queue_admin
+from spark_queue.store import Store
+from spark_queue.store.queues import admin as queue_admin
 
 pytestmark = pytest.mark.slow
 

@@ -33,24 +33,41 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
-from spark_queue.bench.report import best_of, print_table
-from spark_queue.store import Store, queues
-from spark_queue.store.codec import TEXT
+from spark_queue.bench.report import best_of, now_ms, print_table
+from spark_queue.store import TEXT, Store
 
 RAW = "raw apsw (the limit)"
 OURS = "spark_queue"
 SECTIONS = ("enqueue", "claim-ack", "backlog", "controls")
 NO_CONTROL = "no control set"
+# The raw baseline's statements: the SQL the store's own enqueue and claim run
+# (store/queues/jobs.py), without the checks and bookkeeping around them.
+_INSERT_JOB = (
+    "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
+    "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_CLAIM_JOBS = (
+    "UPDATE sq_jobs SET lease_token = ?, lease_expires_at = ?, attempts = attempts + 1 "
+    "WHERE id IN (SELECT id FROM sq_jobs WHERE queue_id = ? AND available_at <= ? "
+    "AND (lease_token IS NULL OR lease_expires_at <= ?) "
+    "AND (expires_at IS NULL OR expires_at > ?) "
+    "ORDER BY priority DESC, available_at, id LIMIT ?) "
+    "RETURNING id, priority, attempts, max_attempts, enqueued_ms, expires_at, "
+    "idempotency_key, value, value_type, last_error"
+)
 
 # Settings that never bind in one drain: what is measured is their bookkeeping.
-CONTROL_CASES = [
+CONTROL_CASES: list[tuple[str, dict[str, Any]]] = [
     (NO_CONTROL, {}),
     ("max_leased 1,000,000 (never reached)", {"max_leased": 1_000_000}),
     ("rate_limit_per_s 1e9, burst 1e9 (never empty)",
@@ -131,7 +148,7 @@ class _Bench:
             self.close_stores()
 
     def interleaved(
-        self, cases: list[tuple[Callable[[], object], Callable[[object], int]]]
+        self, cases: list[tuple[Callable[[], Any], Callable[[Any], int]]]
     ) -> list[float]:
         """Best rate of each ``(setup, body)``, running the cases in turn on every
         repeat so that a change in machine load hits them all alike."""
@@ -161,7 +178,7 @@ class _Bench:
         return store
 
     def raw_rows(self, n: int, queue_id: int) -> list[tuple]:
-        now = queues._clock_ms()
+        now = now_ms()
         return [(queue_id, 0, now, None, None, None, now, self.payload, TEXT)] * n
 
     # -- enqueue -----------------------------------------------------------------
@@ -184,7 +201,7 @@ class _Bench:
             conn = store.conn
             for _ in range(n // 100):
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(queues._INSERT, rows)
+                conn.executemany(_INSERT_JOB, rows)
                 conn.execute("COMMIT")
             return n // 100 * 100
 
@@ -280,13 +297,13 @@ class _Bench:
             qid = store.queue("bench").config().id
             done = 0
             while limit is None or done < limit:
-                now = queues._clock_ms()
-                token = queues.new_token()
+                now = now_ms()
+                token = secrets.randbits(63) or 1
                 conn.execute("BEGIN IMMEDIATE")
                 ids = [
                     row[0]
                     for row in conn.execute(
-                        queues._CLAIM, (token, now + 30_000, qid, now, now, now, batch)
+                        _CLAIM_JOBS, (token, now + 30_000, qid, now, now, now, batch)
                     )
                 ]
                 conn.execute("COMMIT")
@@ -402,7 +419,7 @@ class _Bench:
             return store
 
         rates = self.interleaved(
-            [(lambda s=settings: setup(s), self._ours_drain(128)) for _, settings in CONTROL_CASES]
+            [(partial(setup, settings), self._ours_drain(128)) for _, settings in CONTROL_CASES]
         )
         return [
             (label, rate, NO_CONTROL)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+S = TypeVar("S")  # what a benchmark's setup hands its body
 
 
-def best_of(repeats: int, setup: Callable[[], object], body: Callable[[object], int]) -> float:
+def best_of(repeats: int, setup: Callable[[], S], body: Callable[[S], int]) -> float:
     """Run ``body(setup())`` ``repeats`` times; return the best rate in items per second."""
     best = 0.0
     for _ in range(repeats):
@@ -17,6 +20,11 @@ def best_of(repeats: int, setup: Callable[[], object], body: Callable[[object], 
         elapsed = time.perf_counter() - started
         best = max(best, items / elapsed)
     return best
+
+
+def now_ms() -> int:
+    """Epoch milliseconds: the time raw-SQL baseline rows carry, stamped as the store stamps."""
+    return time.time_ns() // 1_000_000
 
 
 def print_table(title: str, rows: Sequence[tuple[str, float, str]]) -> None:

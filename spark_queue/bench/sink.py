@@ -27,9 +27,8 @@ import shutil
 import tempfile
 import time
 
-from spark_queue.bench.report import print_table
+from spark_queue.bench.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
-from spark_queue.store.topics import now_ms
 
 _INSERT = (
     "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
@@ -82,10 +81,10 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             return time.perf_counter() - started
 
     # -- the sink's phases, in-process ----------------------------------------
-    from spark_queue.connector.sink_options import SinkOptions
-    from spark_queue.connector.sink_schema import TEXT as VALUE_TEXT
-    from spark_queue.connector.sink_schema import SinkLayout
-    from spark_queue.connector.writers import SqliteQueueBatchWriter
+    from spark_queue.connector.sink.options import SinkOptions
+    from spark_queue.connector.sink.schema import TEXT as VALUE_TEXT
+    from spark_queue.connector.sink.schema import SinkLayout
+    from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
 
     table = pa.table({"value": pa.array(values, pa.string())})
     arrow_batches = table.to_batches(max_chunksize=10_000)

@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
                 }
                 samples.append(sample)
                 print(" ".join(f"{sample[k]:>{w}}" for k, w in columns), flush=True)
-                if query.exception() is not None:
-                    raise query.exception()
+                error = query.exception()
+                if error is not None:
+                    raise error
     finally:
         stop.set()
         query.stop()

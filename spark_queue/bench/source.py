@@ -41,8 +41,8 @@ def _ceiling_source():
         def read(self, partition):
             from pyspark.sql.pandas.types import to_arrow_schema
 
-            from spark_queue.connector.source_options import parse_source_options
-            from spark_queue.connector.source_schema import default_schema
+            from spark_queue.connector.source.options import parse_source_options
+            from spark_queue.connector.source.schema import default_schema
 
             opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
             target = to_arrow_schema(default_schema(opts), timezone="UTC")
@@ -71,8 +71,8 @@ def _ceiling_source():
             return "sqliteq_bench_ceiling"
 
         def schema(self):
-            from spark_queue.connector.source_options import parse_source_options
-            from spark_queue.connector.source_schema import default_schema
+            from spark_queue.connector.source.options import parse_source_options
+            from spark_queue.connector.source.schema import default_schema
 
             opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
             return default_schema(opts)
@@ -116,10 +116,10 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         store.publish_many("bench", (f"{i:010d}-{pad}" for i in range(n)))
 
     # -- without Spark ---------------------------------------------------------
-    from spark_queue.connector.partition_reader import read_partition
-    from spark_queue.connector.partitions import StoreRangePartition
-    from spark_queue.connector.source_options import parse_source_options
-    from spark_queue.connector.source_schema import default_schema
+    from spark_queue.connector.source.options import parse_source_options
+    from spark_queue.connector.source.partition_reader import read_partition
+    from spark_queue.connector.source.partitions import StoreRangePartition
+    from spark_queue.connector.source.schema import default_schema
 
     def raw_read() -> None:
         with Store(path) as store:
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     spark = local_session("spark_queue-bench-source", args.cores)
     counter = iter(range(1_000_000))
 
-    def sqliteq_stream(read_path: str) -> float:
+    def sqliteq_stream(read_path: str) -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
         query = (
             spark.readStream.format("sqliteq").option("path", path).option("topic", "bench")
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         assert rows == n, f"sqliteq read {rows} rows, expected {n}"
         return elapsed, in_batch_seconds(q.recentProgress)
 
-    def rate_stream() -> float:
+    def rate_stream() -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
         pad_sql = f"repeat('x', {args.value_bytes - 11})"
         query = (

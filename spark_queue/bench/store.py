@@ -45,9 +45,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import wait
 
-from spark_queue.bench.report import best_of, print_table
+from spark_queue.bench.report import best_of, now_ms, print_table
 from spark_queue.store import TEXT, Producer, Store
-from spark_queue.store.topics import now_ms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,7 +177,7 @@ HONKER = textwrap.dedent(
 )
 
 
-def _in_threads(threads: int, body: Callable[[int], None]) -> float:
+def _in_threads(threads: int, body: Callable[[int], object]) -> float:
     """Seconds from a common start until ``body(i)`` returned in each of ``threads`` threads."""
     start = threading.Barrier(threads + 1)
     errors: list[BaseException] = []

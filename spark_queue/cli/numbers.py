@@ -20,7 +20,7 @@ from collections.abc import Callable
 from spark_queue.times import DURATION_HELP, TIME_HELP, has_unit, parse_duration_ms, parse_time_ms
 
 INT64_MAX = 2**63 - 1
-# The store's own bound on the integers it keeps (store/queues.py, queue_admin.py): a
+# The store's own bound on the integers it keeps (store/queues/jobs.py, admin.py): a
 # duration added to now_ms always fits in 64 bits.
 MAX_STORED = 2**62 - 1
 MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
@@ -89,8 +89,9 @@ def duration(low_ms: int, high_ms: int) -> Callable[[str], int]:
 def point_in_time(text: str) -> int:
     """An argparse ``type=``: epoch milliseconds from an ISO-8601 time, epoch ms, or a
     duration with a unit counted back from now (``10m`` = ten minutes ago)."""
-    if has_unit(text):
-        return max(0, time.time_ns() // 1_000_000 - parse_duration_ms(text))
+    back_ms = parse_duration_ms(text) if has_unit(text) else None
+    if back_ms is not None:
+        return max(0, time.time_ns() // 1_000_000 - back_ms)
     millis = parse_time_ms(text)
     if millis is None:
         raise argparse.ArgumentTypeError(

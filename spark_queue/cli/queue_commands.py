@@ -465,9 +465,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     )
     try:
         stats = worker.run()
-    except WorkerCrashedError as exc:
+    except WorkerCrashedError:
         # The summary still says what was done before the crash; main() prints the error.
-        emit_object({"queue": args.queue} | exc.stats.as_dict(), as_json=args.json)
+        emit_object({"queue": args.queue} | worker.stats.as_dict(), as_json=args.json)
         raise
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
     return 0

@@ -12,7 +12,7 @@ import base64
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 from spark_queue.cli import numbers
 from spark_queue.cli.output import emit_line, show_time
@@ -22,6 +22,9 @@ from spark_queue.store import Event, Store
 
 READ_CHUNK = 1000
 _CONTROL = frozenset("\n\r\t")
+
+# Where --from starts: a keyword, or an offset (-N: the last N events).
+Start = Literal["earliest", "latest"] | int
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -103,9 +106,11 @@ def _say_waiting(what: str) -> None:
           file=sys.stderr, flush=True)
 
 
-def _parse_start(text: str | None) -> str | int:
-    if text is None or text in ("earliest", "latest"):
-        return text or "earliest"
+def _parse_start(text: str | None) -> Start:
+    if text is None or text == "earliest":
+        return "earliest"
+    if text == "latest":
+        return "latest"
     try:
         return int(text)
     except ValueError:
@@ -115,7 +120,7 @@ def _parse_start(text: str | None) -> str | int:
         ) from None
 
 
-def _first_offset(store: Store, topic: str, start: str | int, since_ms: int | None) -> int:
+def _first_offset(store: Store, topic: str, start: Start, since_ms: int | None) -> int:
     earliest, latest = store.bounds(topic)  # UnknownTopicError names the topic
     if since_ms is not None:
         return store.offset_for_timestamp(topic, since_ms)

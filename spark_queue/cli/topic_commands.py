@@ -140,7 +140,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
             "--max-payload-bytes N, or one of their --no-... flags."
         )
     with open_for_write(args, "topic config") as store:
-        info = store.configure_topic(args.topic, **settings)
+        info = store.configure_topic(args.topic, exist_ok=True, **settings)
     emit_object(info._asdict(), as_json=args.json)
     return 0
 

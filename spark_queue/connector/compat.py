@@ -16,7 +16,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-PYSPARK_VERSION: tuple[int, int] = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+PYSPARK_VERSION: tuple[int, ...] = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
 
 # pyspark 4.2 added pyspark.sql.streaming.datasource: read limits handed to
 # latestOffset(start, limit), SupportsTriggerAvailableNow and reportLatestOffset.
@@ -74,7 +74,8 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     """Spark's Arrow schema for ``schema``, timestamps in UTC (what Spark expects back)."""
     if PYSPARK_VERSION >= (4, 2):
         return to_arrow_schema(schema, timezone="UTC")
-    return to_arrow_schema(schema, timestamp_utc=True)  # pyspark 4.0, 4.1
+    # pyspark 4.0, 4.1; mypy reads 4.2's signature, which renamed the keyword.
+    return to_arrow_schema(schema, timestamp_utc=True)  # type: ignore[call-arg]
 
 
 def data_source_exists(spark: object, name: str) -> bool:

@@ -10,15 +10,15 @@ from pyspark.sql.types import StructType
 
 from spark_queue import FORMAT_NAME
 from spark_queue.connector import compat
-from spark_queue.connector.batch_reader import SqliteQueueBatchReader
-from spark_queue.connector.offsets import check_store_exists
-from spark_queue.connector.simple_reader import SqliteQueueSimpleStreamReader
-from spark_queue.connector.sink_options import parse_sink_options
-from spark_queue.connector.sink_schema import plan_layout
-from spark_queue.connector.source_options import SourceOptions, parse_source_options
-from spark_queue.connector.source_schema import check_user_schema, default_schema
-from spark_queue.connector.stream_reader import SqliteQueueStreamReader
-from spark_queue.connector.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
+from spark_queue.connector.sink.options import parse_sink_options
+from spark_queue.connector.sink.schema import plan_layout
+from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
+from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
+from spark_queue.connector.source.offsets import check_store_exists
+from spark_queue.connector.source.options import SourceOptions, parse_source_options
+from spark_queue.connector.source.schema import check_user_schema, default_schema
+from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 from spark_queue.errors import OptionError
 
 log = logging.getLogger("spark_queue.connector")

@@ -69,8 +69,9 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
             while True:
                 time.sleep(0.25)
                 for query in (bronze, alerts):
-                    if query.exception() is not None:
-                        raise query.exception()
+                    error = query.exception()
+                    if error is not None:
+                        raise error
                 latest = monitor.latest_offset(config.topic)
                 bronze_end = end_offset(bronze.lastProgress, config.topic)
                 now = time.monotonic()

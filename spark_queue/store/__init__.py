@@ -4,22 +4,22 @@ This package imports only apsw and pyarrow, never pyspark: it is the library
 a producer service or a worker uses on its own.
 """
 
-from spark_queue.store.codec import BYTES, JSON, TEXT
-from spark_queue.store.connection import DURABILITY_LEVELS
-from spark_queue.store.consumers import ConsumerInfo
-from spark_queue.store.core import Store
+from spark_queue.store.file.codec import BYTES, JSON, TEXT
+from spark_queue.store.file.connection import DURABILITY_LEVELS
+from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import CheckReport, check_file
-from spark_queue.store.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.producer import Producer
-from spark_queue.store.queue_admin import JobInfo, QueueStats
-from spark_queue.store.queue_config import QueueConfig
-from spark_queue.store.queue_controls import Admission
-from spark_queue.store.queue_handle import Queue
-from spark_queue.store.queues import Job, LeaseResult, NackResult, NewJob, enqueue_rows
-from spark_queue.store.retention import PruneResult
+from spark_queue.store.queues.admin import JobInfo, QueueStats
+from spark_queue.store.queues.config import QueueConfig
+from spark_queue.store.queues.controls import Admission
+from spark_queue.store.queues.jobs import Job, LeaseResult, NackResult, NewJob, enqueue_rows
+from spark_queue.store.queues.queue import Queue
 from spark_queue.store.sinks import SinkCommit
-from spark_queue.store.topic_admin import TopicDeleted
-from spark_queue.store.topics import EncodedChunk, Event, Record, TopicInfo
+from spark_queue.store.store import Store
+from spark_queue.store.streams.admin import TopicDeleted
+from spark_queue.store.streams.consumers import ConsumerInfo
+from spark_queue.store.streams.retention import PruneResult
+from spark_queue.store.streams.topics import EncodedChunk, Event, Record, TopicInfo
 
 __all__ = [
     "BYTES",

@@ -17,10 +17,10 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
-from spark_queue.store.connection import open_errors, read_transaction
-from spark_queue.store.names import validate_name
-from spark_queue.store.schema import APPLICATION_ID, latest_version, read_state
-from spark_queue.store.topics import offsets_are_unique
+from spark_queue.store.file.connection import open_errors, read_transaction
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.schema import APPLICATION_ID, latest_version, read_state
+from spark_queue.store.streams.topics import offsets_are_unique
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024
@@ -92,7 +92,8 @@ def _copy(conn: apsw.Connection, partial: str, progress: BackupProgress | None) 
                     step.step(_BACKUP_PAGES_PER_STEP)
                     if progress is not None:
                         progress(step.page_count - step.remaining, step.page_count)
-                return step.page_count
+                pages = step.page_count
+        return pages
     finally:
         dest.close()
 

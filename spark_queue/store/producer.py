@@ -51,13 +51,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from spark_queue.errors import StoreError
-from spark_queue.store import queues
-from spark_queue.store.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
-from spark_queue.store.connection import DEFAULT_BUSY_TIMEOUT_MS
-from spark_queue.store.core import Store
-from spark_queue.store.names import validate_name
+from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
+from spark_queue.store.file.connection import DEFAULT_BUSY_TIMEOUT_MS
+from spark_queue.store.file.names import validate_name
 from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
-from spark_queue.store.queues import NewJob
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.jobs import NewJob
+from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
 
@@ -439,7 +439,7 @@ def _job(
     validate_name(queue, "queue")
     job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
                  max_attempts, ttl_ms)
-    queues.check_job(job)
+    queue_jobs.check_job(job)
     return job
 
 

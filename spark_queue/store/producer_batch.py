@@ -11,7 +11,7 @@ is a Future or anything with ``set_result``/``set_exception``.
   topic's ``max_payload_bytes`` is found before anything is inserted (the
   limit is read in the same transaction), so the topic path needs no
   savepoint; a queue's ``max_payload_bytes`` or ``max_size`` refuses inside
-  :func:`~spark_queue.store.queues.enqueue_rows`, so each queue's calls are
+  :func:`~spark_queue.store.queues.jobs.enqueue_rows`, so each queue's calls are
   written in a savepoint and, if refused, again one by one.
 """
 
@@ -24,9 +24,10 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import PayloadTooLargeError, QueueFullError
-from spark_queue.store import queues, topics
-from spark_queue.store.connection import StoreConnection, now_ms
-from spark_queue.store.payload_limits import check_sizes, topic_fix
+from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.payload_limits import check_sizes, topic_fix
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.streams import topics
 
 EVENT, JOB = 0, 1
 
@@ -95,7 +96,7 @@ def _enqueue(conn: apsw.Connection, queue: str, calls: list[tuple], results: lis
     """The queue's calls together; if the queue refuses that, each alone, in call order,
     so only the refused calls fail, as if each had been sent on its own."""
     def write(group: list[tuple]) -> Sequence[int]:
-        return queues.enqueue_rows(conn, queue, [call[2] for call in group])
+        return queue_jobs.enqueue_rows(conn, queue, [call[2] for call in group])
 
     try:
         results.extend(zip([call[3] for call in calls], _undone_if_refused(conn, write, calls),

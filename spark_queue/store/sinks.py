@@ -20,8 +20,8 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
-from spark_queue.store.connection import now_ms, write_transaction
-from spark_queue.store.names import validate_name
+from spark_queue.store.file.connection import now_ms, write_transaction
+from spark_queue.store.file.names import validate_name
 
 
 class SinkLedgerEntry(NamedTuple):
@@ -87,7 +87,7 @@ def commit_batch(
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise OffsetRangeError(f"batch_id must be an integer >= 0; got {batch_id!r}.")
     with write_transaction(conn):
-        if sink_id is None:
+        if sink_id is None or batch_id is None:  # both None (checked above): no ledger entry
             return SinkCommit(None, None, write(conn), False, None)
         entry = ledger_entry(conn, sink_id)
         if entry is not None and batch_id <= entry.last_batch_id:

@@ -15,8 +15,8 @@ import pytest
 
 from spark_queue.connector import SqliteQueueDataSource
 from spark_queue.connector.option_table import OptionTable
-from spark_queue.connector.sink_options import SINK_TABLE
-from spark_queue.connector.source_options import SOURCE_TABLE
+from spark_queue.connector.sink.options import SINK_TABLE
+from spark_queue.connector.source.options import SOURCE_TABLE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

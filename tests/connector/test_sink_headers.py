@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from spark_queue.connector.sink_encode import encode_headers
+from spark_queue.connector.sink.encode import encode_headers
 from spark_queue.errors import PayloadError
 
 KAFKA = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

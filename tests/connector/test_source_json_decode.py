@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_queue.connector.json_decode import JsonDecoder
+from spark_queue.connector.source.json_decode import JsonDecoder
 from spark_queue.errors import PayloadError
 
 TARGET = pa.schema(

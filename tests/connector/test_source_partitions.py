@@ -7,8 +7,8 @@ import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_queue.connector.offsets import cap_rows
-from spark_queue.connector.partitions import (
+from spark_queue.connector.source.offsets import cap_rows
+from spark_queue.connector.source.partitions import (
     ShippedRangePartition,
     StoreRangePartition,
     split_ranges,

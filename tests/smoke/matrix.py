@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import venv
+import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The newest patch of each supported minor on PyPI (update with new releases).
@@ -47,6 +48,11 @@ def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
 def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
     run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)])
     (wheel,) = out.glob("spark_queue-*.whl")
+    # Files the wheel must carry beside the code: the types marker and Spark's lookup module.
+    with zipfile.ZipFile(wheel) as archive:
+        missing = {"spark_queue/py.typed", "pyspark_sqliteq.py"} - set(archive.namelist())
+    if missing:
+        raise SystemExit(f"matrix: {wheel.name} lacks {sorted(missing)}")
     return wheel
 
 

@@ -8,9 +8,9 @@ import tracemalloc
 import pyarrow as pa
 import pytest
 
-from spark_queue.connector.sink_options import SinkOptions
-from spark_queue.connector.sink_schema import BYTES, TEXT, SinkLayout
-from spark_queue.connector.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
+from spark_queue.connector.sink.options import SinkOptions
+from spark_queue.connector.sink.schema import BYTES, TEXT, SinkLayout
+from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
 from spark_queue.store import Store, sinks
 
 ROWS = 1_000_000

@@ -16,7 +16,7 @@ from spark_queue.errors import (
     StoreNotFoundError,
 )
 from spark_queue.store import Store
-from spark_queue.store.schema import latest_version
+from spark_queue.store.file.schema import latest_version
 
 
 def test_new_store_uses_wal_foreign_keys_and_durability(store_path):

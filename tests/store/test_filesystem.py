@@ -18,8 +18,9 @@ import subprocess
 import pytest
 
 from spark_queue.errors import StoreError, UnsafeFileSystemError
-from spark_queue.store import Store, filesystem
-from spark_queue.store.filesystem import Mount
+from spark_queue.store import Store
+from spark_queue.store.file import filesystem
+from spark_queue.store.file.filesystem import Mount
 
 NOLOCKFS = pathlib.Path(__file__).resolve().parent / "nolockfs"
 

@@ -12,7 +12,7 @@ import pytest
 from spark_queue.cli import main
 from spark_queue.errors import CorruptStoreError, InvalidNameError
 from spark_queue.store import Record, Store
-from spark_queue.store.arrow_read import verify_offsets
+from spark_queue.store.streams.arrow_read import verify_offsets
 
 
 def reads(store: Store, topic: str, start: int = 0, end: int | None = None):

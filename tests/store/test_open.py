@@ -14,8 +14,8 @@ import pytest
 
 from spark_queue.errors import NotAStoreError, StoreBusyError, StoreError
 from spark_queue.store import Store
+from spark_queue.store.file.schema import APPLICATION_ID, MIGRATIONS, latest_version
 from spark_queue.store.maintenance import check_file
-from spark_queue.store.schema import APPLICATION_ID, MIGRATIONS, latest_version
 
 # Python's stdlib sqlite3 links another SQLite than apsw: it runs only in a
 # subprocess, never in this process, which holds apsw connections.

@@ -16,19 +16,22 @@ from spark_queue.errors import (
     UnknownJobError,
     UnknownQueueError,
 )
-from spark_queue.store import NewJob, Store, enqueue_rows, queue_admin, queue_leases, queues
+from spark_queue.store import NewJob, Store, enqueue_rows
+from spark_queue.store.queues import admin as queue_admin
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues import leases as queue_leases
 
 T0 = 1_000_000_000  # an arbitrary "now" for injected clocks
 
 
 def enqueue_at(store, queue, jobs, now=T0):
     with store.write() as conn:
-        return queues.enqueue_rows(conn, queue, jobs, now_ms=now)
+        return queue_jobs.enqueue_rows(conn, queue, jobs, now_ms=now)
 
 
 def claim_at(store, queue, limit, now, lease_ms=None):
     with store.write() as conn:
-        return queues.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
+        return queue_jobs.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
 
 
 def test_enqueue_many_assigns_increasing_ids_and_roundtrips_payloads(store):
@@ -327,7 +330,7 @@ def test_stats_count_each_state(store):
     store.queue("q", max_attempts=1)
     enqueue_at(store, "q", ["r1", "r2", NewJob("d", delay_ms=1000), "l", "x"], now=T0)
     with store.write() as conn:
-        leased = queues.claim(conn, "q", 2, now_ms=T0 + 5)
+        leased = queue_jobs.claim(conn, "q", 2, now_ms=T0 + 5)
         queue_leases.nack(conn, "q", leased[1:], "bad", now_ms=T0 + 5)
         stats = queue_admin.stats(conn, "q", now_ms=T0 + 10)[0]
     assert stats == ("q", 2, 1, 1, 1, 10)
@@ -338,7 +341,7 @@ def test_claim_uses_the_claim_index_without_sorting(store):
     plan = "\n".join(
         str(row[-1])
         for row in store.conn.execute(
-            "EXPLAIN QUERY PLAN " + queues._CLAIM, (1, 2, 1, T0, T0, T0, 128)
+            "EXPLAIN QUERY PLAN " + queue_jobs._CLAIM, (1, 2, 1, T0, T0, T0, 128)
         )
     )
     assert "USING INDEX sq_jobs_claim" in plan, plan

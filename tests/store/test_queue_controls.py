@@ -7,21 +7,27 @@ Time-dependent rules use the store functions' ``now_ms`` injection, so no test s
 from __future__ import annotations
 
 import random
+from typing import get_args, get_type_hints
 
 import apsw
 import pytest
 
 from spark_queue.errors import OptionError, PayloadTooLargeError, QueueConfigError
-from spark_queue.store import NewJob, Record, Store, queue_admin, queue_controls, queues, topics
-from spark_queue.store.queue_leases import ack, extend, release
-from spark_queue.store.schema import MIGRATIONS, latest_version
+from spark_queue.store import NewJob, Record, Store
+from spark_queue.store.file.schema import MIGRATIONS, latest_version
+from spark_queue.store.queues import admin as queue_admin
+from spark_queue.store.queues import controls as queue_controls
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.config import QueueSettings
+from spark_queue.store.queues.leases import ack, extend, release
+from spark_queue.store.streams import topics
 
 T0 = 1_000_000_000
 
 
 def enqueue_at(store, queue, jobs, now=T0):
     with store.write() as conn:
-        return queues.enqueue_rows(conn, queue, jobs, now_ms=now)
+        return queue_jobs.enqueue_rows(conn, queue, jobs, now_ms=now)
 
 
 def configure_at(store, queue, now=T0, **settings):
@@ -31,7 +37,7 @@ def configure_at(store, queue, now=T0, **settings):
 
 def claim_at(store, queue, limit, now, lease_ms=None):
     with store.write() as conn:
-        return queues.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
+        return queue_jobs.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
 
 
 def admission_at(store, queue, now):
@@ -232,10 +238,19 @@ def test_limits_apply_to_ack_and_claim_and_combine(store):
     configure_at(store, "q", max_leased=3, rate_limit_per_s=1000, rate_burst=2)
     assert len(claim_at(store, "q", 10, T0)) == 2  # the bucket is the tighter limit
     with store.write() as conn:
-        jobs = queues.claim(conn, "q", 10, now_ms=T0 + 100)
+        jobs = queue_jobs.claim(conn, "q", 10, now_ms=T0 + 100)
         assert len(jobs) == 1  # now the cap is
         ack(conn, "q", jobs)
-        assert len(queues.claim(conn, "q", 10, now_ms=T0 + 100)) == 1
+        assert len(queue_jobs.claim(conn, "q", 10, now_ms=T0 + 100)) == 1
+
+
+def test_the_typed_settings_are_the_settings_a_queue_accepts():
+    # Store.queue(name, **settings) and Queue.configure are typed by QueueSettings; the
+    # names it lists and the names configure checks are one set.
+    assert set(QueueSettings.__annotations__) == set(queue_admin.SETTINGS)
+    nullable = {name for name, kind in get_type_hints(QueueSettings).items()
+                if type(None) in get_args(kind)}
+    assert nullable == queue_admin.NULLABLE
 
 
 def test_bad_control_settings_fail_with_a_message_naming_them(store):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from spark_queue.errors import InvalidNameError, OffsetRangeError, PayloadError
-from spark_queue.store import sinks, topics
-from spark_queue.store.codec import BYTES, JSON, TEXT
+from spark_queue.store import sinks
+from spark_queue.store.file.codec import BYTES, JSON, TEXT
+from spark_queue.store.streams import topics
 
 
 def publish(conn, topic, values):

@@ -1,0 +1,250 @@
+"""The sink's writers: tasks pack rows, the driver commits them exactly once.
+
+Which process runs what (pyspark 4.2):
+
+- ``write(iterator)`` runs in an executor's Python worker, once per task. It
+  encodes the task's Arrow batches (:mod:`~spark_queue.connector.sink.encode`)
+  into one Arrow IPC stream and returns it in a
+  :class:`~spark_queue.connector.sink.commit_message.SqliteQueueCommitMessage`,
+  with the streaming query id and batch id read from the task's local
+  properties. It never opens the store.
+- ``commit(messages[, batchId])`` runs on the driver, in a Python process
+  started for that commit (no state survives between batches). It opens the
+  store, writes every row of every message and the sink-ledger entry in ONE
+  transaction (:func:`spark_queue.store.sinks.commit_batch`), and closes it.
+  A batch id already in the ledger for this sink is skipped.
+- ``abort`` writes nothing: rows only ever reach the file in ``commit``.
+
+Writers hold parsed options and the column layout only (both picklable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from itertools import repeat
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter
+
+from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
+from spark_queue.connector.sink.commit_message import SqliteQueueCommitMessage
+from spark_queue.connector.sink.encode import encode_batch
+from spark_queue.connector.sink.options import FORMAT, SinkOptions
+from spark_queue.connector.sink.schema import JSON, SinkLayout
+from spark_queue.errors import SparkQueueError
+from spark_queue.store import EncodedChunk, NewJob, SinkCommit, Store
+
+logger = logging.getLogger(__name__)
+
+# Local properties Spark sets on every task of a micro-batch (MicroBatchExecution).
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+# Commit messages cross the JVM twice on their way to the driver. LZ4 shrinks
+# text-like rows (JSON) for less CPU than the copies it saves, but only costs
+# on incompressible ones (random ids, binary): a sample of the first batch
+# decides. The driver decompresses one batch at a time.
+_LZ4 = (
+    pa.ipc.IpcWriteOptions(compression="lz4") if pa.Codec.is_available("lz4_frame") else None
+)
+_PLAIN = pa.ipc.IpcWriteOptions()
+_SAMPLE_ROWS = 4096
+_MIN_SAVING = 0.2
+
+
+class _SinkWriter:
+    """What the batch and streaming writers share: task packing and the driver commit."""
+
+    streaming = False
+
+    def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
+        self.options = options
+        self.layout = layout
+
+    # -- executor --------------------------------------------------------
+    def _pack(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        context = TaskContext.get()
+        query_id = batch_id = None
+        partition_id = 0
+        if context is not None:
+            partition_id = context.partitionId()
+            if self.streaming:
+                query_id = context.getLocalProperty(QUERY_ID_PROPERTY)
+                raw_batch = context.getLocalProperty(BATCH_ID_PROPERTY)
+                batch_id = None if raw_batch is None else int(raw_batch)
+        rows = 0
+        sink = writer = None
+        for batch in iterator:
+            if batch.num_rows == 0:
+                continue
+            encoded = encode_batch(batch, self.layout)
+            if writer is None:
+                sink = pa.BufferOutputStream()
+                writer = pa.ipc.new_stream(sink, encoded.schema, options=_ipc_options(encoded))
+            writer.write_batch(encoded)
+            rows += batch.num_rows
+        payload = None
+        if writer is not None:
+            writer.close()
+            assert sink is not None, "opened with the writer"
+            payload = sink.getvalue().to_pybytes()
+        return SqliteQueueCommitMessage(query_id, batch_id, partition_id, rows, payload)
+
+    # -- driver ----------------------------------------------------------
+    def _commit(
+        self,
+        messages: list[SqliteQueueCommitMessage | None],
+        sink_id: str | None,
+        batch_id: int | None,
+    ) -> SinkCommit:
+        present = [m for m in messages if m is not None]
+        started = time.monotonic()
+        store = Store(
+            self.options.path,
+            durability=self.options.durability,
+            busy_timeout_ms=self.options.busy_timeout_ms,
+        )
+        batches = _batches(present)
+        try:
+            if self.layout.target == "queue":
+                result = store.commit_sink_batch(
+                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout)
+                )
+            else:
+                chunks = (_chunk(batch, self.layout.value_type) for batch in batches)
+                result = store.commit_sink_batch(
+                    sink_id, batch_id, topic=self.options.topic, chunks=chunks
+                )
+        finally:
+            store.close()
+        logger.info(
+            "%s sink %s batch %s: %s %d rows in %.3fs",
+            FORMAT,
+            sink_id,
+            batch_id,
+            "skipped, already committed;" if result.skipped else "wrote",
+            sum(m.rows for m in present),
+            time.monotonic() - started,
+        )
+        return result
+
+
+class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
+    """``df.write.format("sqliteq")``: the whole job lands in one transaction."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        return self._pack(iterator)
+
+    # Spark hands commit and abort the messages this writer's write() returned; pyspark types
+    # them as the base WriterCommitMessage.
+    def commit(self, messages: list[SqliteQueueCommitMessage | None]) -> None:  # type: ignore[override]
+        self._commit(messages, self.options.sink_id, self.options.batch_id)
+
+    def abort(self, messages: list[SqliteQueueCommitMessage | None]) -> None:  # type: ignore[override]
+        logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT)
+
+
+# The bases depend on the pyspark version (compat.STREAM_ARROW_WRITER_BASES), which mypy cannot
+# follow.
+class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type: ignore[misc]
+    """``df.writeStream.format("sqliteq")``: each micro-batch exactly once, via the ledger."""
+
+    streaming = True
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
+        return self._pack(iterator)
+
+    def commit(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
+        present = [m for m in messages if m is not None]
+        for message in present:
+            if message.batch_id is not None and message.batch_id != batchId:
+                raise SparkQueueError(
+                    f"{FORMAT} sink: a task wrote micro-batch {message.batch_id} but Spark "
+                    f"commits batch {batchId}; refusing to commit rows under the wrong id."
+                )
+        sink_id = self.options.sink_id
+        if sink_id is None:
+            query_ids = {m.query_id for m in present if m.query_id is not None}
+            if len(query_ids) > 1:
+                raise SparkQueueError(
+                    f"{FORMAT} sink: tasks of batch {batchId} report different query ids "
+                    f"{sorted(query_ids)}; set option 'sinkId' to name the sink."
+                )
+            if not query_ids:
+                if any(m.rows for m in present):
+                    raise SparkQueueError(
+                        f"{FORMAT} sink: the tasks of batch {batchId} did not see Spark's "
+                        f"'{QUERY_ID_PROPERTY}' property; set option 'sinkId' to name the sink."
+                    )
+                return  # no task, no rows: nothing to write and no id to record it under
+            sink_id = query_ids.pop()
+        self._commit(messages, sink_id, batchId)
+
+    def abort(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
+        logger.warning("%s sink: micro-batch %d aborted; nothing was written.", FORMAT, batchId)
+
+
+def _ipc_options(batch: pa.RecordBatch) -> pa.ipc.IpcWriteOptions:
+    """LZ4 if a sample of ``batch`` shrinks by at least ``_MIN_SAVING``, else uncompressed."""
+    if _LZ4 is None:
+        return _PLAIN
+    sample = batch.slice(0, _SAMPLE_ROWS).serialize()
+    packed = pa.compress(sample, codec="lz4", asbytes=False)
+    return _LZ4 if packed.size <= (1 - _MIN_SAVING) * sample.size else _PLAIN
+
+
+def _batches(messages: list[SqliteQueueCommitMessage]) -> Iterator[pa.RecordBatch]:
+    """Every encoded batch of every message, read zero-copy; each message is dropped once read."""
+    for message in messages:
+        payload, message.arrow_ipc = message.arrow_ipc, None
+        if payload:
+            yield from pa.ipc.open_stream(pa.py_buffer(payload))
+        del payload
+
+
+def _chunk(batch: pa.RecordBatch, value_type: int) -> EncodedChunk:
+    names = batch.schema.names
+    return EncodedChunk(
+        values=batch.column("value").to_pylist(),
+        value_type=value_type,
+        keys=batch.column("key").to_pylist() if "key" in names else None,
+        headers=batch.column("headers").to_pylist() if "headers" in names else None,
+        topics=batch.column("topic").to_pylist() if "topic" in names else None,
+    )
+
+
+def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[NewJob]:
+    # enqueue_rows stores a str payload as text: JSON rows are parsed back so
+    # the codec stores them as JSON (value_type 2), which workers decode.
+    parse = layout.value_type == JSON
+    for batch in batches:
+        n = batch.num_rows
+        names = batch.schema.names
+        values = batch.column("value").to_pylist()
+        if parse:
+            values = [None if v is None else json.loads(v) for v in values]
+
+        def column(name: str, default=None, n=n, names=names, batch=batch):
+            return batch.column(name).to_pylist() if name in names else repeat(default, n)
+
+        for payload, priority, delay_ms, key, max_attempts, ttl_ms in zip(
+            values,
+            column("priority"),
+            column("delay_ms"),
+            column("idempotency_key"),
+            column("max_attempts"),
+            column("ttl_ms"),
+            strict=True,
+        ):
+            yield NewJob(
+                payload,
+                0 if priority is None else priority,
+                0 if delay_ms is None else delay_ms,
+                key,
+                max_attempts,
+                ttl_ms,
+            )

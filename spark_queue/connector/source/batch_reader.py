@@ -1,0 +1,54 @@
+"""The batch reader: ``spark.read.format("sqliteq")`` over one offset range.
+
+``partitions()`` runs on the driver when Spark plans the query: it resolves
+``startingOffsets`` / ``startingTimestamp`` and ``endingOffsets`` against
+the store at that moment (one snapshot). ``read()`` runs on executors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from spark_queue.connector.source.offsets import (
+    ending_offsets,
+    open_store,
+    starting_offsets,
+    subscribed_bounds,
+)
+from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.partition_planner import plan_partitions
+from spark_queue.connector.source.partition_reader import read_partition
+from spark_queue.errors import OptionError
+
+
+class SqliteQueueBatchReader(DataSourceReader):
+    """Reads ``[startingOffsets, endingOffsets)`` of every subscribed topic."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        store = open_store(self.options)
+        try:
+            with store.snapshot():
+                bounds = subscribed_bounds(store, self.options)
+                start = starting_offsets(store, self.options, bounds)
+                end = ending_offsets(self.options, bounds, store)
+                for topic, stop in end.items():
+                    if stop < start.get(topic, 0):
+                        raise OptionError(
+                            f"{FORMAT} source: for topic {topic!r} the ending offset {stop} "
+                            f"is below the starting offset {start.get(topic, 0)}; "
+                            "endingOffsets must be at or after startingOffsets."
+                        )
+                return plan_partitions(store, self.options, self.schema, start, end, bounds)
+        finally:
+            store.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.options, self.schema, partition)

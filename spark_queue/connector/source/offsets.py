@@ -1,0 +1,206 @@
+"""Driver-side offset planning: where a read starts, how far it may go, what was lost.
+
+Offsets are JSON dicts ``{topic: next_offset}`` with sorted keys (Spark
+compares offsets by their JSON text, so the order must be stable). A
+subscribed topic missing from a dict is at offset 0: topics created while a
+``topicPattern`` (or a named topic created after start) query runs are read
+from their first event. All store access here runs on the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from spark_queue import FORMAT_NAME as FORMAT
+from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
+from spark_queue.connector.source.options import SourceOptions
+from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
+from spark_queue.store import Store
+
+log = logging.getLogger("spark_queue.connector")
+
+Bounds = dict[str, tuple[int, int]]  # topic -> (earliest, latest)
+
+
+def open_store(options: SourceOptions) -> Store:
+    """Open the store named by ``path``; a missing file is an error (a reader never creates one)."""
+    if not os.path.exists(options.path):
+        raise StoreNotFoundError(
+            f"{FORMAT} option 'path' names {options.path!r}, which does not exist on this "
+            "machine; create the store first (`sqliteq init`, or publish to it) or fix the path."
+        )
+    return Store(options.path, create=False)
+
+
+def check_store_exists(options: SourceOptions) -> None:
+    open_store(options).close()
+
+
+def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:
+    """``(earliest, latest)`` of every existing subscribed topic, from one snapshot."""
+    return {
+        info.name: (info.earliest, info.latest)
+        for info in store.topics()
+        if options.subscribes(info.name)
+    }
+
+
+def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
+    return {topic: offsets[topic] for topic in sorted(offsets)}
+
+
+def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> dict[str, int]:
+    """Resolve where a new query starts, against the store now.
+
+    ``startingTimestamp`` / ``startingOffsetsByTimestamp``: each topic's first
+    offset stamped at or after the time (-2 earliest, -1 latest; a topic left
+    out of the JSON starts at earliest); ``startingOffsets`` otherwise.
+    """
+    kind = options.starting
+    if kind == "earliest":
+        start = {t: earliest for t, (earliest, _) in bounds.items()}
+    elif kind == "latest":
+        start = {t: latest for t, (_, latest) in bounds.items()}
+    elif kind == "committed":
+        assert options.consumer is not None, "parse_source_options: committed needs a consumer"
+        saved = store.committed_offsets(options.consumer)
+        start = {t: saved.get(t, earliest) for t, (earliest, _) in bounds.items()}
+    elif kind == "timestamp":
+        assert options.starting_timestamp_ms is not None, "parse_source_options sets it"
+        start = {
+            t: _at_time(store, options, "startingTimestamp", t, options.starting_timestamp_ms,
+                        bounds[t])
+            for t in bounds
+        }
+    elif kind == "timestamps":
+        given = dict(options.starting_timestamps)
+        start = {
+            t: _at_time(store, options, "startingOffsetsByTimestamp", t,
+                        given.get(t, EARLIEST_SENTINEL), bounds[t])
+            for t in bounds
+        }
+    else:  # json
+        given = options.starting_offsets
+        start = {}
+        for topic in set(bounds) | set(given):
+            earliest, latest = bounds.get(topic, (0, 0))
+            offset = given.get(topic, EARLIEST_SENTINEL)
+            if offset == EARLIEST_SENTINEL:
+                offset = earliest
+            elif offset == LATEST_SENTINEL:
+                offset = latest
+            elif topic in bounds and offset > latest:
+                raise OptionError(
+                    f"{FORMAT} option 'startingOffsets' asks for offset {offset} of topic "
+                    f"{topic!r}, beyond its latest offset {latest}; use an offset from "
+                    f"{earliest} to {latest}, or -1 for latest."
+                )
+            start[topic] = offset
+    return sorted_offsets(start)
+
+
+def ending_offsets(
+    options: SourceOptions, bounds: Bounds, store: Store | None = None
+) -> dict[str, int]:
+    """Resolve where a batch read ends (exclusive), against the store now.
+
+    ``endingTimestamp`` / ``endingOffsetsByTimestamp`` end each topic before
+    its first event stamped at or after the time (latest when there is none;
+    a topic left out of the JSON ends at latest), and need ``store``.
+    """
+    end = {t: latest for t, (_, latest) in bounds.items()}
+    if options.ending in ("timestamp", "timestamps"):
+        if store is None:
+            raise TypeError("ending_offsets needs the store to resolve a timestamp")
+        if options.ending == "timestamp":
+            assert options.ending_timestamp_ms is not None, "parse_source_options sets it"
+            times = dict.fromkeys(bounds, options.ending_timestamp_ms)
+        else:
+            times = {t: ts for t, ts in options.ending_timestamps if t in bounds}
+        for topic, ts in times.items():
+            end[topic] = _offset_at(store, topic, ts, bounds[topic])
+        return sorted_offsets(end)
+    for topic, offset in options.ending_offsets.items():
+        latest = bounds.get(topic, (0, 0))[1]
+        if offset == LATEST_SENTINEL:
+            offset = latest
+        elif offset > latest:
+            raise OptionError(
+                f"{FORMAT} option 'endingOffsets' asks for offset {offset} of topic {topic!r}, "
+                f"beyond its latest offset {latest}; use at most {latest}, or -1 for latest."
+            )
+        end[topic] = offset
+    return sorted_offsets(end)
+
+
+def _offset_at(store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]) -> int:
+    """The first offset of ``topic`` stamped at or after the time; latest if none."""
+    if timestamp_ms == EARLIEST_SENTINEL:
+        return bounds[0]
+    if timestamp_ms == LATEST_SENTINEL:
+        return bounds[1]
+    return store.offset_for_timestamp(topic, timestamp_ms)
+
+
+def _at_time(
+    store: Store, options: SourceOptions, name: str, topic: str, timestamp_ms: int,
+    bounds: tuple[int, int],
+) -> int:
+    offset = _offset_at(store, topic, timestamp_ms, bounds)
+    if (
+        options.timestamp_strategy == "error"
+        and timestamp_ms not in (EARLIEST_SENTINEL, LATEST_SENTINEL)
+        and offset == bounds[1]
+    ):
+        raise OptionError(
+            f"{FORMAT} option '{name}' asks for the first event of topic {topic!r} stamped at "
+            f"or after {timestamp_ms} ms, and there is none (startingOffsetsByTimestampStrategy"
+            "=error). Give an earlier time, or set startingOffsetsByTimestampStrategy=latest "
+            "to start after the topic's last event."
+        )
+    return offset
+
+
+def effective_start(
+    topic: str, requested: int, earliest: int, options: SourceOptions
+) -> int:
+    """``requested``, or ``earliest`` when retention removed ``[requested, earliest)``.
+
+    With failOnDataLoss (the default) a gap raises DataLossError naming the
+    topic and both offsets; otherwise it logs a warning and skips ahead.
+    """
+    if requested >= earliest:
+        return requested
+    message = (
+        f"{FORMAT} source: topic {topic!r} offsets [{requested}, {earliest}) were removed by "
+        f"retention before they were read (requested offset {requested}, earliest available "
+        f"offset {earliest})."
+    )
+    if options.fail_on_data_loss:
+        raise DataLossError(
+            message + " Set failOnDataLoss=false to skip to the earliest offset, or keep "
+            "events longer (a saved consumer offset holds retention back)."
+        )
+    log.warning("%s Skipping to offset %d (failOnDataLoss=false).", message, earliest)
+    return earliest
+
+
+def cap_rows(available: dict[str, int], max_rows: int) -> dict[str, int]:
+    """Share ``max_rows`` among topics in proportion to their available rows.
+
+    Returns rows admitted per topic: each at most its available count, the
+    total exactly ``min(max_rows, sum(available))``.
+    """
+    total = sum(available.values())
+    if total <= max_rows:
+        return dict(available)
+    admitted = {t: (rows * max_rows) // total for t, rows in available.items()}
+    left = max_rows - sum(admitted.values())
+    for topic in sorted(available, key=lambda t: (-(available[t] - admitted[t]), t)):
+        if left == 0:
+            break
+        if admitted[topic] < available[topic]:
+            admitted[topic] += 1
+            left -= 1
+    return admitted

@@ -1,0 +1,150 @@
+"""Read offset ranges into Spark's Arrow RecordBatches.
+
+:func:`read_partition` runs in an executor's Python worker (batch reads and
+the default stream reader); :func:`read_range` runs wherever it is called
+(the low-latency reader calls it on the driver, on the connection it holds).
+Without a given store they open one inside the call and close it in
+``finally``; both read in chunks so memory stays bounded by
+``READ_CHUNK_ROWS`` rows per batch whatever the range size.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.types import StructType
+
+from spark_queue.connector.compat import arrow_schema
+from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
+from spark_queue.connector.source.json_decode import JsonDecoder
+from spark_queue.connector.source.offsets import effective_start, open_store
+from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.partitions import ShippedRangePartition, StoreRangePartition
+from spark_queue.connector.source.schema import is_typed
+from spark_queue.errors import DataLossError, StoreError
+from spark_queue.store import Store
+
+log = logging.getLogger("spark_queue.connector")
+
+READ_CHUNK_ROWS = 50_000
+
+
+def file_identity(path: str) -> tuple[int, int]:
+    stat = os.stat(path)
+    return (stat.st_dev, stat.st_ino)
+
+
+def read_partition(
+    options: SourceOptions, schema: StructType, partition: InputPartition
+) -> Iterator[pa.RecordBatch]:
+    """Yield the partition's rows as RecordBatches of Spark's exact Arrow schema."""
+    if isinstance(partition, ShippedRangePartition):
+        tables = _shipped_tables(partition)
+    elif isinstance(partition, StoreRangePartition):
+        _check_reachable(options, partition)
+        tables = _store_tables(options, schema, partition.topic, partition.start, partition.end)
+    else:  # Spark's placeholder for an empty batch read
+        return
+    yield from _output_batches(options, schema, partition.topic, tables)
+
+
+def read_range(
+    options: SourceOptions,
+    schema: StructType,
+    topic: str,
+    start: int,
+    end: int,
+    store: Store | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read
+    here: on ``store`` if given (left open), else on a connection opened for the call."""
+    yield from _output_batches(
+        options, schema, topic, _store_tables(options, schema, topic, start, end, store)
+    )
+
+
+def _output_batches(
+    options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    target = arrow_schema(schema)
+    decoder = None
+    if is_typed(schema, options):
+        decoder = JsonDecoder(
+            target, options.corrupt_record_column, options.mode == "PERMISSIVE", topic
+        )
+    for table in tables:
+        if table.num_rows == 0:
+            continue
+        if decoder is None:
+            yield kafka_batch(table, topic, target)
+        else:
+            yield typed_batch(table, decoder)
+
+
+def payload_format(options: SourceOptions, typed: bool) -> str:
+    """How the store hands key and value over: JSON decoding wants bytes; otherwise
+    the value's format (a different key format is cast per column by kafka_batch)."""
+    return "string" if options.value_format == "string" and not typed else "binary"
+
+
+def _check_reachable(options: SourceOptions, partition: StoreRangePartition) -> None:
+    if options.read_path == "executor":
+        return  # the user vouched for it (a shared mount, say)
+    host = socket.gethostname()
+    try:
+        same = host == partition.driver_host and file_identity(options.path) == partition.file_id
+    except OSError:
+        same = False
+    if not same:
+        raise StoreError(
+            f"{FORMAT} source: this executor (host {host!r}) cannot reach the driver's store "
+            f"file {options.path!r} (driver host {partition.driver_host!r}); executors read "
+            "the file directly under readPath=auto. Set .option('readPath', 'driver') so the "
+            "driver ships the rows inside the partitions."
+        )
+
+
+def _store_tables(
+    options: SourceOptions,
+    schema: StructType,
+    topic: str,
+    start: int,
+    end: int,
+    given: Store | None = None,
+) -> Iterator[pa.Table]:
+    typed = is_typed(schema, options)
+    fmt, headers = payload_format(options, typed), options.include_headers and not typed
+    store = given if given is not None else open_store(options)
+    try:
+        while start < end:
+            stop = min(start + READ_CHUNK_ROWS, end)
+            table = store.read_arrow_payloads(topic, start, stop, fmt, headers)
+            got_first = table.column("offset")[0].as_py() if table.num_rows else end
+            if got_first != start:
+                # Retention removed the front of the range after it was planned.
+                earliest = store.earliest_offset(topic)
+                resumed = effective_start(topic, start, earliest, options)
+                if resumed >= end:
+                    break
+                if resumed != start:
+                    start = resumed
+                    continue
+                raise DataLossError(  # pragma: no cover - dense offsets make this unreachable
+                    f"{FORMAT} source: topic {topic!r} offset {start} is missing."
+                )
+            yield table
+            start += table.num_rows
+    finally:
+        if given is None:
+            store.close()
+
+
+def _shipped_tables(partition: ShippedRangePartition) -> Iterator[pa.Table]:
+    with pa.ipc.open_stream(io.BytesIO(partition.arrow_ipc)) as stream:
+        yield stream.read_all()

@@ -1,0 +1,148 @@
+"""The streaming reader: offsets, admission control and micro-batch planning.
+
+Which process runs what (pyspark 4.2; 4.0 and 4.1 alike): one long-lived driver-side Python
+process per query calls ``initialOffset``, ``latestOffset``,
+``reportLatestOffset``, ``partitions`` and ``commit`` on ONE instance, so
+state kept on it (the AvailableNow target, the trigger-delay clock) lasts for
+the query's run. ``read`` runs in executor workers on a copy unpickled from
+another driver process: it sees only the parsed options and the schema.
+
+Spark's checkpoint is the source of truth for the position. ``commit`` (when
+``consumer`` is set) saves offsets in the store for retention, lag and
+``startingOffsets=committed``; Spark does not call it for the last batch before
+a stop, so saved offsets trail the checkpoint by up to one batch. Nothing here
+depends on ``commit`` or ``stop`` being called.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from spark_queue.connector import compat
+from spark_queue.connector.source.admission import ALL_AVAILABLE, Admission, Limits
+from spark_queue.connector.source.offsets import (
+    open_store,
+    sorted_offsets,
+    starting_offsets,
+    subscribed_bounds,
+)
+from spark_queue.connector.source.options import SourceOptions
+from spark_queue.connector.source.partition_planner import plan_partitions
+from spark_queue.connector.source.partition_reader import read_partition
+from spark_queue.errors import SparkQueueError
+
+log = logging.getLogger("spark_queue.connector")
+
+
+def read_bounds(options: SourceOptions):
+    """``(earliest, latest)`` of every subscribed topic, from a connection opened for it."""
+    store = open_store(options)
+    try:
+        return subscribed_bounds(store, options)
+    finally:
+        store.close()
+
+
+def initial_offsets(options: SourceOptions) -> dict:
+    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one snapshot."""
+    store = open_store(options)
+    try:
+        with store.snapshot():
+            return starting_offsets(store, options, subscribed_bounds(store, options))
+    finally:
+        store.close()
+
+
+def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
+    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal."""
+    if options.consumer is None:
+        return
+    store = open_store(options)
+    try:
+        bounds = subscribed_bounds(store, options)
+        offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
+        if offsets:
+            store.commit_offsets(options.consumer, offsets)
+    except SparkQueueError as exc:
+        log.warning("sqliteq source: could not save offsets of consumer %r: %s",
+                    options.consumer, exc)
+    finally:
+        store.close()
+
+
+class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
+    """Micro-batches over ``{topic: next_offset}`` offsets of one store file."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        # Driver-side state, meaningful only in the long-lived planning process.
+        self._admission = Admission(options, time.monotonic)
+        # pyspark < 4.2 calls latestOffset() without the start: the reader
+        # follows the position itself, from initialOffset and from every
+        # partitions(start, end) Spark plans (on restart Spark plans the empty
+        # range at its checkpointed offset first: AcceptsLatestSeenOffset).
+        self._position: dict | None = None
+
+    # -- offsets (driver) --------------------------------------------------
+    def initialOffset(self) -> dict:
+        offsets = initial_offsets(self.options)
+        if self._position is None:
+            self._position = offsets
+        return offsets
+
+    def getDefaultReadLimit(self):
+        if self.options.max_rows_per_trigger is not None:
+            return compat.ReadMaxRows(self.options.max_rows_per_trigger)
+        if self.options.min_rows_per_trigger is not None:
+            return compat.ReadMinRows(self.options.min_rows_per_trigger)
+        return compat.ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._admission.prepare_available_now(read_bounds(self.options))
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        if start is None:  # pyspark < 4.2
+            start = self._position if self._position is not None else self.initialOffset()
+        return self._admission.next_end(start, read_bounds(self.options), self._limits(limit))
+
+    def _limits(self, limit) -> Limits:
+        """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
+        if limit is None:
+            return Limits.of(self.options)
+        if isinstance(limit, compat.ReadAllAvailable):
+            return ALL_AVAILABLE
+        if isinstance(limit, compat.ReadMaxRows):
+            return Limits(limit.max_rows, self.options.min_rows_per_trigger)
+        if isinstance(limit, compat.ReadMinRows):
+            return Limits(self.options.max_rows_per_trigger, limit.min_rows)
+        return Limits.of(self.options)
+
+    def reportLatestOffset(self) -> dict | None:
+        if self._admission.last_latest is not None:
+            return self._admission.last_latest
+        bounds = read_bounds(self.options)
+        return sorted_offsets({t: latest for t, (_, latest) in bounds.items()})
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        self._position = end
+        store = open_store(self.options)
+        try:
+            with store.snapshot():
+                bounds = subscribed_bounds(store, self.options)
+                return plan_partitions(store, self.options, self.schema, start, end, bounds)
+        finally:
+            store.close()
+
+    def commit(self, end: dict) -> None:
+        save_consumer_offsets(self.options, end)
+
+    # -- data (executors) --------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.options, self.schema, partition)

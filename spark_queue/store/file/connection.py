@@ -1,0 +1,309 @@
+"""Connection policy: how a store file is opened, and how transactions run.
+
+Small named functions in the spirit of apsw's best practice: WAL so readers
+never block the writer, a busy timeout so writers queue instead of failing,
+foreign keys on, and ``synchronous`` from the caller's durability choice.
+A connection belongs to one process: never use one across a fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import apsw
+
+from spark_queue.errors import (
+    CorruptStoreError,
+    NotAStoreError,
+    PayloadError,
+    ReadOnlyStoreError,
+    StoreBusyError,
+    StoreError,
+    StoreFullError,
+    StoreNotFoundError,
+)
+from spark_queue.store.file import filesystem
+
+DURABILITY_LEVELS = ("full", "normal", "off")
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+# SQLite's busy timeout is a C int of milliseconds.
+MAX_BUSY_TIMEOUT_MS = 2**31 - 1
+
+# A row the store reads from its own tables. Its columns hold the types the schema gives
+# them (checked on the way in; `check` finds what a foreign writer broke), which apsw's
+# stubs cannot know: they say "any SQLite value" for every column.
+Row = tuple[Any, ...]
+
+
+def one_row(cursor: apsw.Cursor) -> Row:
+    """The row of a query that always returns one: an aggregate, a PRAGMA, the row of a
+    key the same transaction holds."""
+    return cursor.fetchall()[0]
+
+
+def first_value(cursor: apsw.Cursor) -> Any:
+    """The first column of :func:`one_row`."""
+    return one_row(cursor)[0]
+
+
+def open_connection(
+    path: str | os.PathLike[str],
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    durability: str = "normal",
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+) -> apsw.Connection:
+    """Open ``path`` with the store's per-connection pragmas; create it (mode 0600) if allowed.
+
+    Nothing here writes to the file: the busy timeout, ``synchronous`` and
+    ``foreign_keys`` belong to the connection. WAL, which rewrites the file
+    header, is switched on by :func:`enable_wal` once the schema check has
+    shown the file is a store or new and empty (a foreign SQLite file stays
+    byte-identical; ``tests/store/test_open.py`` guards it).
+    """
+    if durability not in DURABILITY_LEVELS:
+        raise StoreError(
+            f"durability must be one of {', '.join(DURABILITY_LEVELS)}; got {durability!r}."
+        )
+    if (
+        not isinstance(busy_timeout_ms, int)
+        or isinstance(busy_timeout_ms, bool)
+        or not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS
+    ):
+        raise StoreError(
+            f"busy_timeout_ms must be an integer from 0 to {MAX_BUSY_TIMEOUT_MS}; "
+            f"got {busy_timeout_ms!r}."
+        )
+    path = os.fspath(path)
+    filesystem.check_directory(path)
+    if not os.path.exists(path):
+        if not create or readonly:
+            raise StoreNotFoundError(
+                f"store file {path!r} does not exist; create it with `sqliteq init {path}` "
+                "or open it with create=True."
+            )
+        _create_private_file(path)
+    if os.path.isdir(path):
+        raise StoreError(f"{path!r} is a directory, not a store file; give the file's path.")
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    with open_errors(path):
+        conn = apsw.Connection(path, flags=flags)
+    try:
+        with open_errors(path):
+            conn.set_busy_timeout(busy_timeout_ms)
+            conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
+            conn.execute("PRAGMA foreign_keys=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create_private_file(path: str) -> None:
+    # SQLite gives the -wal and -shm files the main file's mode, so creating
+    # the main file 0600 keeps the whole store private to its owner.
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
+    """Switch the file to WAL (a no-op when it already is), waiting out other openers.
+
+    Changing the journal mode needs the file to itself, and SQLite answers
+    BUSY at once, without the busy handler, when another process is opening
+    or migrating the same new file; so this retries until the connection's
+    busy timeout runs out (``tests/store/test_open.py`` opens one new path
+    from 10 processes at once).
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause_s = 0.001
+    while True:
+        try:
+            with open_errors(path, busy=False):
+                mode = first_value(conn.execute("PRAGMA journal_mode=WAL"))
+            break
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    f"store file {path!r} stayed locked by another process while switching it "
+                    f"to WAL for {busy_timeout_ms} ms; retry, or raise busy_timeout_ms."
+                ) from exc
+            time.sleep(pause_s)
+            pause_s = min(pause_s * 2, 0.05)
+    if mode.lower() != "wal":
+        raise StoreError(
+            f"could not switch store file {path!r} to WAL mode (SQLite kept {mode!r}); "
+            "the file system may not support the shared memory WAL needs (use a local disk)."
+        )
+
+
+@contextlib.contextmanager
+def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
+    """Name every SQLite error that opening or checking a file can raise.
+
+    :func:`translate_errors` names what any statement can meet (damage, a full
+    disk, a read-only file, I/O); this adds what only opening meets: a lock
+    held while the file is being set up, a file that is not SQLite at all, and
+    anything else SQLite says about the path. With ``busy=False`` lock errors
+    pass through unchanged for a caller that retries.
+    """
+    try:
+        with translate_errors(path, busy=False):
+            yield
+    except (apsw.BusyError, apsw.LockedError) as exc:
+        if not busy:
+            raise
+        raise StoreBusyError(
+            f"store file {path!r} is locked by another process and the busy timeout ran out; "
+            "retry, or raise busy_timeout_ms."
+        ) from exc
+    except apsw.NotADBError as exc:
+        raise NotAStoreError(
+            f"{path!r} is not a SQLite database (or it is encrypted or damaged); "
+            "if it was a store, run `sqliteq check` on it or restore it from a backup."
+        ) from exc
+    except apsw.Error as exc:
+        raise StoreError(
+            f"cannot open store file {path!r} ({type(exc).__name__}: {exc}); check that the "
+            "path is a readable file on a local disk and that its directory is writable."
+        ) from exc
+
+
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
+
+
+@contextlib.contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it or none.
+
+    IMMEDIATE takes the write lock up front. A deferred transaction that
+    reads first and writes later cannot wait for the lock in WAL mode (SQLite
+    returns BUSY at once to avoid a deadlock), so every writer starts here.
+    """
+    with translate_errors():
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextlib.contextmanager
+def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Run the block against one snapshot of the file (a deferred read transaction)."""
+    nested = not conn.getautocommit()
+    if not nested:
+        conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if not nested and not conn.getautocommit():
+            conn.execute("COMMIT")
+
+
+def damaged_message(path: str | None, exc: BaseException) -> str:
+    where = f"store file {path!r}" if path else "the store file"
+    target = path or "PATH"
+    return (
+        f"{where} is damaged ({exc}); run `sqliteq check {target}` to see what is wrong, "
+        "and restore the last copy made with `sqliteq backup`."
+    )
+
+
+@contextlib.contextmanager
+def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[None]:
+    """Turn SQLite's lock, disk-full, read-only, corruption and I/O errors into named errors.
+
+    The one place that names them (:func:`open_errors` builds on it); with
+    ``busy=False`` lock errors pass through for a caller that names or retries them.
+    """
+    try:
+        yield
+    except apsw.ReadOnlyError as exc:
+        raise ReadOnlyStoreError(
+            f"store{'' if path is None else f' {path!r}'} cannot be written: it was opened "
+            "read-only (readonly=True), or its file or directory is read-only. Nothing was "
+            "written; open it read-write, or fix the permissions."
+        ) from exc
+    except (apsw.BusyError, apsw.LockedError) as exc:
+        if not busy:
+            raise
+        raise StoreBusyError(
+            "the store is locked by another writer and the busy timeout ran out; "
+            "retry, or raise busy_timeout_ms."
+        ) from exc
+    except apsw.CorruptError as exc:
+        raise CorruptStoreError(damaged_message(path, exc)) from exc
+    except apsw.FullError as exc:
+        raise StoreFullError(
+            "the disk holding the store is full (or the file hit its page limit); "
+            "nothing of this transaction was written. Free space and retry."
+        ) from exc
+    except (apsw.IOError, apsw.CantOpenError) as exc:
+        raise StoreError(
+            f"store{'' if path is None else f' {path!r}'} could not be read or written "
+            f"({type(exc).__name__}: {exc}): the file may have been removed, moved or its disk "
+            "failed. Nothing of this transaction was written; check the file and reopen it."
+        ) from exc
+    except UnicodeEncodeError as exc:
+        # A str the codec did not see (an idempotency key, a name in a read) with a lone
+        # surrogate: apsw binds text as UTF-8. Payloads are checked earlier, by name.
+        raise PayloadError(
+            f"a string given to the store holds {exc.object[exc.start:exc.end]!r} at position "
+            f"{exc.start} ({exc.reason}): SQLite keeps text as UTF-8, which cannot hold it. "
+            "Nothing of this transaction was written; fix the string."
+        ) from exc
+
+
+def now_ms() -> int:
+    """The store's clock: milliseconds since the epoch (event times, leases, retention)."""
+    return time.time_ns() // 1_000_000
+
+
+class StoreConnection:
+    """The one owner of a store file's apsw connection: its transactions, their error
+    translation and the clock. :class:`~spark_queue.store.Store` and
+    :class:`~spark_queue.store.Queue` both reach the file through one of these, so a read
+    path cannot forget to translate an SQLite error into a named one."""
+
+    now_ms = staticmethod(now_ms)
+
+    def __init__(self, path: str, conn: apsw.Connection) -> None:
+        self.path = path
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
+        with write_transaction(self.conn) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """The block's reads against one snapshot (nested blocks share it); errors named."""
+        with translate_errors(), read_transaction(self.conn) as conn:
+            yield conn
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
+        with translate_errors():
+            return first_value(self.conn.execute("PRAGMA data_version"))
+
+
+class HasStoreConnection(Protocol):
+    """What a :class:`~spark_queue.store.Queue` is opened on: a Store (or anything holding one)."""
+
+    db: StoreConnection

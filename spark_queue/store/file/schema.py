@@ -1,0 +1,280 @@
+"""The file format: tables, and forward-only migrations between versions.
+
+A store is marked by ``PRAGMA application_id`` and versioned by
+``PRAGMA user_version``. Opening migrates every pending version forward in one
+transaction; a file newer than this code refuses to open. Published
+migrations are never edited: a change of format is a new entry at the end,
+and entries only add (tables, columns with defaults, views, triggers), so a
+client written for version N keeps working on a later file.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import apsw
+
+from spark_queue.errors import (
+    NotAStoreError,
+    SchemaVersionError,
+    StoreError,
+    StoreNotCreatedError,
+)
+from spark_queue.store.file.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    enable_wal,
+    first_value,
+    open_errors,
+    read_transaction,
+    write_transaction,
+)
+from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
+
+# "SQLQ" in ASCII: tells our files apart from any other SQLite database.
+APPLICATION_ID = 0x53514C51
+
+_V1_STREAMS = """
+CREATE TABLE sq_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE sq_topics (
+    id             INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL UNIQUE,
+    next_offset    INTEGER NOT NULL DEFAULT 0 CHECK (next_offset >= 0),
+    created_ms     INTEGER NOT NULL,
+    retention_ms   INTEGER CHECK (retention_ms IS NULL OR retention_ms > 0),
+    retention_rows INTEGER CHECK (retention_rows IS NULL OR retention_rows > 0)
+);
+
+-- value_type: 0 = bytes (BLOB), 1 = text, 2 = JSON text. key and value are
+-- declared BLOB for "no affinity": SQLite keeps each value exactly as bound
+-- (a column declared ANY would turn the JSON text '0' into the integer 0).
+CREATE TABLE sq_events (
+    topic_id   INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    offset     INTEGER NOT NULL,
+    ts_ms      INTEGER NOT NULL,
+    key        BLOB,
+    value      BLOB,
+    value_type INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    headers    TEXT,
+    PRIMARY KEY (topic_id, offset)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_events_ts ON sq_events (topic_id, ts_ms);
+
+CREATE TABLE sq_consumers (
+    consumer    TEXT NOT NULL,
+    topic_id    INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    next_offset INTEGER NOT NULL CHECK (next_offset >= 0),
+    updated_ms  INTEGER NOT NULL,
+    PRIMARY KEY (consumer, topic_id)
+) WITHOUT ROWID;
+
+CREATE TABLE sq_sink_commits (
+    sink_id       TEXT PRIMARY KEY,
+    last_batch_id INTEGER NOT NULL,
+    rows          INTEGER NOT NULL,
+    updated_ms    INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+# Queues (spark_queue/store/queues/jobs.py). A job row is due when available_at <=
+# now, and leased while lease_token is set and lease_expires_at is later. A
+# claim leaves the indexed columns alone (no index write), and an expired
+# lease is claimable again by the same index scan, with no reaper.
+# ``value`` is declared BLOB (no affinity): a non-STRICT column declared ANY
+# has NUMERIC affinity and would turn the text payload "123" into an integer.
+_V2_QUEUES = """
+CREATE TABLE sq_queues (
+    id                    INTEGER PRIMARY KEY,
+    name                  TEXT NOT NULL UNIQUE,
+    created_ms            INTEGER NOT NULL,
+    visibility_timeout_ms INTEGER NOT NULL DEFAULT 30000 CHECK (visibility_timeout_ms > 0),
+    max_attempts          INTEGER NOT NULL DEFAULT 5 CHECK (max_attempts > 0),
+    backoff_base_ms       INTEGER NOT NULL DEFAULT 1000 CHECK (backoff_base_ms >= 0),
+    backoff_cap_ms        INTEGER NOT NULL DEFAULT 300000 CHECK (backoff_cap_ms >= 0),
+    max_size              INTEGER CHECK (max_size IS NULL OR max_size > 0),
+    idempotency_window_ms INTEGER NOT NULL DEFAULT 86400000 CHECK (idempotency_window_ms > 0)
+);
+
+-- AUTOINCREMENT: a job id is never reused, so (id, lease_token) fences for good.
+CREATE TABLE sq_jobs (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    available_at    INTEGER NOT NULL,
+    lease_token     INTEGER,
+    lease_expires_at INTEGER,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    max_attempts    INTEGER CHECK (max_attempts IS NULL OR max_attempts > 0),
+    expires_at      INTEGER,
+    idempotency_key TEXT,
+    enqueued_ms     INTEGER NOT NULL,
+    value           BLOB,
+    value_type      INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    last_error      TEXT
+);
+
+CREATE INDEX sq_jobs_claim ON sq_jobs (queue_id, priority DESC, available_at);
+CREATE INDEX sq_jobs_expiry ON sq_jobs (queue_id, expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE sq_dead_jobs (
+    id              INTEGER PRIMARY KEY,
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    priority        INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL,
+    max_attempts    INTEGER,
+    expires_at      INTEGER,
+    idempotency_key TEXT,
+    enqueued_ms     INTEGER NOT NULL,
+    dead_ms         INTEGER NOT NULL,
+    value           BLOB,
+    value_type      INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    last_error      TEXT
+);
+
+CREATE INDEX sq_dead_jobs_queue ON sq_dead_jobs (queue_id, dead_ms);
+
+-- Idempotency keys outlive their jobs: a key is remembered for the queue's
+-- idempotency_window_ms after enqueue, and as long as its job is queued or dead.
+CREATE TABLE sq_job_keys (
+    queue_id        INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    idempotency_key TEXT NOT NULL,
+    job_id          INTEGER NOT NULL,
+    created_ms      INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, idempotency_key)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_job_keys_age ON sq_job_keys (queue_id, created_ms);
+"""
+
+# Queue and topic controls (spark_queue/store/queues/controls.py, file/payload_limits.py).
+# The token bucket's state (rate_tokens, rate_updated_ms) lives in the queue's
+# row so every worker process shares one bucket. sq_queue_leases holds the ids
+# of jobs a claim leased in a queue with max_leased: a superset of the queue's
+# live leases, so the cap is counted from a handful of rows instead of a scan
+# of the queue, and queues without a cap never touch it (no cost on their claim
+# or ack). No foreign key on job_id: acks must not pay for a lookup here.
+_V3_CONTROLS = """
+ALTER TABLE sq_queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));
+ALTER TABLE sq_queues ADD COLUMN max_leased INTEGER
+    CHECK (max_leased IS NULL OR max_leased > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_limit_per_s REAL
+    CHECK (rate_limit_per_s IS NULL OR rate_limit_per_s > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_burst INTEGER CHECK (rate_burst IS NULL OR rate_burst > 0);
+ALTER TABLE sq_queues ADD COLUMN rate_tokens REAL;
+ALTER TABLE sq_queues ADD COLUMN rate_updated_ms INTEGER;
+ALTER TABLE sq_queues ADD COLUMN max_payload_bytes INTEGER
+    CHECK (max_payload_bytes IS NULL OR max_payload_bytes > 0);
+ALTER TABLE sq_topics ADD COLUMN max_payload_bytes INTEGER
+    CHECK (max_payload_bytes IS NULL OR max_payload_bytes > 0);
+
+CREATE TABLE sq_queue_leases (
+    queue_id INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    job_id   INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, job_id)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW]
+
+
+def latest_version() -> int:
+    return len(MIGRATIONS)
+
+
+class FileState(NamedTuple):
+    """What the header and schema of a file say, read in one transaction."""
+
+    application_id: int
+    user_version: int
+    tables: int
+
+    @property
+    def is_store(self) -> bool:
+        return self.application_id == APPLICATION_ID
+
+    @property
+    def is_empty(self) -> bool:
+        return self.application_id == 0 and self.user_version == 0 and self.tables == 0
+
+
+def read_state(conn: apsw.Connection) -> FileState:
+    """The application id, version and table count from ONE snapshot of the file.
+
+    Read apart, another process creating the store between the statements
+    could show an id of 0 next to its new tables (a spurious "not a store").
+    """
+    with read_transaction(conn):
+        app_id = first_value(conn.execute("PRAGMA application_id"))
+        version = first_value(conn.execute("PRAGMA user_version"))
+        tables = first_value(
+            conn.execute("SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        )
+    return FileState(int(app_id), int(version), int(tables))
+
+
+def _refuse_foreign(state: FileState, path: str) -> None:
+    if not (state.is_store or state.is_empty):
+        raise NotAStoreError(
+            f"{path!r} is a SQLite database but not a spark_queue store "
+            f"(application_id={state.application_id}, {state.tables} tables); it was left "
+            "untouched. Point to a store file or a new path."
+        )
+    if state.user_version > latest_version():
+        raise SchemaVersionError(
+            f"store {path!r} has schema version {state.user_version}, newer than this "
+            f"spark_queue understands ({latest_version()}); upgrade spark_queue to open it."
+        )
+
+
+def ensure_schema(
+    conn: apsw.Connection,
+    path: str,
+    *,
+    readonly: bool = False,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+) -> int:
+    """Check the file is a store (or new and empty) before writing anything to it; then
+    switch it to WAL and migrate it forward in one transaction. Returns the version.
+
+    Safe with any number of processes opening the same new path at once: every
+    step waits for the lock, and the migration re-reads the file's state inside
+    its write transaction (``tests/store/test_open.py``).
+    """
+    with open_errors(path):
+        state = read_state(conn)
+    _refuse_foreign(state, path)
+    if readonly:
+        if state.is_empty:
+            raise StoreNotCreatedError(
+                f"{path!r} holds no store yet: it is an empty SQLite file (a store being "
+                f"created, or a file made by another tool); create it with `sqliteq init {path}`."
+            )
+        if state.user_version < latest_version():
+            raise StoreError(
+                f"store {path!r} needs migrating from schema version {state.user_version} to "
+                f"{latest_version()}; open it once read-write (e.g. `sqliteq init {path}`)."
+            )
+        return state.user_version
+    enable_wal(conn, path, busy_timeout_ms)
+    if state.user_version < latest_version():
+        with open_errors(path):
+            _migrate(conn, path)
+    return latest_version()
+
+
+def _migrate(conn: apsw.Connection, path: str) -> None:
+    # All pending versions in ONE transaction: a crash leaves the old version
+    # whole, and a process that waited for the lock finds the work done.
+    with write_transaction(conn):
+        state = read_state(conn)
+        _refuse_foreign(state, path)
+        if state.user_version == latest_version():
+            return  # another process migrated it while we waited for the lock
+        for version in range(state.user_version, latest_version()):
+            conn.execute(MIGRATIONS[version])
+            conn.execute(f"PRAGMA user_version={version + 1:d}")
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID:d}")

@@ -1,0 +1,403 @@
+"""Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
+
+The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.jobs`.
+Functions that write expect the caller to hold the write transaction; the
+read-only ones expect one read snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
+from spark_queue.store.file.codec import decode_value
+from spark_queue.store.file.connection import first_value, one_row
+from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.queues import controls
+from spark_queue.store.queues.jobs import (
+    CONFIG_COLUMNS,
+    QueueConfig,
+    config_from_row,
+    ensure_queue,
+    get_queue,
+)
+
+# Settings a caller may change, with the smallest value each allows.
+SETTINGS = {
+    "visibility_timeout_ms": 1,
+    "max_attempts": 1,
+    "backoff_base_ms": 0,
+    "backoff_cap_ms": 0,
+    "max_size": 1,
+    "idempotency_window_ms": 1,
+    "paused": None,
+    "max_leased": 1,
+    "rate_limit_per_s": 0,
+    "rate_burst": 1,
+    "max_payload_bytes": 1,
+}
+# Settings that None switches off (no limit).
+NULLABLE = frozenset({"max_size", "max_leased", "rate_limit_per_s", "rate_burst",
+                      "max_payload_bytes"})
+# The most a rate limit may be: beyond it the bucket arithmetic loses precision.
+_MAX_RATE_PER_S = 1e9
+_MAX_SETTING = 1 << 62
+
+
+class QueueStats(NamedTuple):
+    queue: str
+    ready: int
+    leased: int
+    delayed: int
+    dead: int
+    oldest_ready_age_ms: int | None
+
+
+class JobInfo(NamedTuple):
+    """One job as an operator sees it; ``state``: ``ready``, ``delayed``, ``leased``, ``dead``."""
+
+    id: int
+    queue: str
+    state: str
+    payload: Any
+    priority: int
+    attempts: int
+    max_attempts: int | None
+    enqueued_ms: int
+    available_at_ms: int | None
+    lease_expires_ms: int | None
+    expires_ms: int | None
+    idempotency_key: str | None
+    last_error: str | None
+    dead_ms: int | None = None
+
+
+def require_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
+    config = get_queue(conn, queue)
+    if config is None:
+        raise UnknownQueueError(
+            f"queue {queue!r} does not exist in this store; list queues with "
+            "`sqliteq queue list PATH`, or enqueue to create it."
+        )
+    return config
+
+
+def _check_setting(queue: str, name: str, value: Any) -> Any:
+    """The value to store for setting ``name``; QueueConfigError names what is allowed."""
+    if name not in SETTINGS:
+        raise QueueConfigError(
+            f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
+        )
+    if value is None and name in NULLABLE:
+        return None
+    or_none = " or None (no limit)" if name in NULLABLE else ""
+    if name == "paused":
+        if not isinstance(value, bool):
+            raise QueueConfigError(f"queue {queue!r} setting paused must be True or False; "
+                                   f"got {value!r}.")
+        return int(value)
+    if name == "rate_limit_per_s":
+        ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+              and 0 < value <= _MAX_RATE_PER_S)
+        if not ok:
+            raise QueueConfigError(
+                f"queue {queue!r} setting rate_limit_per_s (jobs per second) must be a number "
+                f"> 0 and <= {_MAX_RATE_PER_S:.0e}{or_none}; got {value!r}."
+            )
+        return float(value)
+    # The upper bound keeps `now + setting` in SQLite's 64-bit integers (see queues._MAX_MS).
+    low = SETTINGS[name]
+    assert low is not None, "paused, the one setting without a lowest value, returned above"
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_SETTING:
+        raise QueueConfigError(
+            f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]} and "
+            f"< 2**62{or_none}; got {value!r}."
+        )
+    return value
+
+
+def configure(
+    conn: apsw.Connection, queue: str, settings: Mapping[str, Any], *, now_ms: int | None = None
+) -> QueueConfig:
+    """Create ``queue`` if missing and set the given settings (None switches a limit off).
+
+    Setting ``max_leased`` starts counting the leases already held; changing
+    the rate limit keeps the bucket's earned tokens (see
+    :func:`~spark_queue.store.queues.controls.carry_bucket`).
+    """
+    values = {name: _check_setting(queue, name, value) for name, value in settings.items()}
+    old = ensure_queue(conn, queue)
+    for name, value in values.items():
+        # ``name`` is one of the fixed SETTINGS keys checked above, never user text.
+        conn.execute(f"UPDATE sq_queues SET {name} = ? WHERE id = ?", (value, old.id))
+    new = require_queue(conn, queue)
+    if old.max_leased is None and new.max_leased is not None:
+        controls.track_existing_leases(conn, new.id)
+    elif new.max_leased is None and old.max_leased is not None:
+        controls.untrack_leases(conn, new.id)
+    if (old.rate_limit_per_s, old.rate_burst) != (new.rate_limit_per_s, new.rate_burst):
+        now = _clock_ms() if now_ms is None else now_ms
+        controls.carry_bucket(conn, old, new, now)
+        new = require_queue(conn, queue)
+    return new
+
+
+def list_queues(conn: apsw.Connection) -> list[QueueConfig]:
+    rows = conn.execute(f"SELECT {CONFIG_COLUMNS} FROM sq_queues ORDER BY name").fetchall()
+    return [config_from_row(row) for row in rows]
+
+
+def delete_queue(conn: apsw.Connection, queue: str) -> int:
+    """Remove the queue with all its jobs and dead letters; returns how many jobs went."""
+    config = require_queue(conn, queue)
+    jobs: int = first_value(conn.execute(
+        "SELECT (SELECT count(*) FROM sq_jobs WHERE queue_id = ?) + "
+        "(SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?)",
+        (config.id, config.id),
+    ))
+    conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_job_keys WHERE queue_id = ?", (config.id,))
+    conn.execute("DELETE FROM sq_queues WHERE id = ?", (config.id,))
+    return jobs
+
+
+def stats(
+    conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
+) -> list[QueueStats]:
+    """Counts per queue (one scan of its jobs); expired leases count as ready (claimable)."""
+    now = _clock_ms() if now_ms is None else now_ms
+    configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
+    result = []
+    for config in configs:
+        ready, leased, delayed, oldest = one_row(conn.execute(
+            "SELECT coalesce(sum(NOT live AND available_at <= :now), 0), coalesce(sum(live), 0), "
+            "coalesce(sum(NOT live AND available_at > :now), 0), "
+            "min(CASE WHEN NOT live AND available_at <= :now THEN available_at END) "
+            "FROM (SELECT available_at, coalesce(lease_expires_at > :now, 0) AS live FROM sq_jobs "
+            "WHERE queue_id = :queue AND (expires_at IS NULL OR expires_at > :now))",
+            {"now": now, "queue": config.id},
+        ))
+        dead = first_value(
+            conn.execute("SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+        )
+        age = None if oldest is None else max(0, now - oldest)
+        result.append(QueueStats(config.name, ready, leased, delayed, dead, age))
+    return result
+
+
+_JOB_COLUMNS = (
+    "id, priority, attempts, max_attempts, enqueued_ms, available_at, lease_expires_at, "
+    "expires_at, idempotency_key, value, value_type, last_error"
+)
+
+
+def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
+    id_, prio, attempts, max_att, enq, avail, lease_end, exp, key, value, vtype, err = row
+    if lease_end is not None and lease_end > now:
+        state = "leased"
+    elif avail > now:
+        state = "delayed"
+    else:
+        state = "ready"
+    return JobInfo(
+        id_,
+        config.name,
+        state,
+        decode_value(value, vtype),
+        prio,
+        attempts,
+        config.max_attempts if max_att is None else max_att,
+        enq,
+        avail,
+        lease_end,
+        exp,
+        key,
+        err,
+    )
+
+
+def _dead_info(config: QueueConfig, row: tuple) -> JobInfo:
+    id_, prio, attempts, max_att, enq, dead_ms, exp, key, value, vtype, err = row
+    return JobInfo(
+        id_,
+        config.name,
+        "dead",
+        decode_value(value, vtype),
+        prio,
+        attempts,
+        config.max_attempts if max_att is None else max_att,
+        enq,
+        None,
+        None,
+        exp,
+        key,
+        err,
+        dead_ms,
+    )
+
+
+_DEAD_COLUMNS = (
+    "id, priority, attempts, max_attempts, enqueued_ms, dead_ms, expires_at, idempotency_key, "
+    "value, value_type, last_error"
+)
+
+
+def peek(
+    conn: apsw.Connection, queue: str, limit: int = 10, *, now_ms: int | None = None
+) -> list[JobInfo]:
+    """Jobs in queue order (priority, then age), in flight ones too (see ``state``); no lease."""
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    rows = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE queue_id = ? "
+        "AND (expires_at IS NULL OR expires_at > ?) "
+        "ORDER BY priority DESC, available_at, id LIMIT ?",
+        (config.id, now, limit),
+    ).fetchall()
+    return [_job_info(config, row, now) for row in rows]
+
+
+def purge(
+    conn: apsw.Connection, queue: str, *, include_leased: bool = False, now_ms: int | None = None
+) -> int:
+    """Delete the queue's ready and delayed jobs (and leased ones if asked); returns how many."""
+    config = require_queue(conn, queue)
+    if include_leased:
+        conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
+    else:
+        now = _clock_ms() if now_ms is None else now_ms
+        conn.execute(
+            "DELETE FROM sq_jobs WHERE queue_id = ? "
+            "AND (lease_token IS NULL OR lease_expires_at <= ?)",
+            (config.id, now),
+        )
+    return conn.changes()
+
+
+def sweep_expired(
+    conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
+) -> int:
+    """Delete jobs whose TTL passed and that no live lease holds; returns how many.
+
+    Claims never deliver an expired job, sweeping or not; sweeping frees the
+    space. Also forgets idempotency keys past the queue's window whose job is gone.
+    """
+    now = _clock_ms() if now_ms is None else now_ms
+    configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
+    removed = 0
+    for config in configs:
+        conn.execute(
+            "DELETE FROM sq_jobs WHERE queue_id = ? AND expires_at <= ? "
+            "AND (lease_token IS NULL OR lease_expires_at <= ?)",
+            (config.id, now, now),
+        )
+        removed += conn.changes()
+        conn.execute(
+            "DELETE FROM sq_job_keys WHERE queue_id = ? AND created_ms <= ? "
+            "AND NOT EXISTS (SELECT 1 FROM sq_jobs WHERE id = job_id) "
+            "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id)",
+            (config.id, now - config.idempotency_window_ms),
+        )
+    return removed
+
+
+def dead_letters(conn: apsw.Connection, queue: str, limit: int | None = None) -> list[JobInfo]:
+    """Dead letters of ``queue``, oldest death first."""
+    config = require_queue(conn, queue)
+    rows = conn.execute(
+        f"SELECT {_DEAD_COLUMNS} FROM sq_dead_jobs WHERE queue_id = ? ORDER BY dead_ms, id LIMIT ?",
+        (config.id, -1 if limit is None else limit),
+    ).fetchall()
+    return [_dead_info(config, row) for row in rows]
+
+
+def requeue_dead(
+    conn: apsw.Connection,
+    queue: str,
+    job_ids: Iterable[int] | None = None,
+    *,
+    now_ms: int | None = None,
+) -> list[int]:
+    """Move dead letters (all, or these ids) back to ready with their attempts reset.
+
+    The job keeps its id, payload, priority and idempotency key; a TTL that
+    has passed is cleared so the requeued job can run.
+    """
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    if job_ids is None:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM sq_dead_jobs WHERE queue_id = ? ORDER BY id", (config.id,)
+            )
+        ]
+    else:
+        ids = list(job_ids)
+    moved = []
+    for job_id in ids:
+        row = conn.execute(
+            "INSERT INTO sq_jobs (id, queue_id, priority, available_at, attempts, max_attempts, "
+            "expires_at, idempotency_key, enqueued_ms, value, value_type, last_error) "
+            "SELECT id, queue_id, priority, ?, 0, max_attempts, "
+            "CASE WHEN expires_at > ? THEN expires_at END, idempotency_key, enqueued_ms, value, "
+            "value_type, last_error FROM sq_dead_jobs WHERE id = ? AND queue_id = ? RETURNING id",
+            (now, now, int(job_id), config.id),
+        ).fetchone()
+        if row is None:
+            raise UnknownJobError(f"queue {queue!r} has no dead letter with id {job_id}.")
+        conn.execute("DELETE FROM sq_dead_jobs WHERE id = ?", (job_id,))
+        moved.append(row[0])
+    return moved
+
+
+def purge_dead(conn: apsw.Connection, queue: str, job_ids: Iterable[int] | None = None) -> int:
+    """Delete dead letters of ``queue`` (all, or these ids); returns how many."""
+    config = require_queue(conn, queue)
+    if job_ids is None:
+        conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
+        return conn.changes()
+    removed = 0
+    for job_id in job_ids:
+        conn.execute(
+            "DELETE FROM sq_dead_jobs WHERE id = ? AND queue_id = ?", (int(job_id), config.id)
+        )
+        removed += conn.changes()
+    return removed
+
+
+def get_job(
+    conn: apsw.Connection, queue: str, job_id: int, *, now_ms: int | None = None
+) -> JobInfo:
+    """The job with ``job_id`` in the queue or its dead letters; UnknownJobError otherwise."""
+    config = require_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    row = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE id = ? AND queue_id = ?", (job_id, config.id)
+    ).fetchone()
+    if row is not None:
+        return _job_info(config, row, now)
+    row = conn.execute(
+        f"SELECT {_DEAD_COLUMNS} FROM sq_dead_jobs WHERE id = ? AND queue_id = ?",
+        (job_id, config.id),
+    ).fetchone()
+    if row is not None:
+        return _dead_info(config, row)
+    raise UnknownJobError(
+        f"queue {queue!r} has no job with id {job_id} (it may have been acked, expired or removed)."
+    )
+
+
+def remove_job(conn: apsw.Connection, queue: str, job_id: int) -> str:
+    """Delete one job (queued, leased or dead); returns the state it was in."""
+    config = require_queue(conn, queue)
+    for table, state in (("sq_jobs", "queued"), ("sq_dead_jobs", "dead")):
+        # ``table`` is one of two constants, never user text.
+        conn.execute(f"DELETE FROM {table} WHERE id = ? AND queue_id = ?", (job_id, config.id))
+        if conn.changes():
+            return state
+    raise UnknownJobError(f"queue {queue!r} has no job with id {job_id}.")

@@ -1,0 +1,425 @@
+"""Work queues: job types, enqueue and claim (ack/nack/extend: :mod:`.leases`).
+
+Delivery is at-least-once. A claim is one ``UPDATE ... RETURNING`` that
+leases up to N ready jobs, ordered ``priority DESC, available_at, id``, for a
+visibility timeout and stamps them with a fresh random lease token. Ack, nack,
+release and extend must present ``(job id, token)``: a worker whose lease
+expired and whose job another worker re-claimed holds a stale token, and its
+calls change nothing (fencing). A late ack whose token still matches (the
+lease expired but nobody re-claimed the job yet) is accepted: the work is done.
+
+Row states (one table, one claim index; see ``schema._V2_QUEUES``):
+
+=========  ================================================================
+state      condition
+=========  ================================================================
+ready      ``available_at <= now`` and no live lease
+delayed    ``available_at > now`` (not leased)
+leased     ``lease_token`` set and ``lease_expires_at > now``
+=========  ================================================================
+
+A claim sets the lease columns only, so the claim index
+``(queue_id, priority DESC, available_at)`` is not rewritten (a third more
+claim+ack throughput than moving ``available_at`` to the lease expiry, in
+``python -m spark_queue.bench queue``). The price: a claim walks past the
+queue's live leases at the head of the index, so its cost grows with the
+jobs in flight, never with the backlog. A lease that expired without ack or
+nack makes its job claimable again by the same scan, so no reaper is needed;
+the next claim counts the attempt.
+Every function here takes a connection whose caller holds the write
+transaction (``write_transaction``); :class:`~spark_queue.store.queues.queue.Queue`
+wraps them one transaction each.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from typing import Any, Literal, NamedTuple, overload
+
+import apsw
+
+from spark_queue.errors import (
+    PayloadError,
+    QueueBatchTooLargeError,
+    QueueConfigError,
+    QueueFullError,
+)
+from spark_queue.store.file.codec import decode_value, encode_value
+from spark_queue.store.file.connection import Row, first_value
+from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.payload_limits import check_sizes
+from spark_queue.store.queues import controls
+from spark_queue.store.queues.config import CONFIG_COLUMNS, QueueConfig, config_from_row
+
+# The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
+_MAX_MS = 1 << 62
+
+
+class NewJob(NamedTuple):
+    """One job to enqueue. ``None`` for ``max_attempts`` means the queue's setting.
+
+    ``payload`` is stored as the codec stores event values (str as text, bytes
+    as bytes, anything else as JSON). ``delay_ms`` holds the job back;
+    ``ttl_ms`` drops it if it is not done that long after enqueue;
+    ``idempotency_key`` makes a duplicate enqueue return the original id.
+    """
+
+    payload: Any
+    priority: int = 0
+    delay_ms: int = 0
+    idempotency_key: str | None = None
+    max_attempts: int | None = None
+    ttl_ms: int | None = None
+
+
+class Job(NamedTuple):
+    """A claimed job. ``lease_token`` is what ack/nack/extend must present.
+
+    A NamedTuple, not a dataclass: a claim builds one per job on the hot path.
+    """
+
+    id: int
+    queue: str
+    payload: Any
+    priority: int
+    attempts: int
+    max_attempts: int
+    enqueued_ms: int
+    lease_token: int | None
+    lease_expires_ms: int | None
+    expires_ms: int | None = None
+    idempotency_key: str | None = None
+    last_error: str | None = None
+
+
+class LeaseResult(NamedTuple):
+    """What a batch ack/nack/release/extend did: ids changed, ids whose token was stale."""
+
+    done: list[int]
+    rejected: list[int]
+
+
+class NackResult(NamedTuple):
+    retried: list[int]
+    dead: list[int]
+    rejected: list[int]
+    # When each of ``retried`` (same order) may be claimed again, epoch ms.
+    retry_at_ms: tuple[int, ...] = ()
+
+
+Lease = Job | tuple[int, int]
+
+def get_queue(conn: apsw.Connection, queue: str) -> QueueConfig | None:
+    row = conn.execute(
+        f"SELECT {CONFIG_COLUMNS} FROM sq_queues WHERE name = ?", (validate_name(queue, "queue"),)
+    ).fetchone()
+    return None if row is None else config_from_row(row)
+
+
+def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
+    """The queue's settings; created with the defaults if missing (caller holds the write lock)."""
+    config = get_queue(conn, queue)
+    if config is not None:
+        return config
+    conn.execute("INSERT INTO sq_queues (name, created_ms) VALUES (?, ?)", (queue, _clock_ms()))
+    created = get_queue(conn, queue)
+    assert created is not None, "the queue inserted above, in the same transaction"
+    return created
+
+
+# -- enqueue -------------------------------------------------------------
+@overload
+def int_option(
+    job_index: int, name: str, value: Any, low: int, allow_none: Literal[False]
+) -> int: ...
+@overload
+def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None: ...
+def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_MS:
+        raise QueueConfigError(
+            f"job {job_index} of the batch: {name} must be an integer >= {low}"
+            f"{' or None' if allow_none else ''}; got {value!r}."
+        )
+    return value
+
+
+def _encode_payload(index: int, payload: Any) -> tuple[Any, int]:
+    try:
+        return encode_value(payload)
+    except PayloadError as exc:
+        raise PayloadError(f"job {index} of the batch: {exc}") from exc
+
+
+def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
+    # ``type(x) is int`` checks are deliberate: they are fast and reject bool.
+    if type(job) is not NewJob:  # a bare payload: every option at its default
+        value, vtype = _encode_payload(index, job)
+        return (queue_id, 0, now, None, None, None, now, value, vtype)
+    payload, priority, delay, key, max_attempts, ttl = job
+    value, vtype = _encode_payload(index, payload)
+    if type(priority) is not int or not -_MAX_MS < priority < _MAX_MS:
+        raise QueueConfigError(
+            f"job {index} of the batch: priority must be an integer; got {priority!r}."
+        )
+    if delay:
+        delay = int_option(index, "delay_ms", delay, 0, False)
+    if ttl is not None:
+        ttl = now + int_option(index, "ttl_ms", ttl, 1, False)
+    if max_attempts is not None:
+        int_option(index, "max_attempts", max_attempts, 1, False)
+    if key is not None and (type(key) is not str or not key):
+        raise QueueConfigError(
+            f"job {index} of the batch: idempotency_key must be a non-empty str or None; "
+            f"got {key!r}."
+        )
+    return (queue_id, priority, now + (delay or 0), max_attempts, ttl, key, now, value, vtype)
+
+
+def check_job(job: NewJob | Any) -> None:
+    """Raise the PayloadError or QueueConfigError enqueueing ``job`` would raise; no I/O."""
+    _encode_row(0, job, 0, 0)
+
+
+_INSERT = (
+    "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
+    "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def enqueue_rows(
+    conn: apsw.Connection, queue: str, rows: Iterable[NewJob | Any], *, now_ms: int | None = None
+) -> list[int]:
+    """Insert jobs into ``queue`` inside the caller's write transaction; return their ids.
+
+    The queue is created with the default settings if missing. Rows are
+    :class:`NewJob` items or bare payloads. A row whose ``idempotency_key``
+    this queue remembers (see :func:`_job_id_for_key`), from earlier calls or
+    an earlier row of the same batch, is not inserted; its id is the original's.
+    Raises :class:`QueueFullError` if the queue has a ``max_size`` that the
+    batch would exceed (the caller's transaction is untouched: nothing was
+    inserted), :class:`QueueBatchTooLargeError` if it could never fit, and
+    :class:`PayloadTooLargeError` naming the row if a payload is over the
+    queue's ``max_payload_bytes`` (nothing inserted either).
+    """
+    config = ensure_queue(conn, queue)
+    now = _clock_ms() if now_ms is None else now_ms
+    encoded = [_encode_row(i, job, config.id, now) for i, job in enumerate(rows)]
+    if not encoded:
+        return []
+    if config.max_payload_bytes is not None:
+        check_sizes(
+            (row[7] for row in encoded), config.max_payload_bytes, f"queue {config.name!r}",
+            f"sqliteq queue config PATH {config.name} --max-payload-bytes N",
+        )
+    if config.max_size is not None:
+        check_capacity(conn, config, len(encoded))
+    if all(row[5] is None for row in encoded):
+        # No RETURNING (it materializes every row and halved enqueue throughput):
+        # sq_jobs is AUTOINCREMENT and we hold the write lock, so the batch's
+        # ids are consecutive and end at last_insert_rowid().
+        conn.executemany(_INSERT, encoded)
+        last = conn.last_insert_rowid()
+        return list(range(last - len(encoded) + 1, last + 1))
+    ids = []
+    for row in encoded:
+        key = row[5]
+        if key is not None:
+            existing = _job_id_for_key(conn, config, key, now)
+            if existing is not None:
+                ids.append(existing)
+                continue
+        conn.execute(_INSERT, row)
+        job_id = conn.last_insert_rowid()
+        ids.append(job_id)
+        if key is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO sq_job_keys "
+                "(queue_id, idempotency_key, job_id, created_ms) VALUES (?, ?, ?, ?)",
+                (config.id, key, job_id, now),
+            )
+    return ids
+
+
+def _job_id_for_key(conn: apsw.Connection, config: QueueConfig, key: str, now: int) -> int | None:
+    """The job that holds ``key``, if the queue still remembers it.
+
+    A key is remembered for ``idempotency_window_ms`` after its enqueue (so a
+    job that was done and acked is not enqueued again by a retried producer),
+    and beyond that as long as its job is queued, leased or dead.
+    """
+    row = conn.execute(
+        "SELECT job_id, created_ms FROM sq_job_keys WHERE queue_id = ? AND idempotency_key = ?",
+        (config.id, key),
+    ).fetchone()
+    if row is None:
+        return None
+    job_id, created_ms = row
+    if created_ms > now - config.idempotency_window_ms or _job_exists(conn, job_id):
+        return job_id
+    return None
+
+
+def _job_exists(conn: apsw.Connection, job_id: int) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sq_jobs WHERE id = ? UNION ALL SELECT 1 FROM sq_dead_jobs WHERE id = ?",
+            (job_id, job_id),
+        ).fetchone()
+        is not None
+    )
+
+
+def queue_size(conn: apsw.Connection, queue_id: int) -> int:
+    """Jobs in the queue (ready, delayed and leased; not dead letters)."""
+    return first_value(conn.execute("SELECT count(*) FROM sq_jobs WHERE queue_id = ?", (queue_id,)))
+
+
+def check_capacity(conn: apsw.Connection, config: QueueConfig, adding: int) -> None:
+    if config.max_size is None:
+        return
+    if adding > config.max_size:
+        raise QueueBatchTooLargeError(
+            f"a batch of {adding} jobs can never fit queue {config.name!r} (max_size "
+            f"{config.max_size}); split it into batches of at most {config.max_size}."
+        )
+    size = queue_size(conn, config.id)
+    if size + adding > config.max_size:
+        raise QueueFullError(
+            f"queue {config.name!r} holds {size} of max_size {config.max_size} jobs; no room "
+            f"for {adding} more. Wait for workers to drain it (enqueue with wait_ms), or "
+            "raise max_size."
+        )
+
+
+# -- claim -----------------------------------------------------------------
+_CLAIM = (
+    "UPDATE sq_jobs SET lease_token = ?, lease_expires_at = ?, attempts = attempts + 1 "
+    "WHERE id IN (SELECT id FROM sq_jobs WHERE queue_id = ? AND available_at <= ? "
+    "AND (lease_token IS NULL OR lease_expires_at <= ?) "
+    "AND (expires_at IS NULL OR expires_at > ?) "
+    "ORDER BY priority DESC, available_at, id LIMIT ?) "
+    "RETURNING id, priority, attempts, max_attempts, enqueued_ms, expires_at, "
+    "idempotency_key, value, value_type, last_error"
+)
+
+
+def new_token() -> int:
+    """A random 63-bit lease token: unguessable, and never 0 or NULL."""
+    return secrets.randbits(63) or 1
+
+
+def claim(
+    conn: apsw.Connection,
+    queue: str,
+    limit: int,
+    *,
+    lease_ms: int | None = None,
+    now_ms: int | None = None,
+) -> list[Job]:
+    """Lease up to ``limit`` due jobs for ``lease_ms`` (default: the queue's visibility timeout).
+
+    Returns them ordered ``priority DESC, id``, all under one token. A job
+    whose previous lease expired on its last allowed attempt is moved to the
+    dead letters instead of being delivered again. An unknown queue has no jobs.
+    A paused queue, one at its ``max_leased`` or one whose rate limit has no
+    token left returns fewer jobs or none (:mod:`.controls`).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise QueueConfigError(f"claim limit must be a positive integer; got {limit!r}.")
+    config = get_queue(conn, queue)
+    if config is None:
+        return []
+    lease_ms = lease_duration_ms(config, lease_ms)
+    now = _clock_ms() if now_ms is None else now_ms
+    if not controls.controlled(config):
+        return _claim_rows(conn, config, limit, lease_ms, now)
+    allowed = controls.admission(conn, config, now).allowed
+    if allowed == 0:
+        return []  # refused without a write (see controls.py)
+    if allowed is not None:
+        limit = min(limit, allowed)
+    jobs = _claim_rows(conn, config, limit, lease_ms, now)
+    if jobs:
+        controls.record_claim(conn, config, [job.id for job in jobs], now)
+    return jobs
+
+
+def _claim_rows(
+    conn: apsw.Connection, config: QueueConfig, limit: int, lease_ms: int, now: int
+) -> list[Job]:
+    expires = now + lease_ms
+    token = new_token()
+    jobs: list[Job] = []
+    while len(jobs) < limit:
+        rows: list[Row] = conn.execute(
+            _CLAIM, (token, expires, config.id, now, now, now, limit - len(jobs))
+        ).fetchall()
+        exhausted = []
+        for id_, prio, attempts, max_att, enq, exp, key, value, vtype, last_error in rows:
+            allowed = config.max_attempts if max_att is None else max_att
+            if attempts > allowed:
+                exhausted.append((id_, attempts - 1, last_error))
+                continue
+            jobs.append(
+                Job(
+                    id_,
+                    config.name,
+                    decode_value(value, vtype),
+                    prio,
+                    attempts,
+                    allowed,
+                    enq,
+                    token,
+                    expires,
+                    exp,
+                    key,
+                    last_error,
+                )
+            )
+        if not exhausted:
+            break
+        for id_, attempts, last_error in exhausted:
+            error = f"the lease of attempt {attempts} expired without ack or nack"
+            if last_error:
+                error += f"; last error before it: {last_error}"
+            bury(conn, [id_], error, now, attempts=attempts)
+        if len(rows) < limit:
+            break
+    jobs.sort(key=lambda j: (-j.priority, j.id))
+    return jobs
+
+
+def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
+    if lease_ms is None:
+        return config.visibility_timeout_ms
+    if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 0 < lease_ms < _MAX_MS:
+        raise QueueConfigError(f"lease_ms must be a positive integer; got {lease_ms!r}.")
+    return lease_ms
+
+
+def bury(
+    conn: apsw.Connection,
+    job_ids: Iterable[int],
+    error: str | None,
+    now: int,
+    *,
+    attempts: int | None = None,
+) -> int:
+    """Move jobs to the dead letters with ``error`` as their last error; returns how many moved."""
+    moved = 0
+    for job_id in job_ids:
+        conn.execute(
+            "INSERT INTO sq_dead_jobs (id, queue_id, priority, attempts, max_attempts, expires_at, "
+            "idempotency_key, enqueued_ms, dead_ms, value, value_type, last_error) "
+            "SELECT id, queue_id, priority, coalesce(?, attempts), max_attempts, expires_at, "
+            "idempotency_key, enqueued_ms, ?, value, value_type, coalesce(?, last_error) "
+            "FROM sq_jobs WHERE id = ?",
+            (attempts, now, error, job_id),
+        )
+        conn.execute("DELETE FROM sq_jobs WHERE id = ?", (job_id,))
+        moved += conn.changes()
+    return moved

@@ -1,0 +1,254 @@
+"""The :class:`Queue` handle: one named queue of one :class:`~spark_queue.store.Store`.
+
+Each method runs in one transaction of the store's connection and says what it
+guarantees. Like the Store, a handle belongs to one thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Unpack
+
+from spark_queue.errors import (
+    QueueBatchTooLargeError,
+    QueueConfigError,
+    QueueFullError,
+    StaleLeaseError,
+)
+from spark_queue.store.file.connection import HasStoreConnection
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.queues import admin, controls, leases
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.admin import JobInfo, QueueStats
+from spark_queue.store.queues.config import QueueConfig, QueueSettings
+from spark_queue.store.queues.controls import Admission
+from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
+
+# How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
+_MAX_WAIT_STEP_S = 0.05
+
+
+class Queue:
+    """A work queue in a store file: at-least-once jobs with leases, retries and dead letters.
+
+    >>> q = store.queue("emails")                        # doctest: +SKIP
+    >>> q.enqueue({"to": "a@example.com"}, priority=5)
+    >>> for job in q.claim(32): ...; q.ack(job)
+    """
+
+    def __init__(self, store: HasStoreConnection, name: str) -> None:
+        self.store = store
+        self.db = store.db
+        self.name = validate_name(name, "queue")
+
+    def __repr__(self) -> str:
+        return f"Queue({self.db.path!r}, {self.name!r})"
+
+    # -- settings ----------------------------------------------------------
+    def configure(self, **settings: Unpack[QueueSettings]) -> QueueConfig:
+        """Create the queue if missing and change the given settings (one transaction)."""
+        with self.db.write() as conn:
+            return admin.configure(conn, self.name, settings)
+
+    def pause(self) -> QueueConfig:
+        """Stop claims (one transaction): from its commit on, claims return nothing.
+
+        Enqueues still land; jobs already leased can be acked, nacked and extended.
+        """
+        return self.configure(paused=True)
+
+    def resume(self) -> QueueConfig:
+        """Let claims take jobs again (one transaction)."""
+        return self.configure(paused=False)
+
+    def admission(self) -> Admission:
+        """How many jobs a claim may take now and what holds it back (one read snapshot).
+
+        What a claim would decide, without claiming: a worker uses it to wait
+        (paused, at ``max_leased``, or out of rate-limit tokens) without taking
+        the write lock.
+        """
+        with self.db.read():
+            config = queue_jobs.get_queue(self.db.conn, self.name)
+            if config is None:  # like a claim: an unknown queue has no jobs, and no controls
+                return controls.OPEN
+            return controls.admission(self.db.conn, config, self.db.now_ms())
+
+    def config(self) -> QueueConfig:
+        """The queue's settings; UnknownQueueError if it was never created."""
+        with self.db.read():
+            return admin.require_queue(self.db.conn, self.name)
+
+    def exists(self) -> bool:
+        with self.db.read():
+            return queue_jobs.get_queue(self.db.conn, self.name) is not None
+
+    # -- enqueue -----------------------------------------------------------
+    def enqueue(
+        self,
+        payload: Any,
+        *,
+        priority: int = 0,
+        delay_ms: int = 0,
+        ttl_ms: int | None = None,
+        idempotency_key: str | None = None,
+        max_attempts: int | None = None,
+        wait_ms: int | None = 0,
+    ) -> int:
+        """Enqueue one job in its own transaction; returns its id (durable on return).
+
+        See :meth:`enqueue_many` for ``wait_ms`` and idempotency.
+        """
+        job = NewJob(payload, priority, delay_ms, idempotency_key, max_attempts, ttl_ms)
+        return self.enqueue_many([job], wait_ms=wait_ms)[0]
+
+    def enqueue_many(self, jobs: Iterable[NewJob | Any], *, wait_ms: int | None = 0) -> list[int]:
+        """Enqueue :class:`NewJob` items (or bare payloads) in ONE transaction; returns their ids.
+
+        All jobs become visible together or none does. A duplicate
+        ``idempotency_key`` (against the queue or earlier in the batch)
+        returns the original job's id and inserts nothing. When the queue has
+        a ``max_size`` and the batch does not fit, wait up to ``wait_ms`` for
+        workers to make room (``None``: wait as long as it takes; ``0``: fail
+        at once) and then raise :class:`QueueFullError`; a batch larger than
+        ``max_size`` raises :class:`QueueBatchTooLargeError` at once.
+        """
+        if wait_ms is not None and (not isinstance(wait_ms, int) or wait_ms < 0):
+            raise QueueConfigError(f"wait_ms must be an integer >= 0 or None; got {wait_ms!r}.")
+        batch = list(jobs)
+        deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
+        step = 0.001
+        while True:
+            try:
+                with self.db.write() as conn:
+                    return queue_jobs.enqueue_rows(conn, self.name, batch)
+            except QueueBatchTooLargeError:
+                raise
+            except QueueFullError:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise
+            # Sleep with back-off, but look again as soon as the file changed.
+            self._wait_for_change(step if remaining is None else min(step, remaining))
+            step = min(step * 2, _MAX_WAIT_STEP_S)
+
+    def _wait_for_change(self, timeout_s: float) -> None:
+        version = self.db.data_version()
+        end = time.monotonic() + timeout_s
+        pause = 0.0005
+        while time.monotonic() < end and self.db.data_version() == version:
+            time.sleep(min(pause, max(0.0, end - time.monotonic())))
+            pause = min(pause * 2, 0.01)
+
+    # -- leases ------------------------------------------------------------
+    def claim(self, limit: int = 1, *, lease_ms: int | None = None) -> list[Job]:
+        """Lease up to ``limit`` due jobs in one transaction (one ``UPDATE ... RETURNING``).
+
+        At-least-once: a job comes back to another claim if this lease expires
+        before ack, nack or extend. Order is ``priority DESC, available_at, id``.
+        A paused queue returns nothing; ``max_leased`` and the rate limit may
+        cut the batch short (:meth:`admission` says why).
+        """
+        with self.db.write() as conn:
+            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+
+    def ack(self, job: Lease) -> None:
+        """Mark one leased job done (deleted), one transaction; StaleLeaseError if lost."""
+        result = self.ack_many([job])
+        if result.rejected:
+            raise StaleLeaseError(self._stale_message("ack", result.rejected))
+
+    def ack_many(self, jobs: Iterable[Lease]) -> LeaseResult:
+        """Ack many leases in ONE transaction; stale ones are listed in ``rejected``, unchanged."""
+        with self.db.write() as conn:
+            return leases.ack(conn, self.name, jobs)
+
+    def ack_and_claim(
+        self, done: Iterable[Lease], limit: int, *, lease_ms: int | None = None
+    ) -> tuple[LeaseResult, list[Job]]:
+        """Ack ``done`` and claim up to ``limit`` more in ONE transaction (one commit, not two).
+
+        For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
+        the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
+        """
+        with self.db.write() as conn:
+            acked = leases.ack(conn, self.name, done)
+            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+
+    def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
+        """Fail one leased job: retry after backoff, or dead letter at max attempts.
+
+        Returns ``"retry"`` or ``"dead"``; StaleLeaseError if the lease was lost.
+        """
+        result = self.nack_many([job], error, delay_ms=delay_ms)
+        if result.rejected:
+            raise StaleLeaseError(self._stale_message("nack", result.rejected))
+        return "dead" if result.dead else "retry"
+
+    def nack_many(
+        self, jobs: Iterable[Lease], error: str | None = None, *, delay_ms: int | None = None
+    ) -> NackResult:
+        """Nack many leases in ONE transaction (see :meth:`nack`)."""
+        with self.db.write() as conn:
+            return leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
+
+    def release(self, jobs: Iterable[Lease], *, count_attempt: bool = False) -> LeaseResult:
+        """Give leases back to ready at once (one transaction); the attempt is not counted."""
+        with self.db.write() as conn:
+            return leases.release(conn, self.name, jobs, count_attempt=count_attempt)
+
+    def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
+        """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
+        with self.db.write() as conn:
+            return leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
+
+    def _stale_message(self, action: str, ids: list[int]) -> str:
+        return (
+            f"cannot {action} job {ids[0]} of queue {self.name!r}: its lease token is stale "
+            "(the lease expired and another worker claimed it, or it was acked, released or "
+            "removed); nothing was changed. Extend leases of long jobs, or raise "
+            "visibility_timeout_ms."
+        )
+
+    # -- inspection and admin ---------------------------------------------
+    def stats(self) -> QueueStats:
+        """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
+        with self.db.read():
+            return admin.stats(self.db.conn, self.name)[0]
+
+    def peek(self, limit: int = 10) -> list[JobInfo]:
+        with self.db.read():
+            return admin.peek(self.db.conn, self.name, limit)
+
+    def get(self, job_id: int) -> JobInfo:
+        with self.db.read():
+            return admin.get_job(self.db.conn, self.name, job_id)
+
+    def remove(self, job_id: int) -> str:
+        """Delete one job, queued, leased or dead (one transaction); returns its state."""
+        with self.db.write() as conn:
+            return admin.remove_job(conn, self.name, job_id)
+
+    def purge(self, *, include_leased: bool = False) -> int:
+        """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
+        with self.db.write() as conn:
+            return admin.purge(conn, self.name, include_leased=include_leased)
+
+    def sweep_expired(self) -> int:
+        """Delete jobs past their TTL that no live lease holds (one transaction)."""
+        with self.db.write() as conn:
+            return admin.sweep_expired(conn, self.name)
+
+    def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
+        with self.db.read():
+            return admin.dead_letters(self.db.conn, self.name, limit)
+
+    def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
+        """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
+        with self.db.write() as conn:
+            return admin.requeue_dead(conn, self.name, job_ids)
+
+    def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
+        with self.db.write() as conn:
+            return admin.purge_dead(conn, self.name, job_ids)

@@ -1,0 +1,403 @@
+"""The :class:`Store` handle: one apsw connection to one store file.
+
+Each method states its transaction and its guarantee. A Store belongs to one
+thread and one process (apsw connections must not cross a fork); open one per
+worker thread or process. Spark-side code opens a Store inside the method
+that runs in a worker and closes it before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Unpack
+
+import apsw
+import pyarrow as pa
+
+from spark_queue.store import maintenance, sinks
+from spark_queue.store.file import payload_limits
+from spark_queue.store.file.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    StoreConnection,
+    first_value,
+    open_connection,
+    translate_errors,
+)
+from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.queues import admin as queue_admin
+from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues.config import QueueSettings
+from spark_queue.store.queues.queue import Queue
+from spark_queue.store.streams import admin as topic_admin
+from spark_queue.store.streams import arrow_read, retention
+from spark_queue.store.streams import consumers as consumer_offsets
+from spark_queue.store.streams import topics as topic_log
+from spark_queue.store.streams.topics import Event, Record, TopicInfo
+
+
+class Store:
+    """A spark_queue store file, opened with the store's pragmas and schema checks.
+
+    >>> with Store("events.sqlite") as store:           # doctest: +SKIP
+    ...     store.publish_many("clicks", [{"user": 1}, {"user": 2}])
+    ...     store.read("clicks", 0, limit=10)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        durability: str = "normal",
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.readonly = readonly
+        conn = open_connection(
+            self.path,
+            create=create,
+            readonly=readonly,
+            durability=durability,
+            busy_timeout_ms=busy_timeout_ms,
+        )
+        try:
+            ensure_schema(conn, self.path, readonly=readonly, busy_timeout_ms=busy_timeout_ms)
+        except BaseException:
+            conn.close()
+            raise
+        self.db = StoreConnection(self.path, conn)
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The apsw connection, for SQL of your own (prefer :meth:`write`/:meth:`snapshot`)."""
+        return self.db.conn
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (BEGIN IMMEDIATE) around the block: all of it commits or none."""
+        with self.db.write() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """Run the block's reads against one consistent snapshot of the file."""
+        with self.db.read():
+            yield self
+
+    # -- topics ----------------------------------------------------------
+    def create_topic(self, topic: str) -> None:
+        """Create ``topic`` if it does not exist (one transaction; idempotent)."""
+        with self.write():
+            topic_log.ensure_topic(self.conn, topic)
+
+    def publish(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        key: str | bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> int:
+        """Append one event in its own transaction; returns its offset (durable on return)."""
+        return self.publish_many(topic, [Record(value, key, headers, timestamp_ms)])[0]
+
+    def publish_many(self, topic: str, items: Iterable[Any]) -> range:
+        """Append values or :class:`Record` items in ONE transaction; returns their offsets.
+
+        All items get consecutive offsets and become visible together, or, on
+        any error (a bad payload, a crash), none of them is stored.
+        """
+        with self.write():
+            return topic_log.append(self.conn, topic, items)
+
+    def read(
+        self, topic: str, start: int = 0, end: int | None = None, limit: int | None = None
+    ) -> list[Event]:
+        """Events in ``[start, end)`` (at most ``limit``), decoded, from one snapshot.
+
+        Offsets and payloads are verified: a hole, a duplicate, or a row another
+        SQLite client stored against the format raises CorruptStoreError naming
+        topic and offset.
+        """
+        with self.db.read():
+            return topic_log.read(self.conn, topic, start, end, limit)
+
+    def read_arrow(
+        self,
+        topic: str,
+        start: int = 0,
+        end: int | None = None,
+        limit: int | None = None,
+        payload_format: str = "binary",
+    ) -> pa.Table:
+        """Events in ``[start, end)`` as Arrow (payloads undecoded), from one snapshot;
+        offsets and headers verified as in :meth:`read`."""
+        with self.db.read():
+            return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
+
+    def read_arrow_payloads(
+        self,
+        topic: str,
+        start: int,
+        end: int,
+        payload_format: str = "binary",
+        headers: bool = False,
+    ) -> pa.Table:
+        """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
+        bulk read), from one snapshot; offsets verified dense, headers (when asked) checked."""
+        with self.db.read():
+            return arrow_read.read_arrow_payloads(
+                self.conn, topic, start, end, payload_format, headers
+            )
+
+    def bounds(self, topic: str) -> tuple[int, int]:
+        """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
+        with self.db.read():
+            return topic_log.bounds(self.conn, topic)
+
+    def earliest_offset(self, topic: str) -> int:
+        return self.bounds(topic)[0]
+
+    def latest_offset(self, topic: str) -> int:
+        return self.bounds(topic)[1]
+
+    def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
+        """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
+        with self.db.read():
+            return topic_log.offset_for_timestamp(self.conn, topic, timestamp_ms)
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic with its earliest and latest offsets and event count."""
+        with self.db.read():
+            return topic_log.list_topics(self.conn)
+
+    def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
+        """Set ``topic``'s payload limit in one transaction (None removes it).
+
+        Creates the topic if missing. From the commit on, a publish with a
+        value over the limit fails whole with ``PayloadTooLargeError``.
+        """
+        limit = payload_limits.validate_limit(max_payload_bytes, f"topic {topic!r}")
+        with self.write() as conn:
+            tid, _ = topic_log.ensure_topic(conn, topic)
+            payload_limits.set_topic_limit(conn, tid, limit)
+
+    def configure_topic(
+        self, topic: str, *, exist_ok: bool = True, **settings: int | None
+    ) -> TopicInfo:
+        """Create ``topic`` if missing and set ``retention_ms``, ``retention_rows`` or
+        ``max_payload_bytes`` (None clears one; the rest keep their value), in one transaction.
+
+        ``exist_ok=False`` refuses an existing topic with ``TopicExistsError``.
+        Returns the topic as it is after the commit.
+        """
+        with self.write() as conn:
+            return topic_admin.configure(conn, topic, settings, exist_ok=exist_ok)
+
+    def delete_topic(self, topic: str) -> topic_admin.TopicDeleted:
+        """Delete ``topic`` with its events and its consumers' saved offsets (one transaction).
+
+        Readers of the topic fail from the commit on (``UnknownTopicError``); a
+        publish creates it anew from offset 0. Sink-ledger entries, keyed by
+        sink id, stay.
+        """
+        with self.write() as conn:
+            return topic_admin.delete(conn, topic)
+
+    def has_topic(self, topic: str) -> bool:
+        """Whether ``topic`` exists (one read)."""
+        with self.db.read() as conn:
+            return topic_log.find_id(conn, topic) is not None
+
+    # -- consumers -------------------------------------------------------
+    def commit_offsets(
+        self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
+    ) -> dict[str, int]:
+        """Save ``consumer``'s next offsets in one transaction; never moves back unless reset."""
+        with self.write():
+            return consumer_offsets.commit(self.conn, consumer, offsets, reset=reset)
+
+    def reset_offsets(
+        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int]
+    ) -> dict[str, int]:
+        """Move ``consumer``'s saved offsets, back or forward, to ``target(topic)`` for each topic.
+
+        ``target`` runs inside the write transaction, so what it reads (this
+        Store's ``bounds``, ``offset_for_timestamp``) cannot change before
+        the offsets are saved: a prune in between would leave an offset below
+        the earliest, which readers report as lost data. Errors it raises
+        roll everything back.
+        """
+        with self.write():
+            return consumer_offsets.commit(
+                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
+            )
+
+    def committed_offsets(self, consumer: str) -> dict[str, int]:
+        """The saved next-offsets of ``consumer`` by topic."""
+        with self.db.read():
+            return consumer_offsets.committed(self.conn, consumer)
+
+    def consumers(self, topic: str | None = None) -> list[consumer_offsets.ConsumerInfo]:
+        """Consumers with their offsets and lag, from one snapshot."""
+        with self.db.read():
+            return consumer_offsets.list_consumers(self.conn, topic)
+
+    def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
+        """Forget ``consumer``'s saved offsets, for one topic or all (one transaction); returns
+        how many topics it had. Retention is no longer held back by it."""
+        with self.write():
+            return consumer_offsets.delete(self.conn, consumer, topic)
+
+    # -- retention and maintenance --------------------------------------
+    def set_retention(
+        self, topic: str, *, max_age_ms: int | None = None, max_rows: int | None = None
+    ) -> None:
+        """Store the topic's default retention limits (used by :meth:`prune`)."""
+        with self.write():
+            retention.set_retention(self.conn, topic, max_age_ms=max_age_ms, max_rows=max_rows)
+
+    def prune(
+        self,
+        topic: str | None = None,
+        *,
+        max_age_ms: int | None = None,
+        max_rows: int | None = None,
+        force: bool = False,
+        at_ms: int | None = None,
+    ) -> list[retention.PruneResult]:
+        """Apply retention to one topic or all, each topic in its own transaction.
+
+        Never deletes at or above the lowest saved consumer offset unless ``force``.
+        """
+        if topic is not None:
+            with self.write():
+                ids = [(topic_log.topic_id(self.conn, topic), topic)]
+        else:
+            # By id, not by name: a topic a foreign writer named against the
+            # rule is pruned like any other, and never stops the rest.
+            with self.db.read():
+                ids = retention.topic_ids(self.conn)
+        results = []
+        for tid, name in ids:
+            with self.write():
+                results.append(
+                    retention.prune_id(
+                        self.conn, tid, name, max_age_ms=max_age_ms, max_rows=max_rows,
+                        force=force, at_ms=at_ms,
+                    )
+                )
+        return results
+
+    def backup(
+        self,
+        dest_path: str | os.PathLike[str],
+        progress: maintenance.BackupProgress | None = None,
+    ) -> int:
+        """Write a consistent copy of the store to a new file while writers continue.
+
+        One read transaction around the whole copy, so it finishes however
+        often others commit; ``progress(copied_pages, total_pages)`` after each
+        step. Returns the pages copied; never overwrites a file.
+        """
+        with translate_errors(self.path):
+            return maintenance.backup(self.conn, dest_path, progress)
+
+    # -- the sink ledger (spark_queue/store/sinks.py) ----------------------
+    def commit_sink_batch(
+        self,
+        sink_id: str | None,
+        batch_id: int | None,
+        *,
+        topic: str | None = None,
+        queue: str | None = None,
+        chunks: Iterable[topic_log.EncodedChunk] = (),
+        jobs: Iterable[queue_jobs.NewJob] = (),
+    ) -> sinks.SinkCommit:
+        """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
+        write transaction; a batch id at or below the sink's last one writes nothing.
+
+        With ``queue`` the batch is ``jobs`` (enqueued, the queue created if
+        missing); otherwise it is pre-encoded ``chunks`` appended to ``topic``,
+        or, without a topic, each row to the topic its chunk names. With
+        ``sink_id`` and ``batch_id`` both None the rows are written once with no
+        ledger entry. The iterables are consumed inside the transaction.
+        """
+        if queue is not None:
+            def write(conn: apsw.Connection) -> int:
+                return len(queue_jobs.enqueue_rows(conn, queue, jobs))
+        elif topic is not None:
+            def write(conn: apsw.Connection) -> int:
+                return len(topic_log.append_encoded(conn, topic, chunks))
+        else:
+            def write(conn: apsw.Connection) -> int:
+                return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
+        with translate_errors():
+            return sinks.commit_batch(self.conn, sink_id, batch_id, write)
+
+    def page_size(self) -> int:
+        """Bytes per page of the file (:meth:`backup` reports pages)."""
+        with translate_errors(self.path):
+            return first_value(self.conn.execute("PRAGMA page_size"))
+
+    def check(self) -> maintenance.CheckReport:
+        """SQLite's integrity check plus every store rule a foreign writer can break
+        (names, dense offsets, next_offset, payload types, JSON, headers, consumer offsets)."""
+        with translate_errors(self.path):
+            return maintenance.check(self.conn)
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes whenever another connection commits.
+
+        Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
+        """
+        return self.db.data_version()
+
+    # -- queues (spark_queue/store/queues/) -----------
+    def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:
+        """A handle on work queue ``name``; with settings, create or configure it first.
+
+        Configuring is one transaction. Without settings nothing is written: the
+        first enqueue creates the queue with the defaults.
+        """
+        handle = Queue(self, name)
+        if settings:
+            handle.configure(**settings)
+        return handle
+
+    def queues(self) -> list[queue_admin.QueueConfig]:
+        """Every queue's settings, by name."""
+        with self.db.read():
+            return queue_admin.list_queues(self.conn)
+
+    def queue_stats(self) -> list[queue_admin.QueueStats]:
+        """Ready/leased/delayed/dead counts and oldest ready age of each queue (one snapshot)."""
+        with self.db.read():
+            return queue_admin.stats(self.conn)
+
+    def delete_queue(self, name: str) -> int:
+        """Remove a queue with its jobs and dead letters (one transaction); returns jobs removed."""
+        with self.write() as conn:
+            return queue_admin.delete_queue(conn, name)
+
+    def sweep_expired(self) -> int:
+        """Delete jobs past their TTL in every queue (one transaction); returns how many."""
+        with self.write() as conn:
+            return queue_admin.sweep_expired(conn)

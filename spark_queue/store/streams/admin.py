@@ -1,0 +1,96 @@
+"""Topic administration: create a topic with its settings, change them, delete the topic.
+
+A topic's settings are its retention (``retention_ms``, ``retention_rows``:
+what :func:`~spark_queue.store.streams.retention.prune` applies when given no limit)
+and its ``max_payload_bytes``. Each call is one write transaction the caller
+holds: a topic is created together with its settings or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import apsw
+
+from spark_queue.errors import OptionError, TopicExistsError
+from spark_queue.store.file import payload_limits
+from spark_queue.store.file.connection import one_row
+from spark_queue.store.streams import retention
+from spark_queue.store.streams.topics import (
+    TopicInfo,
+    bounds_of,
+    ensure_topic,
+    find_id,
+    list_topics,
+    topic_id,
+)
+
+TOPIC_SETTINGS = ("retention_ms", "retention_rows", "max_payload_bytes")
+
+
+class TopicDeleted(NamedTuple):
+    """What :func:`delete` removed with the topic."""
+
+    topic: str
+    events: int
+    consumers: list[str]
+
+
+def configure(
+    conn: apsw.Connection, topic: str, settings: Mapping[str, int | None], *, exist_ok: bool
+) -> TopicInfo:
+    """Create ``topic`` if missing and set the given settings (None clears one).
+
+    Settings not given keep their value. ``exist_ok=False`` refuses a topic
+    that exists already (:class:`TopicExistsError`), so a create never
+    silently changes a topic someone else uses.
+    """
+    unknown = sorted(set(settings) - set(TOPIC_SETTINGS))
+    if unknown:
+        raise OptionError(
+            f"unknown topic setting(s) {unknown}; the settings are {list(TOPIC_SETTINGS)}."
+        )
+    existing = find_id(conn, topic)
+    if existing is not None and not exist_ok:
+        raise TopicExistsError(
+            f"topic {topic!r} already exists; change its settings with "
+            f"`sqliteq topic config PATH {topic} ...` (or pass --if-not-exists)."
+        )
+    # The limits are validated before anything is written.
+    limit = payload_limits.validate_limit(
+        settings.get("max_payload_bytes"), f"topic {topic!r}"
+    )
+    tid = existing if existing is not None else ensure_topic(conn, topic)[0]
+    if "max_payload_bytes" in settings:
+        payload_limits.set_topic_limit(conn, tid, limit)
+    if "retention_ms" in settings or "retention_rows" in settings:
+        stored_ms, stored_rows = one_row(
+            conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
+        )
+        retention.set_retention(
+            conn, topic,
+            max_age_ms=settings.get("retention_ms", stored_ms),
+            max_rows=settings.get("retention_rows", stored_rows),
+        )
+    return next(info for info in list_topics(conn) if info.name == topic)
+
+
+def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
+    """Remove ``topic``, its events and its consumers' saved offsets.
+
+    Sink-ledger entries stay: they are keyed by sink id, not by topic (see
+    :mod:`~spark_queue.store.sinks`), so a sink that wrote here and keeps its id skips the batch
+    ids it committed before, even into a topic of the same name created anew.
+    """
+    tid = topic_id(conn, topic)
+    earliest, latest = bounds_of(conn, tid)
+    names = [row[0] for row in conn.execute(
+        "SELECT consumer FROM sq_consumers WHERE topic_id = ? ORDER BY consumer", (tid,)
+    )]
+    # Spelled out rather than left to ON DELETE CASCADE, so what goes does
+    # not hang on the connection's foreign_keys pragma.
+    conn.execute("DELETE FROM sq_events WHERE topic_id = ?", (tid,))
+    conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
+    conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
+    return TopicDeleted(topic, latest - earliest, names)

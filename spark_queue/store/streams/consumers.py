@@ -1,0 +1,103 @@
+"""Consumer offsets: where each named consumer will read next, per topic.
+
+A saved offset is the next offset the consumer will read (Kafka's
+convention). Saves are monotonic: a save below the stored value leaves it
+unchanged unless the caller asks for a reset, so a late or replayed commit
+can never move a consumer backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import apsw
+
+from spark_queue.errors import OffsetRangeError
+from spark_queue.store.file.connection import Row, first_value, now_ms
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.streams.topics import topic_id
+
+_UPSERT = (
+    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (consumer, topic_id) DO UPDATE SET updated_ms = excluded.updated_ms, "
+)
+_ADVANCE_SQL = (
+    _UPSERT + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+)
+_RESET_SQL = _UPSERT + "next_offset = excluded.next_offset RETURNING next_offset"
+
+
+class ConsumerInfo(NamedTuple):
+    consumer: str
+    topic: str
+    next_offset: int
+    latest: int
+    lag: int
+    updated_ms: int
+
+
+def commit(
+    conn: apsw.Connection, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
+) -> dict[str, int]:
+    """Save ``offsets`` for ``consumer`` (caller holds the write lock); return the stored values."""
+    validate_name(consumer, "consumer")
+    stored = {}
+    for topic, offset in offsets.items():
+        tid = topic_id(conn, topic)
+        latest = first_value(
+            conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
+        )
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= latest:
+            raise OffsetRangeError(
+                f"consumer {consumer!r} offset for topic {topic!r} must be an integer from 0 "
+                f"to the topic's latest offset {latest}; got {offset!r}."
+            )
+        stored[topic] = first_value(
+            conn.execute(_RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms()))
+        )
+    return stored
+
+
+def committed(conn: apsw.Connection, consumer: str) -> dict[str, int]:
+    """The saved offsets of ``consumer`` by topic name (empty if it never committed)."""
+    validate_name(consumer, "consumer")
+    return dict(
+        conn.execute(
+            "SELECT t.name, c.next_offset FROM sq_consumers c "
+            "JOIN sq_topics t ON t.id = c.topic_id WHERE c.consumer = ? ORDER BY t.name",
+            (consumer,),
+        )
+    )
+
+
+def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[ConsumerInfo]:
+    """Every consumer's offset and lag (latest - next_offset, never below 0)."""
+    sql = (
+        "SELECT c.consumer, t.name, c.next_offset, t.next_offset, c.updated_ms "
+        "FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id"
+    )
+    params: tuple = ()
+    if topic is not None:
+        sql += " WHERE c.topic_id = ?"
+        params = (topic_id(conn, topic),)
+    rows: list[Row] = conn.execute(sql + " ORDER BY t.name, c.consumer", params).fetchall()
+    # A saved offset beyond latest (only another SQLite client can store one;
+    # `sqliteq check` reports it) means nothing is left to read: lag 0, never negative.
+    return [
+        ConsumerInfo(name, tname, nxt, latest, max(0, latest - nxt), updated)
+        for name, tname, nxt, latest, updated in rows
+    ]
+
+
+def delete(conn: apsw.Connection, consumer: str, topic: str | None = None) -> int:
+    """Forget a consumer's offsets (one topic or all); returns how many rows went."""
+    validate_name(consumer, "consumer")
+    if topic is None:
+        conn.execute("DELETE FROM sq_consumers WHERE consumer = ?", (consumer,))
+    else:
+        conn.execute(
+            "DELETE FROM sq_consumers WHERE consumer = ? AND topic_id = ?",
+            (consumer, topic_id(conn, topic)),
+        )
+    return conn.changes()

@@ -1,0 +1,120 @@
+"""Retention: delete old events from the front of a topic.
+
+Deletion always removes a prefix of offsets, so a topic stays dense from its
+earliest offset on. Events at or above the lowest saved consumer offset are
+kept unless the caller forces it: a consumer that has not read them yet must
+not lose them silently.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import apsw
+
+from spark_queue.errors import OptionError
+from spark_queue.store.file.connection import Row, first_value, one_row
+from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
+
+
+class PruneResult(NamedTuple):
+    topic: str
+    deleted: int
+    earliest_before: int
+    earliest_after: int
+    # The consumer whose saved offset stopped deletion short, if one did.
+    held_by: str | None
+
+
+def set_retention(
+    conn: apsw.Connection, topic: str, *, max_age_ms: int | None, max_rows: int | None
+) -> None:
+    """Store the topic's default retention (None clears a limit)."""
+    for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            raise OptionError(
+                f"retention {name} must be a positive integer or None; got {value!r}."
+            )
+    conn.execute(
+        "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
+        (max_age_ms, max_rows, topic_id(conn, topic)),
+    )
+
+
+def prune(
+    conn: apsw.Connection,
+    topic: str,
+    *,
+    max_age_ms: int | None = None,
+    max_rows: int | None = None,
+    force: bool = False,
+    at_ms: int | None = None,
+) -> PruneResult:
+    """Delete events older than ``max_age_ms`` or beyond the newest ``max_rows``.
+
+    The caller holds the write lock.
+
+    Limits not given fall back to the topic's stored retention. ``at_ms`` is
+    "now" for the age test (tests pass it to avoid sleeping).
+    """
+    return prune_id(
+        conn, topic_id(conn, topic), topic,
+        max_age_ms=max_age_ms, max_rows=max_rows, force=force, at_ms=at_ms,
+    )
+
+
+def topic_ids(conn: apsw.Connection) -> list[tuple[int, str]]:
+    """Every topic's ``(id, name)`` by name, names unchecked (see :func:`prune_id`)."""
+    rows: list[Row] = conn.execute("SELECT id, name FROM sq_topics ORDER BY name").fetchall()
+    return rows
+
+
+def prune_id(
+    conn: apsw.Connection,
+    tid: int,
+    topic: str,
+    *,
+    max_age_ms: int | None = None,
+    max_rows: int | None = None,
+    force: bool = False,
+    at_ms: int | None = None,
+) -> PruneResult:
+    """:func:`prune` of the topic with id ``tid``; ``topic`` is only its label.
+
+    Pruning all topics goes by id, so a topic whose name another SQLite client
+    set against the naming rule is pruned like the others instead of stopping
+    them (``tests/store/test_foreign_writers.py``).
+    """
+    stored_ms, stored_rows = one_row(
+        conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
+    )
+    max_age_ms = stored_ms if max_age_ms is None else max_age_ms
+    max_rows = stored_rows if max_rows is None else max_rows
+    for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise OptionError(f"prune {name} must be an integer >= 0; got {value!r}.")
+    earliest, latest = bounds_of(conn, tid)
+    cut = earliest
+    if max_rows is not None:
+        cut = max(cut, latest - max_rows)
+    if max_age_ms is not None:
+        cutoff_ts = (now_ms() if at_ms is None else at_ms) - max_age_ms
+        # Everything before the first event that is young enough goes.
+        young = first_value(conn.execute(
+            "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?", (tid, cutoff_ts)
+        ))
+        cut = max(cut, latest if young is None else young)
+    held_by = None
+    if not force:
+        low = conn.execute(
+            "SELECT consumer, next_offset FROM sq_consumers WHERE topic_id = ? "
+            "ORDER BY next_offset, consumer LIMIT 1",
+            (tid,),
+        ).fetchone()
+        if low is not None and low[1] < cut:
+            held_by, cut = low[0], max(earliest, low[1])
+    deleted = 0
+    if cut > earliest:
+        conn.execute("DELETE FROM sq_events WHERE topic_id = ? AND offset < ?", (tid, cut))
+        deleted = conn.changes()
+    return PruneResult(topic, deleted, earliest, max(earliest, cut), held_by)

@@ -1,0 +1,501 @@
+"""Topics: append-only logs with dense offsets, and reads by offset range.
+
+Offsets are dense per topic: the first event is 0 and each next one is +1,
+assigned inside the writing transaction. SQLite lets one writer in at a time,
+so a reader never sees offset N+1 while N is invisible (no holes, no late
+fills); ``tests/store/test_concurrency.py`` guards this with several processes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue.errors import (
+    CorruptStoreError,
+    OffsetRangeError,
+    PayloadError,
+    UnknownTopicError,
+)
+from spark_queue.store.file.codec import (
+    TEXT,
+    VALUE_TYPE_NAMES,
+    decode_headers,
+    decode_value,
+    encode_headers,
+    encode_key,
+    encode_value,
+)
+from spark_queue.store.file.connection import Row, first_value, now_ms, one_row
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.payload_limits import check_sizes, checked_rows, topic_fix
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One event to publish, when a key, headers or a timestamp go with the value."""
+
+    value: Any
+    key: str | bytes | None = None
+    headers: Mapping[str, str] | None = None
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One stored event, as read back.
+
+    ``value_type`` is how it was stored: ``bytes``, ``text`` or ``json`` (a
+    JSON string and a text value read back as the same ``str``).
+    """
+
+    topic: str
+    offset: int
+    timestamp_ms: int
+    key: str | bytes | None
+    value: Any
+    headers: dict[str, str] | None
+    value_type: str
+
+
+class TopicInfo(NamedTuple):
+    name: str
+    earliest: int
+    latest: int
+    count: int  # type: ignore[assignment]  # public since the first release; shadows tuple.count
+    created_ms: int
+    retention_ms: int | None
+    retention_rows: int | None
+    max_payload_bytes: int | None = None
+
+
+def find_id(conn: apsw.Connection, topic: str) -> int | None:
+    """The topic's id, or None if the store has no such topic."""
+    row = conn.execute(
+        "SELECT id FROM sq_topics WHERE name = ?", (validate_name(topic),)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def topic_id(conn: apsw.Connection, topic: str) -> int:
+    """The id of an existing topic; UnknownTopicError names it otherwise."""
+    tid = find_id(conn, topic)
+    if tid is None:
+        raise UnknownTopicError(f"topic {topic!r} does not exist in this store.")
+    return tid
+
+
+def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
+    """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
+    return open_topic(conn, topic)[:2]
+
+
+def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
+    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths.
+
+    One statement when the topic exists (every ``Store.publish`` and every
+    producer batch runs this; the stray probe rides along as a subquery).
+    """
+    validate_name(topic)
+    row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
+        )
+        row = one_row(conn.execute(_OPEN_TOPIC, (topic,)))
+    tid, nxt, limit, stray = row
+    if stray is not None:
+        raise CorruptStoreError(
+            f"topic {topic!r} holds events at offsets {_span(nxt, stray)}, at or above its "
+            f"next_offset {nxt}: another SQLite client inserted them without advancing "
+            "sq_topics.next_offset, and publishing now would collide with them. Nothing was "
+            "published. Run `sqliteq check`; if those events are wanted, set next_offset to "
+            f"{stray + 1} (UPDATE sq_topics SET next_offset = {stray + 1} WHERE name = "
+            f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
+        )
+    return tid, nxt, limit
+
+
+# The topic's row, and the highest offset at or above its next_offset (one
+# index probe): such rows were inserted by a client that did not advance it;
+# appending would collide with them (a raw ConstraintError) or, with a gap,
+# leave a hole.
+_OPEN_TOPIC = (
+    "SELECT id, next_offset, max_payload_bytes, (SELECT offset FROM sq_events "
+    "WHERE topic_id = t.id AND offset >= t.next_offset ORDER BY offset DESC LIMIT 1) "
+    "FROM sq_topics AS t WHERE name = ?"
+)
+
+
+def _rows(
+    tid: int, first: int, items: Iterable[Any], ts_ms: int, counter: list[int]
+) -> Iterator[tuple]:
+    offset = first
+    for item in items:
+        # Plain ASCII text is the hot case (the benchmark's and Spark's): skip the calls.
+        if type(item) is str and item.isascii():
+            yield (tid, offset, ts_ms, None, item, TEXT, None)
+        else:
+            try:
+                row = _encode(tid, offset, item, ts_ms)
+            except PayloadError as exc:
+                raise PayloadError(f"item {offset - first} of the batch: {exc}") from exc
+            yield row
+        offset += 1
+    counter[0] = offset
+
+
+def _encode(tid: int, offset: int, item: Any, ts_ms: int) -> tuple:
+    if type(item) is Record:
+        value, vtype = encode_value(item.value)
+        return (
+            tid,
+            offset,
+            ts_ms if item.timestamp_ms is None else int(item.timestamp_ms),
+            encode_key(item.key),
+            value,
+            vtype,
+            encode_headers(item.headers),
+        )
+    value, vtype = encode_value(item)
+    return (tid, offset, ts_ms, None, value, vtype, None)
+
+
+def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
+    """Append ``items`` (values or Records) at the topic's next offsets.
+
+    The caller holds the write lock.
+
+    Returns the assigned offsets. Items are encoded while they stream into
+    SQLite, so a large batch is never copied into an intermediate list. A
+    value over the topic's ``max_payload_bytes`` raises
+    :class:`PayloadTooLargeError` naming its row (the caller's transaction
+    then stores nothing).
+    """
+    tid, first, limit = open_topic(conn, topic)
+    counter = [first]
+    rows = _rows(tid, first, items, now_ms(), counter)
+    if limit is not None:
+        rows = checked_rows(rows, 4, limit, f"topic {topic!r}", topic_fix(topic))
+    conn.executemany(
+        "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    end = counter[0]
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return range(first, end)
+
+
+class EncodedChunk(NamedTuple):
+    """Columns of events already in their stored form (see :mod:`spark_queue.store.file.codec`).
+
+    The Spark sink encodes on the executors and hands the driver these
+    columns; :func:`append_encoded` zips them straight into SQLite, so no
+    per-row object is built besides the row tuple itself. ``topics`` is used
+    only by :func:`append_routed`.
+    """
+
+    values: Sequence[Any]
+    value_type: int
+    keys: Sequence[str | bytes | None] | None = None
+    headers: Sequence[str | None] | None = None
+    topics: Sequence[str | None] | None = None
+
+
+_INSERT_EVENT = (
+    "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def append_encoded(
+    conn: apsw.Connection, topic: str, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
+) -> range:
+    """Append pre-encoded chunks at the topic's next offsets; caller holds the write lock.
+
+    Returns the assigned offsets. Rows stream from the chunks into one
+    ``executemany``: nothing is copied into an intermediate list. A value over
+    the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
+    naming its row in the whole batch.
+    """
+    tid, first, limit = open_topic(conn, topic)
+    ts = now_ms() if ts_ms is None else int(ts_ms)
+    counter = [first]
+
+    def chunk_rows() -> Iterator[Iterator[tuple]]:
+        for chunk in chunks:
+            if chunk.value_type not in VALUE_TYPE_NAMES:
+                raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
+            n = len(chunk.values)
+            start = counter[0]
+            if limit is not None:
+                owner = f"topic {topic!r}"
+                check_sizes(chunk.values, limit, owner, topic_fix(topic), start - first)
+            counter[0] = start + n
+            yield zip(
+                repeat(tid, n),
+                range(start, start + n),
+                repeat(ts, n),
+                repeat(None, n) if chunk.keys is None else chunk.keys,
+                chunk.values,
+                repeat(chunk.value_type, n),
+                repeat(None, n) if chunk.headers is None else chunk.headers,
+                strict=True,
+            )
+
+    conn.executemany(_INSERT_EVENT, chain.from_iterable(chunk_rows()))
+    end = counter[0]
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return range(first, end)
+
+
+def insert_stored(
+    conn: apsw.Connection, tid: int, first: int, ts_ms: int, rows: Sequence[tuple]
+) -> int:
+    """Insert ``rows`` of stored ``(value, value_type, key, headers)`` at offsets ``first``,
+    ``first + 1``, ... of topic ``tid`` and advance its ``next_offset``; return the end offset.
+
+    The caller holds the write lock and took ``tid`` and ``first`` from
+    :func:`open_topic` in the same transaction; payload limits are its to check.
+    Rows go in as multi-row INSERTs of up to ``_ROWS_PER_INSERT``: one
+    statement step each, where ``executemany`` steps (and hands the GIL to
+    other threads) once per row.
+    """
+    end = first + len(rows)
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        offset = first + start
+        params: list[Any] = []
+        for value, value_type, key, headers in chunk:
+            params += (tid, offset, ts_ms, key, value, value_type, headers)
+            offset += 1
+        conn.execute(_multi_insert(len(chunk)), params)
+    if end != first:
+        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return end
+
+
+_ROWS_PER_INSERT = 64
+
+
+@functools.cache
+def _multi_insert(rows: int) -> str:
+    return _INSERT_EVENT + ", (?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
+
+
+def append_routed(
+    conn: apsw.Connection, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
+) -> dict[str, range]:
+    """Append pre-encoded rows, each to the topic in ``chunk.topics``; caller holds the write lock.
+
+    Topics are created on first use. Returns each topic's assigned offsets
+    (consecutive per topic, as in :func:`append`). A null or invalid topic
+    name, or a value over its topic's ``max_payload_bytes`` (the error names the
+    row's position in the whole batch), raises and, with the caller's
+    transaction, stores nothing.
+    """
+    ts = now_ms() if ts_ms is None else int(ts_ms)
+    state: dict[str, list[int]] = {}  # topic -> [id, first offset, next offset]
+    limits: dict[str, int] = {}  # topics that have a max_payload_bytes
+    position = [0]
+
+    def rows() -> Iterator[tuple]:
+        for chunk in chunks:
+            n = len(chunk.values)
+            if chunk.topics is None:
+                raise PayloadError("append_routed needs chunk.topics (one topic per row).")
+            keys = repeat(None, n) if chunk.keys is None else chunk.keys
+            headers = repeat(None, n) if chunk.headers is None else chunk.headers
+            vtype = chunk.value_type
+            rows = zip(chunk.topics, keys, chunk.values, headers, strict=True)
+            for topic, key, value, header in rows:
+                if topic is None:
+                    raise PayloadError(
+                        "a row has a null topic; every row needs its topic column set "
+                        "(or set the sink's 'topic' option)."
+                    )
+                entry = state.get(topic)
+                if entry is None:
+                    tid, first, limit = open_topic(conn, topic)
+                    entry = state[topic] = [tid, first, first]
+                    if limit is not None:
+                        limits[topic] = limit
+                if limits and topic in limits:
+                    check_sizes((value,), limits[topic], f"topic {topic!r}", topic_fix(topic),
+                                position[0])
+                position[0] += 1
+                yield (entry[0], entry[2], ts, key, value, vtype, header)
+                entry[2] += 1
+
+    conn.executemany(_INSERT_EVENT, rows())
+    for tid, first, end in state.values():
+        if end != first:
+            conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    return {topic: range(first, end) for topic, (_, first, end) in state.items()}
+
+
+def check_range(start: int, end: int | None, limit: int | None) -> None:
+    if not isinstance(start, int) or start < 0:
+        raise OffsetRangeError(f"start offset must be an integer >= 0; got {start!r}.")
+    if end is not None and (not isinstance(end, int) or end < start):
+        raise OffsetRangeError(
+            f"end offset must be an integer >= start ({start}); got {end!r}. "
+            "Ranges are [start, end): end is exclusive."
+        )
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise OffsetRangeError(f"limit must be an integer >= 0; got {limit!r}.")
+
+
+def range_bounds(start: int, end: int | None, limit: int | None) -> int:
+    """The exclusive upper offset of ``[start, end)`` capped to ``limit`` rows (dense offsets)."""
+    check_range(start, end, limit)
+    upper = (1 << 62) if end is None else end
+    if limit is not None:
+        upper = min(upper, start + limit)
+    return upper
+
+
+def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> tuple[int, int]:
+    """The offsets ``[first, stop)`` a read of ``[start, upper)`` must return, exactly.
+
+    Retention removes only a prefix, so the range starts at the later of
+    ``start`` and the earliest stored offset, and it ends before the topic's
+    next offset (rows at or above it were never published through the store
+    and stay invisible). Caller holds the snapshot the rows come from.
+    """
+    earliest, nxt = bounds_of(conn, tid)
+    first = max(start, earliest)
+    return first, max(first, min(upper, nxt))
+
+
+def offsets_are_unique(conn: apsw.Connection) -> bool:
+    """Whether ``sq_events`` still has its primary key ``(topic_id, offset)``.
+
+    It makes offsets unique and range scans come back in offset order, which
+    the bulk read's count check relies on; only a client that rebuilt the
+    table can remove it. A lookup in the cached schema: microseconds.
+    """
+    columns = [
+        row[0] for row in conn.execute(
+            "SELECT ii.name FROM pragma_index_list('sq_events') AS il "
+            "JOIN pragma_index_info(il.name) AS ii WHERE il.origin = 'pk' ORDER BY ii.seqno"
+        )
+    ]
+    return columns == ["topic_id", "offset"]
+
+
+def read(
+    conn: apsw.Connection, topic: str, start: int, end: int | None = None, limit: int | None = None
+) -> list[Event]:
+    """Events with ``start <= offset < end``, at most ``limit`` of them, in offset order.
+
+    Every offset is checked against :func:`expected_range` and every payload
+    against its ``value_type``: a row a foreign writer broke raises
+    CorruptStoreError naming topic and offset. Caller holds one snapshot.
+    """
+    upper = range_bounds(start, end, limit)
+    tid = topic_id(conn, topic)
+    first, stop = expected_range(conn, tid, start, upper)
+    events = []
+    expected = first
+    for off, ts, key, value, vtype, headers in conn.execute(
+        "SELECT offset, ts_ms, key, value, value_type, headers FROM sq_events "
+        "WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset",
+        (tid, start, stop),
+    ):
+        if off != expected:
+            expected = -1
+            break
+        expected += 1
+        try:
+            events.append(
+                Event(topic, off, ts, key, decode_value(value, vtype), decode_headers(headers),
+                      VALUE_TYPE_NAMES[vtype])
+            )
+        except CorruptStoreError as exc:
+            raise CorruptStoreError(
+                f"topic {topic!r} offset {off}: {exc}. A writer outside spark_queue stored "
+                "this row; run `sqliteq check` on the store, and republish the event."
+            ) from exc
+    if expected != stop:
+        offsets = [
+            row[0] for row in conn.execute(
+                "SELECT offset FROM sq_events WHERE topic_id = ? AND offset >= ? "
+                "AND offset < ? ORDER BY offset", (tid, start, stop),
+            )
+        ]
+        raise CorruptStoreError(offsets_message(topic, offsets, first, stop))
+    return events
+
+
+def offsets_message(topic: str, offsets: list[int], first: int, end: int) -> str:
+    """What is wrong with ``offsets`` where ``first..end-1`` was expected, for an error."""
+    problem = f"{len(offsets)} events where {end - first} were expected"
+    steps = list(zip(offsets, offsets[1:], strict=False))
+    twice = next((b for a, b in steps if b == a), None)
+    back = next(((a, b) for a, b in steps if b < a), None)
+    bounds = zip([first - 1, *offsets], [*offsets, end], strict=True)
+    gaps = [(a, b) for a, b in bounds if b > a + 1]
+    if twice is not None:
+        problem = f"offset {twice} appears twice"
+    elif back is not None:
+        problem = f"offset {back[1]} comes after {back[0]}"
+    elif gaps:
+        problem = f"offsets {_span(gaps[0][0] + 1, gaps[0][1] - 1)} are missing"
+    return (
+        f"topic {topic!r}: offsets in [{first}, {end}) are not dense: {problem}. A writer "
+        "outside spark_queue deleted or inserted events; nothing was read. Run "
+        "`sqliteq check` on the store and restore a backup (or republish the range)."
+    )
+
+
+def _span(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}..{high}"
+
+
+def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
+    """``(earliest, latest)``: the first stored offset and the next offset to be assigned.
+
+    When retention removed every event, earliest == latest.
+    """
+    return bounds_of(conn, topic_id(conn, topic))
+
+
+def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
+    """:func:`bounds` of the topic with id ``tid``."""
+    latest = first_value(conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)))
+    first = conn.execute(
+        "SELECT offset FROM sq_events WHERE topic_id = ? ORDER BY offset LIMIT 1", (tid,)
+    ).fetchone()
+    return (latest if first is None else first[0]), latest
+
+
+def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -> int:
+    """The first offset whose timestamp is at or after ``timestamp_ms`` (latest if none)."""
+    tid = topic_id(conn, topic)
+    first = first_value(conn.execute(
+        "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?",
+        (tid, int(timestamp_ms)),
+    ))
+    return bounds(conn, topic)[1] if first is None else first
+
+
+def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
+    rows: list[Row] = conn.execute(
+        "SELECT t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
+        "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
+        "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
+    ).fetchall()
+    # Retention only ever removes a prefix, so the count is latest - earliest.
+    return [
+        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
+        for name, first, latest, created, r_ms, r_rows, max_bytes in rows
+    ]
