@@ -15,10 +15,11 @@
 # MAGIC and the checkpoints. A live store needs a local disk: DBFS (`/dbfs/...`) and Unity
 # MAGIC Catalog Volumes (`/Volumes/...`) cannot keep SQLite's locks, and the store refuses to
 # MAGIC open there. The driver's disk is gone when the cluster terminates: to keep the store,
-# MAGIC copy it to a Volume with `sqliteq backup` and copy it back before the next run (README,
-# MAGIC "Databricks"). On a multi-node cluster executors cannot see the driver's disk: read with
-# MAGIC `.option("readPath", "driver")`. Outside Databricks the directory is
-# MAGIC `./spark_queue_notebooks/quickstart` (or `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`).
+# MAGIC copy it to a Volume with `sqliteq backup` and copy it back before the next run
+# MAGIC (docs/spark-versions.md, "On Databricks"). On a multi-node cluster executors cannot
+# MAGIC see the driver's disk: read with `.option("readPath", "driver")`. Outside Databricks
+# MAGIC the directory is `./spark_queue_notebooks/quickstart` (or
+# MAGIC `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`).
 
 # COMMAND ----------
 

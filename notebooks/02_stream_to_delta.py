@@ -10,9 +10,9 @@
 # MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/stream_to_delta` on
 # MAGIC Databricks, `./spark_queue_notebooks/stream_to_delta` elsewhere) holds the store,
 # MAGIC the checkpoint and the table; the store must stay on the driver's local disk (see
-# MAGIC notebook 01 and the README's "Databricks" section), while checkpoints and tables may
-# MAGIC move to cloud storage. Locally this uses Delta when delta-spark is installed (Spark
-# MAGIC downloads Delta's jars on first start) and Parquet otherwise.
+# MAGIC notebook 01 and "On Databricks" in docs/spark-versions.md), while checkpoints and
+# MAGIC tables may move to cloud storage. Locally this uses Delta when delta-spark is
+# MAGIC installed (Spark downloads Delta's jars on first start) and Parquet otherwise.
 
 # COMMAND ----------
 

@@ -1,4 +1,4 @@
-"""The README documents what the code offers, and CI runs what the README says."""
+"""The docs document what the code offers, and CI runs what the README says."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import re
 import pytest
 
 from spark_queue.cli import build_parser
+from tests.docs_pages import section, text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = text("README.md")
+CLI_REFERENCE = text("docs/cli.md")
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, list[str]]]:
@@ -27,23 +29,23 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[s
 
 
 def _command_rows(command: str) -> list[str]:
-    """The README table rows (CLI reference) whose first cell is ``sqliteq <command> ...``."""
-    return [line for line in README.splitlines()
+    """The rows of docs/cli.md's tables whose first cell is ``sqliteq <command> ...``."""
+    return [line for line in CLI_REFERENCE.splitlines()
             if line.startswith(f"| `sqliteq {command}") and
             line[len(f"| `sqliteq {command}"):][:1] in (" ", "`")]
 
 
 @pytest.mark.parametrize(("command", "flags"), _commands(build_parser()))
-def test_every_cli_command_and_flag_is_in_its_readme_row(command, flags):
+def test_every_cli_command_and_flag_is_in_its_cli_reference_row(command, flags):
     rows = _command_rows(command)
-    assert rows, f"README's CLI reference has no row for `sqliteq {command}`"
+    assert rows, f"docs/cli.md has no row for `sqliteq {command}`"
     documented = " ".join(rows)
     missing = [flag for flag in flags if flag not in documented]
-    assert not missing, f"README rows of `sqliteq {command}` lack {missing}"
+    assert not missing, f"docs/cli.md rows of `sqliteq {command}` lack {missing}"
 
 
 def test_ci_runs_the_readme_test_command():
-    block = re.search(r"```bash\n(.*?)```", README[README.index("## The two commands"):], re.S)
+    block = re.search(r"```bash\n(.*?)```", section("README.md", "## The two commands"), re.S)
     test_command = next(line.split("#")[0].strip() for line in block.group(1).splitlines()
                         if "test" in line)
     ci = (ROOT / ".ci" / "run").read_text()

@@ -1,4 +1,4 @@
-"""README "Install" and "Spark versions" say what the packaging and the CI matrix do."""
+"""README "Install" and docs/spark-versions.md say what the packaging and the CI matrix do."""
 
 from __future__ import annotations
 
@@ -6,14 +6,11 @@ import pathlib
 import re
 import tomllib
 
+from tests.docs_pages import pages, section
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-
-
-def section(title: str) -> str:
-    text = README[README.index(title):]
-    return text[: text.index("\n## ", 1)]
+VERSIONS_PAGE = "docs/spark-versions.md"
 
 
 def matrix_versions() -> tuple[str, ...]:
@@ -23,9 +20,10 @@ def matrix_versions() -> tuple[str, ...]:
 
 
 def test_no_doc_tells_users_to_install_from_an_index_we_are_not_on():
-    for path in [ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*.py"))]:
-        text = path.read_text(encoding="utf-8")
-        assert not re.search(r"pip install\s+[\"']?spark-queue\b", text), path.name
+    docs = [ROOT / page for page in pages()]
+    for path in [*docs, *sorted((ROOT / "notebooks").glob("*.py"))]:
+        body = path.read_text(encoding="utf-8")
+        assert not re.search(r"pip install\s+[\"']?spark-queue\b", body), path.name
 
 
 def test_extras_take_a_pyspark_range_never_a_pin():
@@ -33,11 +31,11 @@ def test_extras_take_a_pyspark_range_never_a_pin():
     for name in ("spark", "connect"):
         specs = [d for d in extras[name] if d.startswith("pyspark")]
         assert specs and all(">=4.0,<4.4" in d and "==" not in d for d in specs), specs
-    assert "pyspark >=4.0,<4.4" in section("## Install")
+    assert "pyspark >=4.0,<4.4" in section("README.md", "## Install")
 
 
 def test_the_version_table_names_the_versions_ci_runs():
-    install = section("## Install")
+    install = section(VERSIONS_PAGE, "## Spark versions")
     listed = ", ".join(matrix_versions()[:-1]) + " and " + matrix_versions()[-1]
     assert listed in " ".join(install.split()), listed
     header = next(line for line in install.splitlines() if line.startswith("| feature"))
@@ -49,15 +47,15 @@ def test_delta_pin_is_the_one_the_readme_names():
     delta = [d for d in PYPROJECT["project"]["optional-dependencies"]["delta"]
              if d.startswith("delta-spark")]
     assert delta == ["delta-spark==4.4.0"]
-    assert "delta-spark 4.4.0" in README
+    assert "delta-spark 4.4.0" in section(VERSIONS_PAGE, "## Delta Lake")
+    assert "delta-spark 4.4.0" in section("README.md", "## Install")
 
 
 def test_the_databricks_section_matches_the_code():
     from spark_queue.spark.notebooks import DATABRICKS_LOCAL_DISK
     from spark_queue.store.file.filesystem import DATABRICKS_FUSE_MOUNTS
 
-    databricks = README[README.index("### On Databricks"):]
-    databricks = databricks[: databricks.index("\n## ")]
+    databricks = section(VERSIONS_PAGE, "## On Databricks")
     for mount in DATABRICKS_FUSE_MOUNTS:
         assert f"`{mount}/...`" in databricks, mount
     assert f"`{DATABRICKS_LOCAL_DISK}`" in databricks
@@ -73,6 +71,6 @@ def test_the_databricks_section_matches_the_code():
 def test_the_version_table_row_for_draining_names_the_helper_that_exists():
     from spark_queue.spark import run_available_now
 
-    install = section("## Install")
+    install = section(VERSIONS_PAGE, "## Spark versions")
     row = next(line for line in install.splitlines() if "run_available_now" in line)
     assert row.startswith(f"| `{run_available_now.__name__}(writer)`")

@@ -75,12 +75,15 @@ def test_the_walkthrough_leaves_what_the_text_says(walkthrough):
 def test_the_readme_reads_in_a_users_order_and_its_contents_list_every_section():
     text = README.read_text(encoding="utf-8")
     sections = re.findall(r"(?m)^## (.+)$", text)
-    listed = re.findall(r"(?m)^- \[(.+?)\]\(#([a-z0-9-]+)\)$",
-                        text[text.index("## Contents"):text.index("## The two commands")])
-    assert [title for title, _ in listed] == [s for s in sections if s != "Contents"]
+    contents = text[text.index("## Contents"):]
+    contents = contents[:contents.index("\n## ", 1)]
+    listed = re.findall(r"(?m)^- \[(.+?)\]\(#([a-z0-9-]+)\)", contents)
+    # Every section after the list, in order (GitHub's anchors: lower case, punctuation
+    # dropped, spaces to dashes).
+    assert [title for title, _ in listed] == sections[sections.index("Contents") + 1:]
     for title, anchor in listed:
         assert anchor == re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
-    # What it is, the two commands, install, the CLI, then Spark, queues, reference.
-    order = ["The two commands", "Install", "A walkthrough with the CLI",
-             "Quickstart with Spark", "Queues and workers", "CLI reference"]
+    # What it is, the two commands, hands-on (the CLI, then Spark), install, the reference.
+    order = ["The two commands", "Contents", "A walkthrough with the CLI",
+             "Quickstart with Spark", "Install", "A tour"]
     assert [sections.index(s) for s in order] == sorted(sections.index(s) for s in order)

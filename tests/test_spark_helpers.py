@@ -17,6 +17,7 @@ def test_source_offsets_read_the_same_from_json_from_a_python_repr_and_from_a_di
 
 def test_no_offsets_yet_is_empty_and_anything_else_is_a_named_error():
     assert progress.offsets(None) == {}
+    assert progress.offsets("null") == {}  # pyspark 4.2's startOffset of a new query's batch 0
     for bad in ("not offsets", "[1, 2]", "{'a': 'x'}"):
         with pytest.raises(ValueError, match="offset"):
             progress.offsets(bad)
@@ -27,6 +28,12 @@ def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
     report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}
     assert progress.end_offset(report, "t") == 7
     assert progress.end_offset(report, "other") == 0
+
+
+def test_start_offset_is_where_a_batch_began_and_0_for_a_new_querys_first():
+    assert progress.start_offset({"sources": [{"startOffset": "null"}]}, "t") == 0
+    assert progress.start_offset({"sources": [{"startOffset": None}]}, "t") == 0
+    assert progress.start_offset({"sources": [{"startOffset": '{"t": 5000}'}]}, "t") == 5000
 
 
 class FakeQuery:

@@ -66,8 +66,11 @@ Look at the results (shell):
   {cli} consumers {store}
   {cli} queue stats {store}
   {cli} tail {store} {config.topic} --from -5
-In Python, with pyspark:
-  spark.read.format("{bronze_format}").load("{bronze}").show()
+Look at the table in Python (paste into {_python_command()}):
+from spark_queue.spark import get_or_create
+spark = get_or_create()
+spark.read.format("{bronze_format}").load("{bronze}").show()
+
 Run the same command again: both queries resume from their checkpoints in
 {os.path.join(config.dir, "checkpoints")}.""")
     ok = summary["rows_in_bronze"] == summary["events_in_topic"] == summary[
@@ -84,5 +87,22 @@ def _sqliteq_command() -> str:
         return "sqliteq"
     if not os.path.exists(beside):
         return f"{sys.executable} -m spark_queue"
-    relative = os.path.relpath(beside)
-    return relative if not relative.startswith("..") else beside
+    return _as_typed(beside)
+
+
+def _python_command() -> str:
+    """How to start this interpreter (it has spark_queue and pyarrow): ``python`` when that is
+    it on PATH (an active venv), else its path. Not symlinks resolved: a venv's python links
+    to the system's, which has neither."""
+    found = shutil.which("python")
+    if found and os.path.abspath(found) == os.path.abspath(sys.executable):
+        return "python"
+    return _as_typed(sys.executable)
+
+
+def _as_typed(path: str) -> str:
+    """``path`` as a shell runs it: relative below the current directory, else absolute."""
+    relative = os.path.relpath(path)
+    if relative.startswith(".."):
+        return path
+    return relative if os.sep in relative else os.path.join(".", relative)

@@ -1,7 +1,7 @@
 """One table-driven option parser for the ``sqliteq`` source and sink.
 
 Each side declares its options once, as :class:`Option` rows (name, Kafka
-aliases, typed default, parse function, README default and doc line).
+aliases, typed default, parse function, docs default and doc line).
 :meth:`OptionTable.read` turns Spark's case-insensitive string map into typed
 values: unknown names fail with the closest known name as a hint; Kafka
 client options that mean nothing for a SQLite file are accepted and ignored
@@ -10,7 +10,8 @@ fails. Checks that involve several options stay with each side.
 
 Imports no pyspark (only :mod:`spark_queue.errors` and
 :mod:`spark_queue.store`), so both sides are unit-tested without Spark. The
-README tables and the DataSource docstring are checked against these tables
+option tables of docs/reading.md and docs/writing.md and the DataSource
+docstring are checked against these tables
 (``tests/connector/test_options_docs.py``).
 """
 
@@ -46,7 +47,7 @@ class Option:
     name: str
     parse: Parse
     default: Any = None  # typed; None = not set
-    doc_default: str = ""  # the README's default column, as the user would write it
+    doc_default: str = ""  # the docs table's default column, as a user writes it
     doc: str = ""  # one line: what values mean
     aliases: tuple[str, ...] = ()  # Kafka's names for the same option
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from spark_queue.demo.config import DemoConfig
 from spark_queue.demo.producer import Producer
+from spark_queue.demo.status import BronzeStatus, has_checkpoint
 from spark_queue.store import Job, Store
 from spark_queue.worker import Worker
 
@@ -54,6 +55,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     fmt = table_format(spark)
     if fmt != "delta":
         out("this session has no Delta Lake (delta-spark is not installed): bronze is Parquet")
+    status = BronzeStatus(config.topic, resuming=has_checkpoint(config.bronze_checkpoint(fmt)))
     bronze = start_bronze(spark, config, fmt)
     alerts = start_alerts(spark, config)
     producer.start()
@@ -63,7 +65,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     worker_thread.start()
 
     started = time.monotonic()
-    last_print, last_published, last_bronze = started, 0, start_latest
+    last_print, last_published = started, 0
     try:
         with Store(config.store_path, readonly=True) as monitor:
             while True:
@@ -72,23 +74,26 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                     error = query.exception()
                     if error is not None:
                         raise error
+                # In this order: a producer seen stopped has published all it will, and a
+                # query's progress read before the topic's end cannot be past it.
+                producing = producer.is_alive()
+                progress = bronze.lastProgress
+                bronze_end = end_offset(progress, config.topic)
                 latest = monitor.latest_offset(config.topic)
-                bronze_end = end_offset(bronze.lastProgress, config.topic)
                 now = time.monotonic()
                 if now - last_print >= config.progress_seconds:
                     depth = _queue_row(monitor, config.queue)
                     span = now - last_print
-                    phase = _phase(bronze, producer.is_alive())
+                    phase = status.phase(progress, producing)
                     out(f"[{now - started:6.1f}s] {phase:<19} | produced {producer.published:>7,} "
                         f"({(producer.published - last_published) / span:,.0f}/s) | "
-                        f"bronze {(bronze_end - last_bronze) / span:,.0f} rows/s, "
-                        f"lag {latest - bronze_end:,} | alerts queue: ready {depth['ready']} "
-                        f"leased {depth['leased']} done {worker.stats.acked} "
+                        f"{status.describe(progress, bronze, latest, span)} | alerts queue: ready "
+                        f"{depth['ready']} leased {depth['leased']} done {worker.stats.acked} "
                         f"dead {depth['dead']}")
-                    last_print, last_published, last_bronze = now, producer.published, bronze_end
+                    last_print, last_published = now, producer.published
                 if producer.error is not None:
                     raise producer.error
-                caught_up = not producer.is_alive() and bronze_end >= latest
+                caught_up = not producing and bronze_end >= latest
                 if caught_up and end_offset(alerts.lastProgress, config.topic) >= latest:
                     break
                 if now - started > config.max_seconds:
@@ -119,12 +124,6 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
             "seconds": round(time.monotonic() - started, 1),
         }
     return summary
-
-
-def _phase(bronze, producing: bool) -> str:
-    if bronze.lastProgress is None:
-        return "waiting for batch 1"
-    return "streaming" if producing else "catching up"
 
 
 def _save_final_offsets(config: DemoConfig, finals: dict[str, int]) -> None:

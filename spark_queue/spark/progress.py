@@ -17,7 +17,8 @@ from typing import Any
 def offsets(value: Any) -> dict[str, int]:
     """``{topic: next_offset}`` from a progress report's ``startOffset``, ``endOffset`` or
     ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
-    (before the first batch) for an empty mapping."""
+    or JSON ``null`` (no offset yet: a new query's first batch starts from nothing) for an
+    empty mapping."""
     if value is None:
         return {}
     parsed = value
@@ -29,6 +30,8 @@ def offsets(value: Any) -> dict[str, int]:
                 parsed = ast.literal_eval(value)
             except (ValueError, SyntaxError):
                 raise ValueError(f"not a source offset: {value!r}") from None
+    if parsed is None:
+        return {}
     if not isinstance(parsed, Mapping) or not all(
         isinstance(offset, int) and not isinstance(offset, bool) for offset in parsed.values()
     ):
@@ -41,12 +44,22 @@ def end_offset(progress: Any, topic: str, source: int = 0) -> int:
 
     ``progress`` is ``query.lastProgress``: None, a dict, or pyspark's progress object.
     """
+    return _source_offset(progress, "endOffset", topic, source)
+
+
+def start_offset(progress: Any, topic: str, source: int = 0) -> int:
+    """The offset of ``topic`` a batch started from: where the checkpoint stood for the first
+    batch of a restarted query, 0 for a new query's first batch (Spark reports None)."""
+    return _source_offset(progress, "startOffset", topic, source)
+
+
+def _source_offset(progress: Any, field: str, topic: str, source: int) -> int:
     if not progress:
         return 0
     sources = progress["sources"]
     if len(sources) <= source:
         return 0
-    return offsets(sources[source]["endOffset"]).get(topic, 0)
+    return offsets(sources[source][field]).get(topic, 0)
 
 
 def input_rows(progress: Any) -> int:

@@ -1,14 +1,14 @@
-"""The README tables and the DataSource docstring say what the option tables say, on both sides.
+"""The docs' option tables and the DataSource docstring say what the option tables say, on
+both sides.
 
-Each README table is the rendering of its option table (name, README
-default, doc line; a Kafka alias gets a row of its own right after its
-option), so a changed option, default or doc line fails here until the
-README follows.
+The first table of docs/reading.md (source) and of docs/writing.md (sink) is the
+rendering of its option table (name, doc default, doc line; a Kafka alias gets a
+row of its own right after its option), so a changed option, default or doc line
+fails here until the docs follow.
 """
 
 from __future__ import annotations
 
-import pathlib
 import re
 
 import pytest
@@ -17,12 +17,11 @@ from spark_queue.connector import SqliteQueueDataSource
 from spark_queue.connector.option_table import OptionTable
 from spark_queue.connector.sink.options import SINK_TABLE
 from spark_queue.connector.source.options import SOURCE_TABLE
+from tests.docs_pages import text
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 SIDES = {
-    "source": ("## Reading with Spark", SOURCE_TABLE),
-    "sink": ("## Writing with Spark", SINK_TABLE),
+    "source": ("docs/reading.md", SOURCE_TABLE),
+    "sink": ("docs/writing.md", SINK_TABLE),
 }
 
 
@@ -39,12 +38,10 @@ def rendered(table: OptionTable) -> list[str]:
     return rows
 
 
-def readme_rows(heading: str) -> list[str]:
-    """The rows of the first table under ``heading`` (the option table)."""
-    section = README[README.index(heading):]
-    section = section[: section.index("\n## ", 1)]
+def doc_rows(page: str) -> list[str]:
+    """The rows of the page's first table (the option table)."""
     rows: list[str] = []
-    for line in section.splitlines():
+    for line in text(page).splitlines():
         if line.startswith("|"):
             rows.append(line)
         elif rows:
@@ -53,9 +50,9 @@ def readme_rows(heading: str) -> list[str]:
 
 
 @pytest.mark.parametrize("side", sorted(SIDES))
-def test_readme_option_table_is_the_rendered_option_table(side):
-    heading, table = SIDES[side]
-    assert readme_rows(heading) == rendered(table)
+def test_the_docs_option_table_is_the_rendered_option_table(side):
+    page, table = SIDES[side]
+    assert doc_rows(page) == rendered(table)
 
 
 def docstring_part(side: str) -> str:
@@ -84,6 +81,6 @@ def test_datasource_docstring_documents_exactly_the_parsed_options_and_aliases(s
 def test_the_ignored_kafka_client_options_are_documented_on_both_sides():
     for side in SIDES:
         assert "``kafka.*``" in docstring_part(side)
-    kafka = README[README.index("## Swapping Kafka for sqliteq"):]
+    kafka = text("docs/kafka.md")
     for name in ("kafka.*", "kafkaConsumer.*", "fetchOffset.*", "groupIdPrefix", "includeHeaders"):
         assert f"`{name}`" in kafka, name

@@ -11,7 +11,7 @@ own Spark (Databricks), and ``pytest tests/smoke`` run from a temp directory,
 so the checkout is never importable and Spark's lookup must find the
 installed ``pyspark_sqliteq``. The suite there: the contract, the drain of a
 backlog in bounded batches (with a kill), the notebooks cell by cell in the
-running (Delta) session, the README's Spark quickstart and ``sqliteq demo``.
+running (Delta) session, every Spark snippet of the README and docs/ and ``sqliteq demo``.
 4.2 runs only the contract here, with the ``spark`` extra so its range is
 checked: the full suite already runs on 4.2.0. Exits non-zero if any version
 fails or collects no test.

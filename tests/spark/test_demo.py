@@ -1,4 +1,5 @@
-"""The main job (README command 1): the demo ends by itself with Delta holding every event once."""
+"""The main job (README command 1): the demo ends by itself with Delta holding every event once,
+a rerun says it resumes, and its follow-up commands run as printed."""
 
 from __future__ import annotations
 
@@ -60,8 +61,10 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
     # Spark's and Ivy's own output goes to spark.log, not the terminal.
     assert not re.search(r"(?i)ivy|^:: |resolving dependencies", output, re.M), output[:3000]
     assert os.path.getsize(os.path.join(directory, "spark.log")) > 0
+    resumed_progress_lines_never_show_a_rate_or_lag_they_cannot_stand_behind(output)
     # Every follow-up command runs as printed and shows the demo's data.
-    shell = output[output.index("Look at the results (shell):"):output.index("In Python")]
+    shell = output[output.index("Look at the results (shell):"):
+                   output.index("Look at the table in Python")]
     commands = [line.strip() for line in shell.splitlines()[1:] if line.strip()]
     shows = ["readings", "demo-bronze", "alerts", '"device"']
     assert [c.split()[1] for c in commands] == ["topics", "consumers", "queue", "tail"]
@@ -74,4 +77,37 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
     # The demo saves where its queries ended: no phantom lag after "caught up".
     lag = {row["consumer"]: row["lag"] for row in json.loads(listed.stdout)}
     assert lag == {"demo-bronze": 0, "demo-alerts": 0}, lag
+    python_follow_up_runs_as_printed_in_a_plain_python(output, published_before + 2000)
 
+
+def resumed_progress_lines_never_show_a_rate_or_lag_they_cannot_stand_behind(output: str):
+    """A rerun's bronze query resumes from its checkpoint: until its first batch of this run
+    the line says so (no rate, no lag against 0); after it, no number is negative."""
+    lines = re.findall(r"^\[\s*[\d.]+s\] .*$", output, re.M)
+    assert lines, output[-3000:]
+    assert not any("waiting for batch 1" in line for line in lines), lines
+    bronze = [re.search(r"\| (bronze [^|]*) \|", line).group(1) for line in lines]
+    for part in bronze:
+        assert part == "bronze resuming from its checkpoint" or re.fullmatch(
+            r"bronze [\d,]+ rows/s, lag [\d,]+", part), part
+    first_rate = next((i for i, part in enumerate(bronze) if "rows/s" in part), len(bronze))
+    assert all("resuming" in part for part in bronze[:first_rate]), bronze
+    assert not any("resuming" in part for part in bronze[first_rate:]), bronze
+
+
+def python_follow_up_runs_as_printed_in_a_plain_python(output: str, rows: int):
+    """The printed Python lines, pasted into the printed interpreter, with nothing set up:
+    no PYSPARK_PYTHON (get_or_create sets the workers' Python), no `spark`, Delta found."""
+    header = re.search(r"^Look at the table in Python \(paste into (.+)\):$", output, re.M)
+    code = output[header.end():].strip().split("\n\n")[0]
+    assert code.splitlines()[0] == "from spark_queue.spark import get_or_create", code
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_QUEUE_CONF_DIR")}
+    table_format, table = re.search(r'\.format\("(\w+)"\)\.load\("([^"]+)"\)', code).groups()
+    assert table_format == "delta"  # this suite's venv has delta-spark
+    code += f"\nprint('rows', spark.read.format({table_format!r}).load({table!r}).count())\n"
+    pasted = subprocess.run(header.group(1), shell=True, input=code, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert pasted.returncode == 0, pasted.stderr[-3000:]
+    assert "|device|celsius|" in pasted.stdout.replace(" ", ""), pasted.stdout[-3000:]
+    assert f"rows {rows}" in pasted.stdout, pasted.stdout[-3000:]

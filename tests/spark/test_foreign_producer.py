@@ -1,7 +1,7 @@
 """A second SQLite library publishes while Store.publish_many does and Spark reads.
 
 Python's stdlib ``sqlite3`` links another SQLite than apsw; it runs the
-README's protocol SQL (tests/store/foreign_producer.py) in processes of its
+protocol SQL of docs/file-format.md (tests/store/foreign_producer.py) in processes of its
 own, through the sq_publish view and by hand, next to an apsw producer
 process, while a streaming query reads the topic.
 """

@@ -6,7 +6,7 @@ pyspark package; read from there, never copied) runs with ``format("kafka")``
 exact word counts. The Kafka integration guide's read and write patterns run
 the same way, with exact rows. What a Kafka user must still change on purpose
 (``.mode("append")``, a checkpoint and a trigger to end the test) is listed in
-the README's "Swapping Kafka for sqliteq".
+docs/kafka.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A producer in another SQLite library: Python's stdlib ``sqlite3``, running the SQL
-of the README's "Publishing and consuming from other languages" section verbatim.
+of docs/file-format.md's "Publishing and consuming from other languages" verbatim.
 
 Run as a script in its own process (it must never share a process with apsw
 connections to the store):
@@ -11,7 +11,7 @@ protocol). It publishes COUNT JSON values ``{"p": PRODUCER, "seq": i}`` to
 topic ``mixed`` in transactions of BATCH events. With RELEASE_FILE it prints
 ``half`` after publishing half and waits for that file before the rest.
 Prints ``done`` at the end. ``python foreign_producer.py PATH protocol``
-runs the other README statements and prints what they returned as JSON.
+runs the page's other statements and prints what they returned as JSON.
 """
 
 from __future__ import annotations
@@ -24,18 +24,19 @@ import sqlite3
 import sys
 import time
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+PROTOCOL_PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "file-format.md"
 APPLICATION_ID = 0x53514C51
 TOPIC = "mixed"
 
 
-def readme_sql(title: str) -> list[str]:
-    """The statements of the README's ```sql block that starts with ``-- title``."""
-    for block in re.findall(r"```sql\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+def protocol_sql(title: str) -> list[str]:
+    """The statements of docs/file-format.md's ```sql block that starts with ``-- title``."""
+    for block in re.findall(r"```sql\n(.*?)```", PROTOCOL_PAGE.read_text(encoding="utf-8"),
+                            re.S):
         first, _, body = block.partition("\n")
         if first.strip() == f"-- {title}":
             return [stmt.strip() for stmt in body.split(";\n") if stmt.strip()]
-    raise LookupError(f"README has no ```sql block titled {title!r}")
+    raise LookupError(f"docs/file-format.md has no ```sql block titled {title!r}")
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -65,14 +66,14 @@ def event(producer: int, seq: int) -> dict:
 
 
 def publish_view(conn: sqlite3.Connection, rows: list[dict]) -> None:
-    [insert] = readme_sql("publish through the view")
+    [insert] = protocol_sql("publish through the view")
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(insert, rows)
     conn.execute("COMMIT")
 
 
 def publish_by_hand(conn: sqlite3.Connection, rows: list[dict]) -> None:
-    begin, create, select, insert, advance, commit = readme_sql("publish a batch by hand")
+    begin, create, select, insert, advance, commit = protocol_sql("publish a batch by hand")
     conn.execute(begin)
     conn.execute(create, {"topic": TOPIC, "now_ms": now_ms()})
     topic_id, nxt = conn.execute(select, {"topic": TOPIC}).fetchone()
@@ -97,16 +98,16 @@ def produce(path: str, mode: str, producer: int, count: int, batch: int, release
 
 
 def protocol(path: str) -> None:
-    """Create a topic, read a range and save consumer offsets, all with the README's SQL."""
+    """Create a topic, read a range and save consumer offsets, all with the page's SQL."""
     conn = connect(path)
-    [create] = readme_sql("create a topic")
+    [create] = protocol_sql("create a topic")
     conn.execute(create, {"topic": "fresh", "now_ms": now_ms()})
-    begin, bounds, select, commit = readme_sql("read a range")
+    begin, bounds, select, commit = protocol_sql("read a range")
     conn.execute(begin)
     topic_id, latest = conn.execute(bounds, {"topic": TOPIC}).fetchone()
     rows = conn.execute(select, {"topic_id": topic_id, "start": 1, "end": latest}).fetchall()
     conn.execute(commit)
-    [save] = readme_sql("save a consumer offset")
+    [save] = protocol_sql("save a consumer offset")
     saved = []
     for offset in (2, 1, latest + 5):  # forward, back (ignored), beyond latest (ignored)
         conn.execute(save, {"consumer": "foreign", "topic": TOPIC, "next_offset": offset,

@@ -1,6 +1,6 @@
-"""The README's protocol for other languages, run through another SQLite library.
+"""The protocol for other languages (docs/file-format.md), run through another SQLite library.
 
-tests/store/foreign_producer.py runs the README's SQL verbatim in Python's
+tests/store/foreign_producer.py runs that page's SQL verbatim in Python's
 stdlib ``sqlite3``, always in a subprocess: this process holds apsw
 connections and must never load a second SQLite library.
 """
@@ -46,7 +46,7 @@ def test_view_and_hand_written_sql_publish_alongside_publish_many_with_dense_off
         assert store.check() == (True, [])
 
 
-def test_readme_sql_creates_reads_and_saves_consumer_offsets_within_the_rules(store_path):
+def test_the_documented_sql_creates_reads_and_saves_consumer_offsets_within_the_rules(store_path):
     with Store(store_path) as store:
         store.publish_many("mixed", [{"n": 0}, Record("text", key="k", headers={"h": "v"}), b"b"])
     proc = foreign(store_path, "protocol")

@@ -29,7 +29,7 @@ FORMAT = FORMAT_NAME
 DEFAULT_SINK_BUSY_TIMEOUT_MS = 30_000
 DEFAULT_DURABILITY = "normal"
 
-#: Every option the sink reads (order = the README table's order).
+#: Every option the sink reads (order = docs/writing.md's table order).
 SINK_OPTIONS: tuple[Option, ...] = (
     Option("path", text, doc_default="(required)", doc="the store file; created if missing"),
     Option("topic", name_rule("topic"),
@@ -141,5 +141,5 @@ def _refuse_async_progress(options: Mapping[str, str]) -> None:
                 "at-least-once (after a crash Spark may replay a batch id over a different "
                 "offset range), and this sink's exactly-once ledger skips batch ids it already "
                 "committed, so rows would be lost. Remove the option; for low latency use the "
-                "source's latencyMode=low (README \"Latency\")."
+                "source's latencyMode=low (docs/reading.md, \"Latency\")."
             )

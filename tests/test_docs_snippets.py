@@ -1,0 +1,213 @@
+"""Every Python and shell snippet of README.md and docs/ runs in a test, as written.
+
+Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the list whole):
+
+- the README walkthrough's ``bash`` blocks: tests/test_docs_walkthrough.py, in order, in
+  an empty directory;
+- Spark snippets (```python blocks naming ``spark``): tests/smoke/test_doc_examples.py,
+  in the shared session, and on every pyspark of the version matrix;
+- every other ```python block: here, each page's in order in one empty directory, each
+  in a fresh ``python`` of this venv, as a user pastes it;
+- the other ``bash`` blocks: a test of their own here (``SHELL``);
+- ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
+  tests/store/foreign_producer.py, which runs them verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_queue.store import Store
+from tests.docs_pages import ROOT, Block, blocks, pages, section
+from tests.smoke.test_doc_examples import spark_snippets
+
+BIN = str(Path(sys.executable).parent)  # the venv's sqliteq, python and pip
+WALKTHROUGH = "## A walkthrough with the CLI"
+PYTHON_HERE = "tests/test_docs_snippets.py::test_the_pages_python_snippets_run_as_written"
+# Shell blocks outside the walkthrough, by page and first line: the test that runs each.
+SHELL = {
+    ("README.md", "make demo"):
+        "tests/test_docs_snippets.py::test_the_two_commands_are_the_demo_and_the_suite_ci_runs",
+    ("README.md", "pip install -e ."):
+        "tests/test_docs_snippets.py::test_the_install_block_runs_in_a_fresh_venv",
+    ("docs/spark-versions.md", "LOCAL=${LOCAL:-/local_disk0/spark_queue}"):
+        "tests/test_docs_snippets.py::test_the_databricks_backup_and_restore_run_in_two_dirs",
+}
+
+
+def is_spark(block: Block) -> bool:
+    return block.code in spark_snippets(block.page)
+
+
+def in_walkthrough(block: Block) -> bool:
+    return block.page == "README.md" and block.code.strip() in section(
+        "README.md", WALKTHROUGH)
+
+
+def runner(block: Block) -> str | None:
+    """The test that runs ``block`` as written (``path::name``), or None."""
+    if block.lang == "python":
+        return ("tests/smoke/test_doc_examples.py::test_the_pages_spark_snippets_run_as_written"
+                if is_spark(block) else PYTHON_HERE)
+    if block.lang == "bash":
+        if in_walkthrough(block):
+            return "tests/test_docs_walkthrough.py::test_every_walkthrough_block_runs_as_written"
+        return next((test for (page, first), test in SHELL.items()
+                     if page == block.page and block.first_line.startswith(first)), None)
+    if block.lang == "sql":
+        title = block.first_line.removeprefix("-- ")
+        source = (ROOT / "tests/store/foreign_producer.py").read_text(encoding="utf-8")
+        if f'protocol_sql("{title}")' in source:
+            return ("tests/store/test_protocol.py::"
+                    "test_the_documented_sql_creates_reads_and_saves_consumer_offsets_within_the_rules")
+    return None
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in pages() for block in blocks(page)]
+
+
+def test_every_snippet_is_run_by_a_test_that_exists():
+    unrun = [str(block) for block in all_blocks() if runner(block) is None]
+    assert not unrun, f"snippets no test runs (give each a language and a runner): {unrun}"
+    for test in {runner(block) for block in all_blocks()}:
+        path, name = test.split("::")
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", source, re.M), test
+    # Every SHELL entry still names a block.
+    for page, first in SHELL:
+        assert any(b.page == page and b.first_line.startswith(first)
+                   for b in blocks(page, "bash")), (page, first)
+
+
+def python_pages() -> list[str]:
+    return [page for page in pages()
+            if any(not is_spark(block) for block in blocks(page, "python"))]
+
+
+def check_store_page(workdir: Path, outputs: list[str]) -> None:
+    assert outputs[0].splitlines() == ["0 None {'user': 7, 'page': '/'}",
+                                       "1 None {'user': 8, 'page': '/a'}", "2 user-9 raw text"]
+    with Store(workdir / "events.sqlite", create=False) as store:
+        # The store snippet's three events, then the producer's publish and publish_nowait.
+        assert store.bounds("clicks") == (0, 5)
+        assert store.committed_offsets("billing") == {"clicks": 3}
+        assert [job.payload for job in store.queue("emails").peek(10)] == [{"to": "a@b"}]
+
+
+def check_queues_page(workdir: Path, outputs: list[str]) -> None:
+    assert outputs[0].splitlines() == ["sending {'to': 'a@example.com'}",
+                                       "sending plain text job"]
+    with Store(workdir / "app.sqlite", create=False) as store:
+        stats = store.queue("emails").stats()
+        # Both claimed jobs acked (a failed send would be nacked: delayed for a retry);
+        # the job enqueued with delay_ms waits.
+        assert (stats.ready, stats.leased, stats.delayed, stats.dead) == (0, 0, 1, 0)
+        [waiting] = store.queue("emails").peek(10)
+    assert (waiting.payload, waiting.attempts) == ({"to": "b@example.com"}, 0)
+
+
+PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page}
+
+
+def test_every_page_with_python_snippets_has_its_check():
+    assert python_pages() == sorted(PYTHON_CHECKS)
+
+
+@pytest.mark.parametrize("page", sorted(PYTHON_CHECKS))
+def test_the_pages_python_snippets_run_as_written(page, tmp_path):
+    outputs = []
+    for block in blocks(page, "python"):
+        if is_spark(block):
+            continue
+        done = subprocess.run([sys.executable, "-"], input=block.code, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and not done.stderr, f"{block}:\n{done.stderr}"
+        outputs.append(done.stdout)
+    PYTHON_CHECKS[page](tmp_path, outputs)
+
+
+def shell_block(page: str, first: str) -> Block:
+    [block] = [b for b in blocks(page, "bash") if b.first_line.startswith(first)]
+    return block
+
+
+def run_bash(code: str, cwd: Path, timeout: int = 120, **env: str):
+    environment = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), **env)
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + code], cwd=cwd,
+                          env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_two_commands_are_the_demo_and_the_suite_ci_runs():
+    """``make test`` is what CI runs (tests/test_docs.py checks .ci/run), so every CI run runs
+    it as written. ``make demo`` installs .venv and runs ``python -m spark_queue demo``,
+    which tests/spark/test_demo.py and tests/smoke/test_demo_cli.py run end to end: a test
+    cannot run ``make demo`` itself without reinstalling the venv it runs in."""
+    block = shell_block("README.md", "make demo")
+    assert [line.split("#")[0].split() for line in block.code.splitlines()] == [
+        ["make", "demo"], ["make", "test"]]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo = re.search(r"^demo: install\n\t(.+)$", makefile, re.M)
+    assert demo and demo.group(1) == "$(PY) -m spark_queue demo $(ARGS)"
+    for test in ("tests/spark/test_demo.py", "tests/smoke/test_demo_cli.py"):
+        assert '"-m", "spark_queue", "demo"' in (ROOT / test).read_text(encoding="utf-8")
+
+
+def test_the_databricks_backup_and_restore_run_in_two_dirs(tmp_path):
+    local, volume = tmp_path / "local_disk0", tmp_path / "Volume"
+    local.mkdir()
+    volume.mkdir()
+    with Store(volume / "app-2000-01-01-000000.sqlite") as old:  # an older copy
+        old.publish("clicks", "old")
+    with Store(local / "app.sqlite") as store:
+        store.publish_many("clicks", ["a", "b", "c"])
+    block = shell_block("docs/spark-versions.md", "LOCAL=")
+    done = run_bash(block.code, tmp_path, LOCAL=str(local), VOLUME=str(volume))
+    assert done.returncode == 0, done.stdout + done.stderr
+    copies = sorted(p.name for p in volume.glob("app-*.sqlite"))
+    assert len(copies) == 2 and not (local / "backup.sqlite").exists()
+    with Store(local / "app.sqlite", create=False) as restored:
+        # The newest copy came back, not the older one.
+        assert [e.value for e in restored.read("clicks")] == ["a", "b", "c"]
+        assert restored.check().ok
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_the_install_block_runs_in_a_fresh_venv(tmp_path):
+    """From a copy of this checkout into a new venv, with pip's index (as a user has it)."""
+    checkout = tmp_path / "checkout"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():  # a tracked file deleted in the work tree is skipped
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
+    venv_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True)
+    env = dict(os.environ, PATH=f"{venv_dir / 'bin'}{os.pathsep}{os.environ['PATH']}",
+               VIRTUAL_ENV=str(venv_dir))
+    for variable in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(variable, None)
+    block = shell_block("README.md", "pip install -e .")
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + block.code], cwd=checkout,
+                          env=env, capture_output=True, text=True, timeout=1400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # What the comments say: the wheel's name, pyspark 4.2.0 pulled by the delta extra.
+    assert [p.name for p in (checkout / "dist").iterdir()] == [
+        "spark_queue-0.1.0-py3-none-any.whl"]
+    probe = subprocess.run(
+        [str(venv_dir / "bin" / "python"), "-c",
+         "import delta, pyspark, spark_queue.store; print(pyspark.__version__)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert probe.stdout.split() == ["4.2.0"], probe.stderr
+    assert subprocess.run([str(venv_dir / "bin" / "sqliteq"), "--help"], env=env,
+                          capture_output=True).returncode == 0
