@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain}``: side-by-side benchmarks.
+"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain}``: benchmarks.
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.

@@ -43,9 +43,10 @@ def in_batch_seconds(progress: Iterable[dict]) -> float:
                if p["numInputRows"] > 0) / 1000
 
 
-def local_session(app_name: str, cores: int):
+def local_session(app_name: str, cores: int, conf: dict[str, str] | None = None):
     """A plain ``local[cores]`` SparkSession with Spark's defaults (no spark_queue conf/), UI
-    off; Spark's Python workers run this interpreter. Imports pyspark, so call it in run()."""
+    off, plus ``conf``; Spark's Python workers run this interpreter. Imports pyspark, so call
+    it in run()."""
     from pyspark.sql import SparkSession
 
     from spark_queue.spark.session import ensure_python_workers
@@ -58,6 +59,7 @@ def local_session(app_name: str, cores: int):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.shuffle.partitions", str(cores))
+        .config(map=conf or {})
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
