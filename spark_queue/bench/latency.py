@@ -85,8 +85,8 @@ class Variant:
     @property
     def label(self) -> str:
         name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O",
-                KAFKA: "Kafka source, defaults",
-                KAFKA_TUNED: "Kafka source, fetch.max.wait.ms=10"}.get(
+                KAFKA: "Kafka, defaults",
+                KAFKA_TUNED: "Kafka, fetch.max.wait.ms=10"}.get(
             self.source, f"sqliteq latencyMode={self.source}")
         return name + (" + async progress" if self.async_progress else "")
 
