@@ -8,12 +8,16 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
+from spark_queue.bench import kafka
 from spark_queue.bench.__main__ import BENCHMARKS, build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCHMARKS_MD = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 COMMAND = re.compile(r"`python -m spark_queue\.bench ([^`|]+)`")
+KAFKA_BENCHMARKS = ("store", "sink", "source", "latency")  # those with --kafka-bootstrap
 
 
 def test_every_benchmark_has_a_section_with_its_command():
@@ -32,18 +36,31 @@ def test_readme_lists_every_benchmark():
     assert listed.split("|") == list(BENCHMARKS)
 
 
-def test_latency_benchmark_help_works_without_pyspark():
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_benchmark_help_imports_neither_pyspark_nor_kafka(name):
     code = (
         "import sys\n"
         "from spark_queue.bench.__main__ import main\n"
         "try:\n"
-        "    main(['latency', '--help'])\n"
+        f"    main([{name!r}, '--help'])\n"
         "except SystemExit as exc:\n"
         "    assert exc.code == 0, exc.code\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m.split('.')[0] in ('pyspark', 'py4j', 'confluent_kafka'))\n"
         "sys.exit(f'--help imported {bad}' if bad else 0)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "--events" in result.stdout and "--gap-ms" in result.stdout
+    assert "--" in result.stdout
+    if name == "latency":
+        assert "--events" in result.stdout and "--gap-ms" in result.stdout
+    if name in KAFKA_BENCHMARKS:
+        assert "--kafka-bootstrap" in result.stdout
+
+
+def test_kafka_is_skipped_with_one_line_when_no_broker_is_given(capsys):
+    assert kafka.connect(None) is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("kafka: skipped")
+

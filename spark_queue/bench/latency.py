@@ -25,6 +25,14 @@ reported separately: Spark (4.2) allows it on the Kafka, console, memory and
 noop sinks only, so ``foreachBatch`` gets it through Spark's internal
 override of that check, to keep one definition of "visible".
 
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), Spark's
+Kafka source joins every group of paths under the same settings, at Kafka's
+defaults and with ``kafka.fetch.max.wait.ms=10`` (see :data:`KAFKA_SOURCES`):
+a fresh one-partition topic per turn, each event sent by confluent-kafka (``acks=all``,
+idempotence, ``linger.ms=0`` so no batching delay, then ``flush``: like
+``Store.publish``, the send returns once the write is acknowledged), paced like
+the sqliteq events; ratios sqliteq / Kafka are printed per group.
+
 Paths take turns round-robin, ``--round-events`` events per turn, so load on
 the machine hits them alike; each turn is a fresh query whose first batch
 with data is a warm-up and not counted. Ratios are to the floor measured in
@@ -46,12 +54,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from spark_queue.bench import kafka as kafka_bench
+
 FLOOR = "rate"
 # rate's twin as a Python simple stream reader without I/O: what any Python
 # source pays on the path latencyMode=low takes.
 PYTHON_FLOOR = "python-rate"
 TIMED = (FLOOR, PYTHON_FLOOR)  # sources that make their own rows, one a second
 READ_MODES = ("throughput", "low")
+# Spark's Kafka source, events sent by confluent-kafka: at Kafka's defaults, and with the
+# consumer's fetch.max.wait.ms cut from 500 to 10 ms. Spark's pooled consumer keeps a fetch
+# parked at the broker after each batch; a new batch's task waits for it to expire (up to
+# fetch.max.wait.ms) before it can fetch its rows, so the default costs ~500 ms per batch.
+KAFKA, KAFKA_TUNED = "kafka", "kafka-fetch10"
+KAFKA_SOURCES = {KAFKA: {}, KAFKA_TUNED: {"kafka.fetch.max.wait.ms": "10"}}
 MANAGERS = ("default", "filesystem")
 PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "walCommit", "addBatch",
           "commitOffsets")
@@ -68,7 +84,9 @@ class Variant:
 
     @property
     def label(self) -> str:
-        name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O"}.get(
+        name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O",
+                KAFKA: "Kafka, defaults",
+                KAFKA_TUNED: "Kafka, fetch.max.wait.ms=10"}.get(
             self.source, f"sqliteq latencyMode={self.source}")
         return name + (" + async progress" if self.async_progress else "")
 
@@ -103,46 +121,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-async", action="store_true",
                         help="skip the async progress tracking paths")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark (default 2)")
+    kafka_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-latency-")
+    kafka = kafka_bench.connect(args.kafka_bootstrap)
     try:
-        return _run(args, workdir)
+        return _run(args, workdir, kafka)
     finally:
+        if kafka:
+            kafka.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def variants(with_async: bool) -> list[Variant]:
+def variants(with_async: bool, with_kafka: bool = False) -> list[Variant]:
     """Every measured path, in the order each round runs them."""
-    found = [Variant(source, manager) for manager in MANAGERS
-             for source in (FLOOR, *READ_MODES)]
+    sources = (FLOOR, *READ_MODES, *(KAFKA_SOURCES if with_kafka else ()))
+    found = [Variant(source, manager) for manager in MANAGERS for source in sources]
     found.append(Variant(PYTHON_FLOOR, "filesystem"))
     if with_async:
-        found += [Variant(source, "filesystem", True) for source in (FLOOR, *READ_MODES)]
+        found += [Variant(source, "filesystem", True) for source in sources]
     return found
 
 
-def _run(args: argparse.Namespace, workdir: str) -> int:
+def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
     from spark_queue.bench.report import local_session
     from spark_queue.store import Store
 
     path = os.path.join(workdir, "bench.sqlite")
     with Store(path) as store:
         store.create_topic("own")
-    spark = local_session("spark_queue-bench-latency", args.cores)
+    spark = local_session("spark_queue-bench-latency", args.cores,
+                          kafka_bench.session_conf(kafka))
     spark.dataSource.register(_python_rate_source())
-    paths = variants(not args.no_async)
+    paths = variants(not args.no_async, kafka is not None)
     samples = {v: Samples() for v in paths}
     rounds = math.ceil(args.events / args.round_events)
     turn = iter(range(1_000_000))
     for variant in paths:  # warm-up: the JVM's JIT, Python workers, imports
-        _measure_turn(spark, variant, path, workdir, next(turn), 2, args.gap_ms, Samples())
+        _measure_turn(spark, variant, path, workdir, next(turn), 2, args.gap_ms, Samples(),
+                      kafka)
     started = time.monotonic()
     for _ in range(rounds):
         for variant in paths:
             _measure_turn(spark, variant, path, workdir, next(turn), args.round_events,
-                          args.gap_ms, samples[variant])
+                          args.gap_ms, samples[variant], kafka)
     latency_s = time.monotonic() - started
     bulk = _bulk(spark, path, workdir, args) if args.bulk_events else {}
     spark.stop()
@@ -161,6 +185,8 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
                        "asyncProgressTrackingEnabled=true (at-least-once), FileSystem manager; "
                        "foreachBatch through Spark's internal sink-check override")
     _print_targets(samples)
+    if kafka:
+        _print_kafka(samples, kafka)
     _print_phases(samples, paths)
     print("\nThe source's own work per one-row micro-batch, in process without Spark "
           "(ms, p50 of 50): " + ", ".join(f"{k} {v:.2f}" for k, v in own_ms.items()))
@@ -173,7 +199,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
 
 
 def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, events: int,
-                  gap_ms: int, into: Samples) -> None:
+                  gap_ms: int, into: Samples, kafka: kafka_bench.Kafka | None = None) -> None:
     """Run a fresh query of ``variant`` until ``events`` events after its warm-up batch
     were seen; add what it measured to ``into``."""
     from spark_queue.connector import compat
@@ -212,6 +238,11 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
                   .option("numPartitions", 1))
     elif variant.source == PYTHON_FLOOR:
         reader = spark.readStream.format(PYTHON_FLOOR)
+    elif variant.source in KAFKA_SOURCES:
+        assert kafka is not None  # Kafka variants exist only with a broker
+        topic = kafka.new_topic("latency")
+        reader = spark.readStream.format("kafka").options(
+            **kafka.source_options(topic), **KAFKA_SOURCES[variant.source])
     else:
         with Store(path) as store:
             store.create_topic(topic)
@@ -240,6 +271,16 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
                 arrived.wait_for(lambda: len(seen) >= 1, 120)
             first = events_seen()
             wait_for(first + events, events + 60)
+        elif variant.source in KAFKA_SOURCES:
+            assert kafka is not None
+            # No batching delay: each send goes out at once, flush() waits for its ack.
+            producer = kafka.producer(**{"linger.ms": 0})
+            producer.list_topics(topic, timeout=10)
+            for count in range(1, events + 2):  # the first: warm-up
+                producer.produce(topic, f"t={time.time():.6f}".encode())
+                producer.flush(30)
+                wait_for(count, 60)
+                time.sleep(gap_ms / 1000)
         else:
             with Store(path) as store:
                 for count in range(1, events + 2):  # the first: warm-up
@@ -432,6 +473,31 @@ def _print_targets(samples: dict[Variant, Samples]) -> None:
                   / percentile(python_floor.latencies_s, q) for q in (0.5, 0.95)]
         print(f"latencyMode=low vs the Python rate source (FileSystem): p50 {ratios[0]:.2f}x, "
               f"p95 {ratios[1]:.2f}x")
+
+
+def _print_kafka(samples: dict[Variant, Samples], kafka: kafka_bench.Kafka) -> None:
+    """p50 and p95 of each sqliteq mode against both Kafka paths under the same settings."""
+    from spark_queue.bench.report import percentile
+
+    print(f"\n{kafka.describe()}; latency events sent with linger.ms=0, then flush()")
+    print("sqliteq / Kafka, publish -> foreachBatch, under the same settings "
+          "(p50, p95 ratios):")
+    print(f"  {'path':<48} {'checkpoint manager':<21} {'vs Kafka defaults':>18} "
+          f"{'vs fetch.max.wait.ms=10':>24}")
+    for variant, s in samples.items():
+        if variant.source not in READ_MODES or not s.latencies_s:
+            continue
+        cells = []
+        for source in KAFKA_SOURCES:
+            theirs = samples.get(Variant(source, variant.manager, variant.async_progress))
+            if not (theirs and theirs.latencies_s):
+                cells.append("")
+                continue
+            p50, p95 = (percentile(s.latencies_s, q) / percentile(theirs.latencies_s, q)
+                        for q in (0.5, 0.95))
+            cells.append(f"{p50:.2f}x, {p95:.2f}x")
+        manager = "FileSystem" if variant.manager == "filesystem" else "default (FileContext)"
+        print(f"  {variant.label:<48} {manager:<21} {cells[0]:>18} {cells[1]:>24}")
 
 
 def _print_phases(samples: dict[Variant, Samples], rows: list[Variant]) -> None:

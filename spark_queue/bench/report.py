@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 S = TypeVar("S")  # what a benchmark's setup hands its body
 
@@ -51,9 +51,10 @@ def in_batch_seconds(progress: Iterable[dict]) -> float:
                if p["numInputRows"] > 0) / 1000
 
 
-def local_session(app_name: str, cores: int):
+def local_session(app_name: str, cores: int, conf: dict[str, Any] | None = None):
     """A plain ``local[cores]`` SparkSession with Spark's defaults (no spark_queue conf/), UI
-    off; Spark's Python workers run this interpreter. Imports pyspark, so call it in run()."""
+    off, plus ``conf``; Spark's Python workers run this interpreter. Imports pyspark, so call
+    it in run()."""
     from pyspark.sql import SparkSession
 
     from spark_queue.spark.session import ensure_python_workers
@@ -66,6 +67,7 @@ def local_session(app_name: str, cores: int):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.shuffle.partitions", str(cores))
+        .config(map=conf or {})
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

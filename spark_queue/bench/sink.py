@@ -8,6 +8,16 @@ Paths, all in one run on the same rows, each into a fresh store file:
 - Spark streaming write: the same rows as ONE micro-batch
   (``readStream.parquet`` + ``Trigger.AvailableNow``), checkpoint included.
 
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), in the
+same session and rounds: Kafka's batch sink (``df.write.format("kafka")``) and
+streaming sink (the same ``readStream.parquet`` micro-batch into
+``format("kafka")``) beside ours, the sink alone compared on the same input;
+and a same-format streaming copy of the same rows (a sqliteq topic into a new
+store through ``format("sqliteq")``, a Kafka topic into another Kafka topic),
+each source and sink at its defaults, the pipeline a user of either runs.
+Kafka's sink gets the producer settings of the other Kafka rows (``acks=all``,
+idempotence, ``linger.ms=5``) and is checked to hold exactly the rows written.
+
 All paths run in interleaved rounds (best round each), so load on a shared
 machine hits them alike. Where the time goes is reported from the same rows:
 Spark's own cost (the same DataFrame into the ``noop`` sink), the executor
@@ -26,7 +36,9 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 
+from spark_queue.bench import kafka as kafka_bench
 from spark_queue.bench.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
 
@@ -41,13 +53,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="rounds; best round per path")
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the input")
+    kafka_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-sink-")
+    kafka = kafka_bench.connect(args.kafka_bootstrap)
     try:
-        return _run(args, workdir)
+        return _run(args, workdir, kafka)
     finally:
+        if kafka:
+            kafka.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -58,7 +74,7 @@ def _values(n: int, size: int) -> list[str]:
     return [f"{i:010d}-" + noise[i * tail : (i + 1) * tail] for i in range(n)]
 
 
-def _run(args: argparse.Namespace, workdir: str) -> int:
+def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -114,6 +130,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.shuffle.partitions", str(args.partitions))
+        .config(map=kafka_bench.session_conf(kafka))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -165,11 +182,16 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             stream_phases.append(progress[-1].durationMs)
         return elapsed
 
+    kafka_paths = _kafka_paths(spark, kafka, input_dir, schema, values, workdir) if kafka else {}
+
     # Rounds interleave every path, so a load change on a shared machine hits
     # all of them alike; each path reports its best round.
     rounds = []
+    kafka_best = dict.fromkeys(kafka_paths, float("inf"))
     for i in range(args.repeats):
         rounds.append((raw(i), *phases(i), noop(i), batch(i), streaming(i)))
+        for label, path_run in kafka_paths.items():
+            kafka_best[label] = min(kafka_best[label], path_run())
     raw_s, pack_s, move_s, commit_s, noop_s, batch_s, stream_s = (
         min(r[k] for r in rounds) for k in range(7)
     )
@@ -185,6 +207,8 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             ("Spark streaming write (one micro-batch)", n / stream_s, base),
         ],
     )
+    if kafka is not None and kafka_best:
+        _print_kafka(kafka, n, size, args.repeats, batch_s, stream_s, kafka_best)
     print("\nwhere the time goes (seconds):")
     for label, seconds in [
         ("raw apsw executemany + COMMIT", raw_s),
@@ -205,6 +229,91 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
             "walCommit + commitOffsets = checkpoint writes"
         )
     return 0
+
+
+KAFKA_BATCH = "Kafka batch write format('kafka')"
+KAFKA_STREAM = "Kafka streaming write (one micro-batch)"
+KAFKA_COPY = "Kafka -> Kafka streaming copy"
+SQLITEQ_COPY = "sqliteq -> sqliteq streaming copy"
+
+
+def _kafka_paths(spark, kafka: kafka_bench.Kafka, input_dir: str, schema, values: list[str],
+                 workdir: str) -> dict[str, Callable[[], float]]:
+    """Kafka's sink paths and the two same-format copies: label -> a run returning seconds.
+    The copies' sources (a store file and a Kafka topic of the same rows) are filled here,
+    outside the clock."""
+    n = len(values)
+    counter = iter(range(1_000_000))
+    source_store = os.path.join(workdir, "copy-source.sqlite")
+    with Store(source_store) as store:
+        store.publish_many("bench", values)
+    source_topic = kafka.new_topic("copy-source")
+    kafka.produce(source_topic, [v.encode() for v in values])
+
+    def timed_query(query) -> float:
+        started = time.perf_counter()
+        query.start().awaitTermination()
+        return time.perf_counter() - started
+
+    def checkpoint() -> str:
+        return os.path.join(workdir, f"kafka-ck{next(counter)}")
+
+    def kafka_batch() -> float:
+        topic = kafka.new_topic("batch")
+        started = time.perf_counter()
+        spark.read.parquet(input_dir).write.format("kafka").options(
+            **kafka.sink_options(topic)).save()
+        elapsed = time.perf_counter() - started
+        kafka.check_count(topic, n)
+        return elapsed
+
+    def kafka_stream() -> float:
+        topic = kafka.new_topic("stream")
+        elapsed = timed_query(
+            spark.readStream.schema(schema).parquet(input_dir).writeStream.format("kafka")
+            .options(**kafka.sink_options(topic)).option("checkpointLocation", checkpoint())
+            .trigger(availableNow=True))
+        kafka.check_count(topic, n)
+        return elapsed
+
+    def kafka_copy() -> float:
+        topic = kafka.new_topic("copy")
+        elapsed = timed_query(
+            spark.readStream.format("kafka").options(**kafka.source_options(source_topic)).load()
+            .select("value").writeStream.format("kafka").options(**kafka.sink_options(topic))
+            .option("checkpointLocation", checkpoint()).trigger(availableNow=True))
+        kafka.check_count(topic, n)
+        return elapsed
+
+    def sqliteq_copy() -> float:
+        path = os.path.join(workdir, f"copy{next(counter)}.sqlite")
+        elapsed = timed_query(
+            spark.readStream.format("sqliteq").option("path", source_store)
+            .option("topic", "bench").load().select("value")
+            .writeStream.format("sqliteq").option("path", path).option("topic", "bench")
+            .option("checkpointLocation", checkpoint()).trigger(availableNow=True))
+        _check(path, n)
+        return elapsed
+
+    return {KAFKA_BATCH: kafka_batch, KAFKA_STREAM: kafka_stream, KAFKA_COPY: kafka_copy,
+            SQLITEQ_COPY: sqliteq_copy}
+
+
+def _print_kafka(kafka: kafka_bench.Kafka, n: int, size: int, repeats: int, batch_s: float,
+                 stream_s: float, best: dict[str, float]) -> None:
+    print(f"\n{kafka.describe()}")
+    print_table(
+        f"sink vs Kafka: the same {n:,} rows of {size} bytes, same session, best of {repeats} "
+        "(wall clock, query start included)",
+        [
+            (KAFKA_BATCH, n / best[KAFKA_BATCH], KAFKA_BATCH),
+            ("Spark batch write format('sqliteq')", n / batch_s, KAFKA_BATCH),
+            (KAFKA_STREAM, n / best[KAFKA_STREAM], KAFKA_STREAM),
+            ("Spark streaming write format('sqliteq')", n / stream_s, KAFKA_STREAM),
+            (KAFKA_COPY, n / best[KAFKA_COPY], KAFKA_COPY),
+            (SQLITEQ_COPY, n / best[SQLITEQ_COPY], KAFKA_COPY),
+        ],
+    )
 
 
 def _check(path: str, n: int) -> None:

@@ -23,6 +23,16 @@ connections. The paths take turns on every repeat, so machine load hits
 them alike. Every offset a producer call returned is checked against what a
 reader sees.
 
+Kafka (``--kafka-bootstrap HOST:PORT``, :mod:`spark_queue.bench.kafka`): the
+bulk section adds a table of the same ``--events`` as keyed JSON (8-byte
+keys, ~100-byte values, the same text on both sides): ``Store.publish_many``
+in one transaction and in transactions of 10,000, a :class:`Producer` fed
+from one thread with ``publish_nowait``, and confluent-kafka's producer
+(``acks=all``, idempotence, ``linger.ms=5``; ``flush`` inside the time), the
+paths taking turns each round. The threads section adds the same threads
+calling Kafka's ``produce`` then ``flush`` (its only way; the peer of
+``publish_nowait``).
+
 ``--one-cpu`` runs the whole section with the process pinned to one CPU.
 Every blocking call from its own thread costs at least one thread wake-up,
 and on a VM a wake-up across CPUs can cost as much as a whole transaction;
@@ -45,8 +55,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import wait
 
+from spark_queue.bench import kafka as kafka_bench
 from spark_queue.bench.report import best_of, now_ms, print_table
-from spark_queue.store import TEXT, Producer, Store
+from spark_queue.store import TEXT, Producer, Record, Store
+
+KAFKA_CHUNK = 10_000  # events per transaction in the chunked publish_many row
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,17 +76,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--one-cpu", action="store_true",
         help="threads section: pin the process to one CPU (shows what cross-CPU wake-ups cost)",
     )
+    kafka_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-store-")
+    kafka = kafka_bench.connect(args.kafka_bootstrap)
     try:
         if args.section in ("all", "bulk"):
             _run(args, workdir)
+            if kafka:
+                _run_kafka(args, workdir, kafka)
         if args.section in ("all", "threads"):
-            _run_threads(args, workdir)
+            _run_threads(args, workdir, kafka)
         return 0
     finally:
+        if kafka:
+            kafka.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -151,6 +170,62 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     return 0
 
 
+# -- against Kafka's producer ----------------------------------------------------------
+def _run_kafka(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka) -> None:
+    n = args.events
+    keys, values = kafka_bench.json_events(n, args.value_bytes)
+    records = [Record(v, key=k) for k, v in zip(keys, values, strict=True)]
+    key_bytes, value_bytes = [k.encode() for k in keys], [v.encode() for v in values]
+    counter = iter(range(1_000_000))
+
+    def fresh() -> str:
+        return os.path.join(workdir, f"k{next(counter)}.sqlite")
+
+    def publish_many(chunk: int) -> float:
+        with Store(fresh()) as store:
+            store.create_topic("bench")
+            started = time.perf_counter()
+            for i in range(0, n, chunk):
+                store.publish_many("bench", records[i : i + chunk])
+            elapsed = time.perf_counter() - started
+            if store.bounds("bench") != (0, n):
+                raise RuntimeError(f"store: publish_many wrote {store.bounds('bench')}")
+        return elapsed
+
+    def producer() -> float:
+        target = fresh()
+        Store(target).close()
+        started = time.perf_counter()
+        with Producer(target) as sender:
+            futures = [sender.publish_nowait("bench", r.value, key=r.key) for r in records]
+        elapsed = time.perf_counter() - started  # close() waited for every commit
+        if [f.result() for f in futures] != list(range(n)):
+            raise RuntimeError("store: the Producer's offsets are not 0..n-1 in order")
+        return elapsed
+
+    def kafka_producer() -> float:
+        return kafka.produce(kafka.new_topic("store"), value_bytes, key_bytes)
+
+    kafka_label = "Kafka producer, flush included"
+    cases = {
+        "Store.publish_many, one transaction": lambda: publish_many(n),
+        f"Store.publish_many, {KAFKA_CHUNK:,} per transaction": lambda: publish_many(
+            KAFKA_CHUNK),
+        "Producer.publish_nowait, 1 thread": producer,
+        kafka_label: kafka_producer,
+    }
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(args.repeats):  # paths take turns: load on the machine hits them alike
+        for label, case in cases.items():
+            best[label] = min(best[label], case())
+    print(f"\n{kafka.describe()}")
+    print_table(
+        f"store vs Kafka: {n:,} events, 8-byte keys, {args.value_bytes}-byte JSON values, "
+        f"durability normal, best of {args.repeats} rounds",
+        [(label, n / seconds, kafka_label) for label, seconds in best.items()],
+    )
+
+
 # -- single publishes from many threads --------------------------------------------
 BASELINE = "1 thread: Store.publish, 1 tx per event"
 
@@ -202,7 +277,9 @@ def _in_threads(threads: int, body: Callable[[int], object]) -> float:
     return elapsed
 
 
-def _run_threads(args: argparse.Namespace, workdir: str) -> None:
+def _run_threads(
+    args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None = None
+) -> None:
     threads, per_thread, size = args.threads, args.thread_events, args.value_bytes
     pinned = ""
     if args.one_cpu:
@@ -277,6 +354,10 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         f"{threads} threads: Producer.publish, linger_ms=1": lambda: producer(False, 1),
         f"{threads} threads: Producer.publish_nowait": lambda: producer(True, 1),
     }
+    if kafka:
+        cases[f"Kafka {threads} threads: produce(), then flush()"] = lambda: _kafka_threads(
+            kafka, threads, values
+        )
     if not args.no_honker and importlib.util.find_spec("honker") is not None:
         cases["honker 1 thread: Stream.publish"] = lambda: _honker(path(), 1, total, size)
         cases[f"honker {threads} threads: Stream.publish"] = lambda: _honker(
@@ -291,6 +372,19 @@ def _run_threads(args: argparse.Namespace, workdir: str) -> None:
         f"durability normal{pinned}",
         [(label, rate, BASELINE) for label, rate in best.items()],
     )
+
+
+def _kafka_threads(kafka: kafka_bench.Kafka, threads: int, values: list[list[str]]) -> float:
+    """Events/s of ``threads`` threads producing their values through one shared producer
+    (librdkafka's is thread-safe), each flushing at its end."""
+    topic = kafka.new_topic("threads")
+    sender = kafka.producer()
+    sender.list_topics(topic, timeout=10)
+    encoded = [[v.encode() for v in row] for row in values]
+    elapsed = _in_threads(threads, lambda t: kafka_bench.send(sender, topic, encoded[t]))
+    total = sum(map(len, values))
+    kafka.check_count(topic, total)
+    return total / elapsed
 
 
 def _check_offsets(path: str, values: list[list[str]], offsets: list[list[int]]) -> None:
