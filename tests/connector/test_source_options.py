@@ -185,6 +185,8 @@ def test_starting_and_ending_options_take_kafkas_precedence():
         ("readPath", "network", "auto or executor or driver"),
         ("rowsPerPartition", "0", "a positive integer"),
         ("minPartitions", "two", "a positive integer"),
+        ("latencyMode", "fast", "auto or throughput or low"),
+        ("lowLatencyMaxRows", "0", "a positive integer"),
         ("topicPattern", "(", "a valid regular expression"),
     ],
 )
