@@ -22,9 +22,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from spark_queue.connector.arrow_output import kafka_batch, typed_batch
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.json_decode import JsonDecoder
 from spark_queue.connector.offsets import effective_start, open_store
 from spark_queue.connector.partitions import (
     RangesPartition,
@@ -107,6 +105,12 @@ def read_ranges(
 def _output_batches(
     options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
 ) -> Iterator[pa.RecordBatch]:
+    # Imported on the first read, not with the module: they load pyarrow.compute
+    # (~60 ms), which the stream's planning process needs only once it reads rows
+    # itself, after its first trigger (BENCHMARKS.md, "Stream start").
+    from spark_queue.connector.arrow_output import kafka_batch, typed_batch
+    from spark_queue.connector.json_decode import JsonDecoder
+
     target = arrow_schema(schema)
     decoder = None
     if is_typed(schema, options):
