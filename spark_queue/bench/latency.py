@@ -7,7 +7,8 @@ collects the batch's one row and stamps the time it has it:
 - the floor: Spark's built-in ``rate`` source at 1 row/s (one partition). Its
   row stamped T becomes available at T + 1 s (the source's offset is whole
   seconds since the query started), so its latency is counted from T + 1 s;
-- ``sqliteq`` with ``latencyMode=throughput`` (the default) and ``low``: one
+- ``sqliteq`` with its defaults (``latencyMode=auto``: such a batch ships with
+  the plan), and with ``latencyMode=throughput`` and ``low`` forced: one
   event published at a time, the next one ``--gap-ms`` after the previous
   one was seen (so each micro-batch holds one row and none waits behind the
   previous batch's commit);
@@ -15,12 +16,12 @@ collects the batch's one row and stamps the time it has it:
   no I/O (FileSystem manager only): what any Python source pays on the path
   ``latencyMode=low`` takes, to tell that cost from the source's own;
 
-the first three each under Spark's default checkpoint manager (FileContext) and the
+the first four each under Spark's default checkpoint manager (FileContext) and the
 recommended ``FileSystemBasedCheckpointFileManager``. That setting is a SQL
 conf read when a query starts, so it is switched per query with
 ``spark.conf.set`` before ``start()``; the benchmark reads the class back from
 each query's offset log and fails if it is not the one asked for. Then the
-first three paths with ``asyncProgressTrackingEnabled`` (at-least-once),
+first four paths with ``asyncProgressTrackingEnabled`` (at-least-once),
 reported separately: Spark (4.2) allows it on the Kafka, console, memory and
 noop sinks only, so ``foreachBatch`` gets it through Spark's internal
 override of that check, to keep one definition of "visible".
@@ -37,9 +38,10 @@ Paths take turns round-robin, ``--round-events`` events per turn, so load on
 the machine hits them alike; each turn is a fresh query whose first batch
 with data is a warm-up and not counted. Ratios are to the floor measured in
 the same run under the same settings. Also printed: each path's one-row
-micro-batch split into Spark's progress phases (``durationMs``, p50), the
-source's own work per one-row batch measured in process, and the bulk rate of
-both read modes (``availableNow`` into ``noop``).
+micro-batch split into Spark's progress phases (``durationMs``, p50), each
+path's time from ``start()`` to its first trigger (every turn starts a query),
+the source's own work per one-row batch measured in process, and the bulk rate
+of every read mode (``availableNow`` into ``noop``).
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ FLOOR = "rate"
 # source pays on the path latencyMode=low takes.
 PYTHON_FLOOR = "python-rate"
 TIMED = (FLOOR, PYTHON_FLOOR)  # sources that make their own rows, one a second
-READ_MODES = ("throughput", "low")
+DEFAULT = "auto"  # the source's default latencyMode
+READ_MODES = (DEFAULT, "throughput", "low")
 # Spark's Kafka source, events sent by confluent-kafka: at Kafka's defaults, and with the
 # consumer's fetch.max.wait.ms cut from 500 to 10 ms. Spark's pooled consumer keeps a fetch
 # parked at the broker after each batch; a new batch's task waits for it to expire (up to
@@ -85,6 +88,7 @@ class Variant:
     @property
     def label(self) -> str:
         name = {FLOOR: "rate (floor)", PYTHON_FLOOR: "Python rate, simple reader, no I/O",
+                DEFAULT: "sqliteq, defaults (latencyMode=auto)",
                 KAFKA: "Kafka, defaults",
                 KAFKA_TUNED: "Kafka, fetch.max.wait.ms=10"}.get(
             self.source, f"sqliteq latencyMode={self.source}")
@@ -103,6 +107,7 @@ class Samples:
     phases_ms: list[dict[str, int]] = field(default_factory=list)
     batches: int = 0
     multi_row_batches: int = 0
+    first_trigger_s: list[float] = field(default_factory=list)  # start() -> first trigger
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,6 +193,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     if kafka:
         _print_kafka(samples, kafka)
     _print_phases(samples, paths)
+    _print_first_triggers(samples, paths)
     print("\nThe source's own work per one-row micro-batch, in process without Spark "
           "(ms, p50 of 50): " + ", ".join(f"{k} {v:.2f}" for k, v in own_ms.items()))
     if bulk:
@@ -202,6 +208,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
                   gap_ms: int, into: Samples, kafka: kafka_bench.Kafka | None = None) -> None:
     """Run a fresh query of ``variant`` until ``events`` events after its warm-up batch
     were seen; add what it measured to ``into``."""
+    from spark_queue.bench.report import first_trigger_s
     from spark_queue.connector import compat
     from spark_queue.store import Store
 
@@ -247,7 +254,9 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
         with Store(path) as store:
             store.create_topic(topic)
         reader = (spark.readStream.format("sqliteq").option("path", path)
-                  .option("topic", topic).option("latencyMode", variant.source))
+                  .option("topic", topic))
+        if variant.source != DEFAULT:  # the default path sets no option at all
+            reader = reader.option("latencyMode", variant.source)
     writer = (reader.load().writeStream.foreachBatch(collect)
               .option("checkpointLocation", os.path.join(workdir, f"ck{turn}"))
               .trigger(processingTime="0 seconds"))
@@ -263,6 +272,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
         spark.conf.set(compat.CHECKPOINT_MANAGER_CONF, compat.FILE_SYSTEM_CHECKPOINT_MANAGER)
     else:
         spark.conf.unset(compat.CHECKPOINT_MANAGER_CONF)
+    started_s = time.time()
     query = writer.start()
     try:
         if variant.source in TIMED:
@@ -299,6 +309,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
     into.multi_row_batches += sum(1 for _, lat in batches if len(lat) > 1)
     into.phases_ms.extend(p["durationMs"] for p in progress
                           if p["numInputRows"] == 1 and p["batchId"] > first_batch)
+    into.first_trigger_s.append(first_trigger_s(started_s, progress))
 
 
 def _check_manager(query, variant: Variant, file_system_class: str) -> None:
@@ -372,8 +383,10 @@ def _bulk(spark, path: str, workdir: str, args: argparse.Namespace) -> dict[str,
     counter = iter(range(1_000_000))
 
     def once(mode: str) -> tuple[float, float]:
-        query = (spark.readStream.format("sqliteq").option("path", path).option("topic", "bulk")
-                 .option("latencyMode", mode).load()
+        reader = spark.readStream.format("sqliteq").option("path", path).option("topic", "bulk")
+        if mode != DEFAULT:
+            reader = reader.option("latencyMode", mode)
+        query = (reader.load()
                  .writeStream.format("noop").trigger(availableNow=True)
                  .option("checkpointLocation", os.path.join(workdir, f"bulk{next(counter)}")))
         started = time.perf_counter()
@@ -399,7 +412,8 @@ def _bulk(spark, path: str, workdir: str, args: argparse.Namespace) -> dict[str,
 
 
 def _own_work_ms(path: str) -> dict[str, float]:
-    """Both readers' driver-side calls for one new row, and the default mode's task read."""
+    """Every reader's driver-side calls for one new row, and the executor path's task read."""
+    from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
     from spark_queue.connector.source.options import parse_source_options
     from spark_queue.connector.source.partition_reader import read_partition
     from spark_queue.connector.source.schema import default_schema
@@ -410,8 +424,10 @@ def _own_work_ms(path: str) -> dict[str, float]:
     opts = parse_source_options({"path": path, "topic": "own"}, streaming=True)
     schema = default_schema(opts)
     reader = SqliteQueueStreamReader(opts, schema)
+    auto = SqliteQueueAutoStreamReader(opts, schema)
     simple = SqliteQueueSimpleStreamReader(opts, schema)
-    names = ("throughput latestOffset", "partitions", "read (task)", "low read (plan + rows)")
+    names = ("latestOffset", "throughput partitions", "throughput read (task)",
+             "auto partitions + getCache (plan + rows)", "low read (plan + rows)")
     timings: dict[str, list[float]] = {name: [] for name in names}
     with Store(path) as store:
         for _ in range(50):
@@ -423,11 +439,15 @@ def _own_work_ms(path: str) -> dict[str, float]:
             t2 = time.perf_counter()
             rows = sum(b.num_rows for part in parts for b in read_partition(opts, schema, part))
             t3 = time.perf_counter()
+            auto.partitions(start, end)
+            rows_auto = sum(b.num_rows for b in auto.getCache(start, end) or ())
+            t4 = time.perf_counter()
             batches, _ = simple.read(start)
             rows_low = sum(b.num_rows for b in batches)
-            t4 = time.perf_counter()
-            assert rows == rows_low == 1, (rows, rows_low)
-            for name, elapsed in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            t5 = time.perf_counter()
+            assert rows == rows_auto == rows_low == 1, (rows, rows_auto, rows_low)
+            for name, elapsed in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
+                                     strict=True):
                 timings[name].append(elapsed)
     return {name: statistics.median(v) * 1000 for name, v in timings.items()}
 
@@ -457,6 +477,15 @@ def _print_latency(samples: dict[Variant, Samples], rows: list[Variant], title: 
 def _print_targets(samples: dict[Variant, Samples]) -> None:
     from spark_queue.bench.report import percentile
 
+    def p50_ratio(source: str, manager: str) -> float:
+        return (percentile(samples[Variant(source, manager)].latencies_s, 0.5)
+                / percentile(samples[Variant(FLOOR, manager)].latencies_s, 0.5))
+
+    if Variant(DEFAULT, "default") in samples:
+        checks = [(f"{manager} manager p50 {p50_ratio(DEFAULT, manager):.2f}x the floor <= 1.10x",
+                   p50_ratio(DEFAULT, manager) <= 1.10) for manager in MANAGERS]
+        print("\nTarget, the defaults (latencyMode=auto): "
+              + "; ".join(f"{text}: {'met' if ok else 'NOT met'}" for text, ok in checks))
     low, floor = Variant("low", "filesystem"), Variant(FLOOR, "filesystem")
     if low not in samples:
         return
@@ -465,7 +494,7 @@ def _print_targets(samples: dict[Variant, Samples]) -> None:
     ratio = p50 / (percentile(samples[floor].latencies_s, 0.5) * 1000)
     checks = [(f"p50 {p50:.0f} ms <= 100", p50 <= 100), (f"p95 {p95:.0f} ms <= 150", p95 <= 150),
               (f"p50 {ratio:.2f}x the floor <= 1.00x", ratio <= 1.0)]
-    print("\nTargets, latencyMode=low with the FileSystem manager: "
+    print("Targets, latencyMode=low with the FileSystem manager: "
           + "; ".join(f"{text}: {'met' if ok else 'NOT met'}" for text, ok in checks))
     python_floor = samples.get(Variant(PYTHON_FLOOR, "filesystem"))
     if python_floor and python_floor.latencies_s:
@@ -515,18 +544,38 @@ def _print_phases(samples: dict[Variant, Samples], rows: list[Variant]) -> None:
         print(f"{variant.label:<48} {manager:<10}{cells}")
 
 
+def _print_first_triggers(samples: dict[Variant, Samples], rows: list[Variant]) -> None:
+    """Median start() -> first trigger per source (every turn is a new query), against rate's."""
+    by_source: dict[str, list[float]] = {}
+    for variant in rows:
+        by_source.setdefault(variant.label.replace(" + async progress", ""), []).extend(
+            samples[variant].first_trigger_s)
+    floor = by_source.get("rate (floor)")
+    if not floor:
+        return
+    base = statistics.median(floor)
+    print("\nstart() -> first trigger (s, median over every turn of every manager; "
+          "vs rate = median minus rate's median)")
+    for label, values in by_source.items():
+        if values:
+            median = statistics.median(values)
+            print(f"  {label:<48} {median:6.2f}  vs rate {median - base:+6.2f}  "
+                  f"(min {min(values):.2f}, max {max(values):.2f}, {len(values)} starts)")
+
+
 def _print_bulk(bulk: dict[str, tuple], args: argparse.Namespace) -> None:
     from spark_queue.bench.report import print_table
 
-    base = "sqliteq latencyMode=throughput"
+    base = "sqliteq, defaults (latencyMode=auto)"
+    names = {DEFAULT: base, "throughput": "sqliteq latencyMode=throughput",
+             "low": "sqliteq latencyMode=low"}
+    rows = []
+    for column, what in ((0, "wall"), (1, "in-batch")):
+        rows += [(f"{names[mode]} ({what})", bulk[mode][column], f"{base} ({what})")
+                 for mode in READ_MODES]
     print_table(
         f"Bulk: {args.bulk_events:,} events of 100 bytes, availableNow into noop, one "
         f"micro-batch, best of {args.repeats} (wall = query start included; in-batch = "
         "triggerExecution)",
-        [
-            (f"{base} (wall)", bulk["throughput"][0], f"{base} (wall)"),
-            ("sqliteq latencyMode=low (wall)", bulk["low"][0], f"{base} (wall)"),
-            (f"{base} (in-batch)", bulk["throughput"][1], f"{base} (in-batch)"),
-            ("sqliteq latencyMode=low (in-batch)", bulk["low"][1], f"{base} (in-batch)"),
-        ],
+        rows,
     )

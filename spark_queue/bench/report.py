@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import platform
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -72,3 +73,10 @@ def local_session(app_name: str, cores: int, conf: dict[str, Any] | None = None)
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def first_trigger_s(started_epoch_s: float, progress: list[dict]) -> float:
+    """Seconds from ``start()`` (epoch seconds) to the first trigger, as Spark stamps it in
+    the first progress event: the query's stand-up, before it reads anything."""
+    stamp = datetime.datetime.fromisoformat(progress[0]["timestamp"].replace("Z", "+00:00"))
+    return stamp.timestamp() - started_epoch_s

@@ -11,6 +11,12 @@ All in one run, on one store of N events of ~100 bytes:
   checkpoint included), the executor read path and the driver-shipped path.
 - Spark stream ``rate-micro-batch`` (N rows in one micro-batch) with a
   100-byte string column, a long and a timestamp -> ``noop``.
+- the defaults: a batch read of the N events with no option but the topic,
+  beside the same read split into 1, 2, 4 and 8 tasks (the best of those is the
+  tuned split); and an ``availableNow`` stream with no option over
+  ``--available-now-events`` (2M) events, whose wall clock (query start
+  included) is set beside its in-batch time, with its ``start()`` -> first
+  trigger beside the ``rate-micro-batch`` query's.
 
 Every streaming run also reports the time from ``start()`` to its first
 trigger (the first progress event's trigger timestamp): the query's stand-up.
@@ -29,9 +35,9 @@ latency`` (:mod:`spark_queue.bench.latency`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import shutil
+import statistics
 import tempfile
 import time
 
@@ -102,6 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2, help="best of N for each path")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark")
+    parser.add_argument("--available-now-events", type=int, default=2_000_000,
+                        help="events for the default availableNow stream (default 2000000)")
     kafka_bench.add_argument(parser)
 
 
@@ -122,15 +130,13 @@ def _timed(body) -> float:
     return time.perf_counter() - started
 
 
-def _first_trigger_s(started_epoch_s: float, progress: list[dict]) -> float:
-    """Seconds from ``start()`` (epoch seconds) to the first trigger's start, as Spark
-    stamps it in the first progress event."""
-    stamp = datetime.datetime.fromisoformat(progress[0]["timestamp"].replace("Z", "+00:00"))
-    return stamp.timestamp() - started_epoch_s
-
-
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
-    from spark_queue.bench.report import in_batch_seconds, local_session, print_table
+    from spark_queue.bench.report import (
+        first_trigger_s,
+        in_batch_seconds,
+        local_session,
+        print_table,
+    )
     from spark_queue.store import Store
 
     n = args.events
@@ -138,6 +144,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     with Store(path) as store:
         pad = "x" * (args.value_bytes - 11)
         store.publish_many("bench", (f"{i:010d}-{pad}" for i in range(n)))
+        store.publish_many("backlog", (f"{i:010d}-{pad}" for i in range(args.available_now_events)))
 
     # -- without Spark ---------------------------------------------------------
     from spark_queue.connector.source.options import parse_source_options
@@ -166,20 +173,43 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     spark = local_session("spark_queue-bench-source", args.cores, kafka_bench.session_conf(kafka))
     counter = iter(range(1_000_000))
     tasks = 2 * args.cores
-    # start() -> first trigger of every streaming run, by source
-    starts: dict[str, list[float]] = {}
+    starts: dict[str, list[float]] = {}  # start() -> first trigger, per stream
 
-    def timed_stream(label: str, query) -> tuple[float, float]:
-        """(wall seconds, in-batch seconds) of one run; its stand-up into ``starts``."""
+    def timed_start(label: str, query):
+        """Start ``query`` and wait for its end: (wall s, in-batch s, its progress)."""
         started_epoch = time.time()
         started = time.perf_counter()
         q = query.start()
         q.awaitTermination()
         elapsed = time.perf_counter() - started
-        rows = sum(p["numInputRows"] for p in q.recentProgress)
+        starts.setdefault(label, []).append(first_trigger_s(started_epoch, q.recentProgress))
+        return elapsed, in_batch_seconds(q.recentProgress), q.recentProgress
+
+    def timed_stream(label: str, query) -> tuple[float, float]:
+        """(wall s, in-batch s) of a run that must read all ``n`` events."""
+        elapsed, batch_s, progress = timed_start(label, query)
+        rows = sum(p["numInputRows"] for p in progress)
         assert rows == n, f"{label} read {rows} rows, expected {n}"
-        starts.setdefault(label, []).append(_first_trigger_s(started_epoch, q.recentProgress))
-        return elapsed, in_batch_seconds(q.recentProgress)
+        return elapsed, batch_s
+
+    def default_stream() -> tuple[float, float]:
+        checkpoint = os.path.join(workdir, f"ck{next(counter)}")
+        query = (spark.readStream.format("sqliteq").option("path", path)
+                 .option("topic", "backlog").load()
+                 .writeStream.format("noop").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True))
+        wall_s, batch_s, progress = timed_start("sqliteq, defaults", query)
+        rows = sum(p["numInputRows"] for p in progress)
+        assert rows == args.available_now_events, f"sqliteq read {rows} rows"
+        return wall_s, batch_s
+
+    def split_batch(tasks: int | None) -> float:
+        """A batch read of the N events in ``tasks`` tasks; None: the default split."""
+        reader = spark.read.format("sqliteq").option("path", path).option("topic", "bench")
+        if tasks is not None:
+            reader = reader.option("rowsPerPartition", -(-n // tasks))
+        df = reader.load()
+        return _timed(lambda: df.write.format("noop").mode("overwrite").save())
 
     def sqliteq_stream(read_path: str) -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
@@ -189,7 +219,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
             .load().writeStream.format("noop").option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
         )
-        return timed_stream(f"sqliteq (readPath={read_path})", query)
+        return timed_stream(f"sqliteq, readPath={read_path}", query)
 
     def rate_stream() -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
@@ -244,7 +274,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     if kafka:
         kafka_stream()
         kafka_batch(True)
-    starts.clear()
+    starts.clear()  # the warm-up runs' starts are not counted
     executor_s, executor_batch_s = _best(sqliteq_stream("executor") for _ in range(args.repeats))
     driver_s, driver_batch_s = _best(sqliteq_stream("driver") for _ in range(args.repeats))
     rate_s, rate_batch_s = _best(rate_stream() for _ in range(args.repeats))
@@ -254,6 +284,14 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
         kafka_s, kafka_batch_s = _best(kafka_stream() for _ in range(args.repeats))
         kafka_read_s = min(kafka_batch(True) for _ in range(args.repeats))
         kafka_default_s = min(kafka_batch(False) for _ in range(args.repeats))
+    default_stream()  # warm-up of its Python processes' file cache, as for the others
+    starts.pop("sqliteq, defaults")
+    default_s, default_batch_s = _best(default_stream() for _ in range(args.repeats))
+    splits = (None, 1, 2, 4, 8)
+    split_s = {tasks: float("inf") for tasks in splits}
+    for _ in range(args.repeats):  # the splits take turns, so load hits them alike
+        for tasks in splits:
+            split_s[tasks] = min(split_s[tasks], split_batch(tasks))
     spark.stop()
 
     print(f"\nsource: {n:,} events of {args.value_bytes} bytes, local[{args.cores}], "
@@ -303,21 +341,41 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
                 ("sqliteq -> noop (readPath=executor), wall", n / executor_s, f"{stream}, wall"),
                 (batch, n / kafka_read_s, batch),
                 ("sqliteq batch read -> noop", n / batch_s, batch),
+                ("sqliteq batch read, defaults", n / split_s[None], batch),
                 ("Kafka batch read, default split (1 task)", n / kafka_default_s, batch),
             ],
         )
-    _print_starts(starts)
+    _print_defaults(n, args.available_now_events, split_s, default_s, default_batch_s, starts)
     return 0
 
 
-def _print_starts(starts: dict[str, list[float]]) -> None:
-    """Each source's start() -> first trigger, against the rate source's."""
-    rate = min(starts.get("rate-micro-batch", [0.0]))
-    print("\nstart() -> first trigger (s; best, then every timed run; vs rate = best minus "
-          "rate-micro-batch's best)")
+def _print_defaults(n: int, backlog: int, split_s: dict, default_s: float,
+                    default_batch_s: float, starts: dict[str, list[float]]) -> None:
+    from spark_queue.bench.report import print_table
+
+    tuned = min((t for t in split_s if t is not None), key=lambda t: split_s[t])
+    best = f"batch read, best split ({tuned} tasks)"
+    print_table(
+        f"The defaults: a batch read of {n:,} events with no option but the topic, against "
+        "the same read split into 1, 2, 4 and 8 tasks (rowsPerPartition)",
+        [(best, n / split_s[tuned], best),
+         ("batch read, defaults", n / split_s[None], best),
+         *((f"batch read, {t} task(s)", n / split_s[t], best)
+           for t in split_s if t not in (None, tuned))],
+    )
+    print_table(
+        f"The defaults: availableNow over {backlog:,} events with no option but the topic",
+        [("in-batch (triggerExecution)", backlog / default_batch_s,
+          "in-batch (triggerExecution)"),
+         ("wall (start() to the end)", backlog / default_s, "in-batch (triggerExecution)")],
+    )
+    rate = statistics.median(starts["rate-micro-batch"])
+    print("\nstart() -> first trigger (s, median of every timed run; vs rate = median minus "
+          "rate-micro-batch's)")
     for label, seconds in starts.items():
+        median = statistics.median(seconds)
         runs = ", ".join(f"{s:.2f}" for s in seconds)
-        print(f"  {label:<30} {min(seconds):6.2f}  vs rate {min(seconds) - rate:+6.2f}  ({runs})")
+        print(f"  {label:<36} {median:6.2f}  vs rate {median - rate:+6.2f}  ({runs})")
 
 
 def _best(runs) -> tuple[float, float]:

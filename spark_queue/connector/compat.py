@@ -10,9 +10,15 @@ Spark's lookup, not only this one).
 
 from __future__ import annotations
 
+import sys
+
 import pyarrow as pa
 import pyspark
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -41,6 +47,60 @@ except ImportError:  # pyspark 4.0, 4.1
 
         def prepareForTriggerAvailableNow(self) -> None:  # pragma: no cover - 4.2+ only
             raise NotImplementedError
+
+# Rows shipped with the plan, pyspark 4.0-4.3: the driver's streaming source runner
+# (pyspark/sql/streaming/python_streaming_source_runner.py, partitions_func) sends a
+# micro-batch's rows along with its one partition only for readers that are instances
+# of the private _SimpleStreamReaderWrapper (pyspark/sql/datasource_internal.py), asking
+# their getCache(start, end); None sends none and executors read the partitions as for
+# any reader. The JVM keeps shipped rows in the driver's block manager and the task reads
+# them there: no executor Python worker. latencyMode=auto's reader subclasses it and
+# overrides every method. A pyspark without the class gets the plain base: its batches
+# are then all read by executors (the shipped batch's one partition reads itself).
+try:
+    from pyspark.sql import datasource_internal
+
+    PlanShippingStreamReader: type = datasource_internal._SimpleStreamReaderWrapper
+    SHIPS_ROWS_WITH_PLAN = True
+except (ImportError, AttributeError):  # pragma: no cover - a pyspark after 4.3 without it
+    PlanShippingStreamReader = DataSourceStreamReader
+    SHIPS_ROWS_WITH_PLAN = False
+
+STREAMING_SOURCE_RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
+
+
+class _LatestOffsetOnly:
+    """A stand-in that is no _SimpleStreamReaderWrapper, for the runner's report."""
+
+    def __init__(self, reader: object) -> None:
+        self.reportLatestOffset = reader.reportLatestOffset  # type: ignore[attr-defined]
+
+
+def report_latest_offset_of(reader_type: type) -> None:
+    """Let readers of ``reader_type`` report their latest offset (lag) to Spark.
+
+    pyspark 4.2-4.3's streaming source runner answers ``reportLatestOffset`` with "none"
+    for every _SimpleStreamReaderWrapper (report_latest_offset_func) without asking it.
+    Called in that runner process (started as ``python -m`` of the module, so it is
+    ``__main__``), this wraps the function the runner's loop looks up on each call, so a
+    ``reader_type`` reader is asked as any other reader is; elsewhere it does nothing.
+    Before 4.2 there is no such report (the runner has no such function).
+    """
+    runner = sys.modules.get("__main__")
+    if getattr(getattr(runner, "__spec__", None), "name", None) != STREAMING_SOURCE_RUNNER:
+        return
+    original = getattr(runner, "report_latest_offset_func", None)
+    if original is None or getattr(original, "reader_type", None) is reader_type:
+        return
+
+    def report_latest_offset_func(reader: object, outfile: object) -> None:
+        if isinstance(reader, reader_type):
+            reader = _LatestOffsetOnly(reader)
+        original(reader, outfile)
+
+    report_latest_offset_func.reader_type = reader_type  # type: ignore[attr-defined]
+    runner.report_latest_offset_func = report_latest_offset_func  # type: ignore[union-attr]
+
 
 # pyspark 4.1 added DataSourceStreamArrowWriter. pyspark 4.0 hands Arrow batches
 # to any writer that is a DataSourceArrowWriter, streaming ones included

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkNotImplementedError
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from spark_queue import FORMAT_NAME
 from spark_queue.connector import compat
-from spark_queue.connector.sink.options import parse_sink_options
-from spark_queue.connector.sink.schema import plan_layout
-from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
-from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
-from spark_queue.connector.source.offsets import check_store_exists
+from spark_queue.connector.source.offsets import check_path_exists
 from spark_queue.connector.source.options import SourceOptions, parse_source_options
 from spark_queue.connector.source.schema import check_user_schema, default_schema
-from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
-from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 from spark_queue.errors import OptionError
+
+# Readers, writers and the store are imported by the methods that use them: Spark
+# unpickles this class in a fresh interpreter for every planning process (the
+# stream's runner among them, before the first trigger), and each needs one side
+# only (BENCHMARKS.md, "Stream start").
+if TYPE_CHECKING:
+    from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
+    from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
+    from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -116,10 +120,14 @@ class SqliteQueueDataSource(DataSource):
       UTF-8 then fails naming its offsets).
     - ``mode`` (default ``FAILFAST``) and ``columnNameOfCorruptRecord``
       (default ``_corrupt_record``), for user schemas: see below.
-    - ``rowsPerPartition`` (default 100000) and ``minPartitions`` (default
-      1): a range is split into Spark partitions of at most
-      ``rowsPerPartition`` rows, and into at least ``minPartitions`` when it
-      has that many rows. Offsets are dense, so splits are exact.
+    - ``rowsPerPartition`` and ``minPartitions`` (default 1): a range is
+      split into Spark partitions of at most ``rowsPerPartition`` rows, and
+      into at least ``minPartitions`` when it has that many rows. Offsets are
+      dense, so splits are exact. Without ``rowsPerPartition`` the range is
+      shared among the driver's CPUs (the machine that holds the file, whose
+      cores bound a parallel read of it; the planner cannot ask Spark for its
+      parallelism), with no partition under 50,000 rows: one task per CPU for
+      a large range, one task for a small one.
     - ``readPath`` (default ``auto``): ``executor`` or ``auto``, executors
       open the store file themselves (fast; local and local-cluster masters,
       or a single machine); ``driver``: the driver reads each range and
@@ -131,14 +139,24 @@ class SqliteQueueDataSource(DataSource):
       message to set ``readPath=driver``; ``executor`` skips that check (a
       shared mount). The Python planner cannot see the executors' hosts, so
       ``auto`` cannot ship rows by itself.
-    - ``latencyMode`` (default ``throughput``; streams only): ``throughput``
-      reads each micro-batch in executor tasks; ``low`` reads it in the
-      driver's planning process and Spark ships the rows with the plan, so no
-      executor Python worker starts per micro-batch (the lowest latency from
-      publish to visible). Same guarantees and limits; every row passes
-      through that one Python process, so bulk throughput is far lower, and
-      Spark reports no latest offset (no lag) for this mode. A batch replayed
-      after a restart is read by an executor task, which must reach the file.
+    - ``latencyMode`` (default ``auto``; streams only): ``auto`` reads a
+      micro-batch of at most ``lowLatencyMaxRows`` rows (default 10000, and
+      at most 16 MiB once read) in the driver's planning process and Spark
+      ships the rows with the plan, so no executor Python worker starts for
+      it (the lowest latency from publish to visible); a larger micro-batch
+      (a backlog) is split into partitions that executors read, for full
+      throughput. The choice depends only on the offset range, so a replayed
+      batch takes the same path and reads the same rows. ``throughput``
+      reads every micro-batch in executor tasks. ``low`` reads every
+      micro-batch in the driver's planning process: every row passes through
+      that one Python process, so bulk throughput is far lower, and Spark
+      reports no latest offset (no lag) for this mode; a batch it replays
+      after a restart is read by an executor task, which must reach the file. Rows
+      shipped with the plan stay in the driver's memory (Spark's block
+      manager) until the batch is done: bounded by ``lowLatencyMaxRows`` in
+      ``auto`` mode, by ``maxRowsPerTrigger`` in ``low`` mode.
+    - ``lowLatencyMaxRows`` (default 10000; streams only): see
+      ``latencyMode``.
 
     Default schema (Kafka's, so ``format("kafka")`` can be swapped for
     ``format("sqliteq")``): ``key``, ``value`` (binary or string),
@@ -251,36 +269,47 @@ class SqliteQueueDataSource(DataSource):
     def schema(self) -> StructType:
         """Driver, at ``load()`` without a user schema: validate the read options; Kafka's shape."""
         options = parse_source_options(self.options, streaming=None)
-        check_store_exists(options)
+        check_path_exists(options)
         return default_schema(options)
 
     def reader(self, schema: StructType) -> SqliteQueueBatchReader:
         """Driver, when a batch read is planned: validate options and schema."""
+        from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
+
         options = parse_source_options(self.options, streaming=False)
         check_user_schema(schema, options)
-        check_store_exists(options)
+        check_path_exists(options)
         return SqliteQueueBatchReader(options, schema)
 
-    def streamReader(self, schema: StructType) -> SqliteQueueStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """Driver, at query start: validate options and schema (before any task runs).
 
-        ``latencyMode=low`` declines, so Spark asks :meth:`simpleStreamReader`.
+        The store is opened at the first trigger, not here. ``latencyMode=low``
+        declines, so Spark asks :meth:`simpleStreamReader`.
         """
         options = self._stream_options(schema)
         if options.latency_mode == "low":
             raise PySparkNotImplementedError(
                 errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
             )
+        if options.latency_mode == "auto":
+            from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
+
+            return SqliteQueueAutoStreamReader(options, schema)
+        from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
+
         return SqliteQueueStreamReader(options, schema)
 
     def simpleStreamReader(self, schema: StructType) -> SqliteQueueSimpleStreamReader:
         """Driver, at query start with ``latencyMode=low``: validate options and schema."""
+        from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+
         return SqliteQueueSimpleStreamReader(self._stream_options(schema), schema)
 
     def _stream_options(self, schema: StructType) -> SourceOptions:
         options = parse_source_options(self.options, streaming=True)
         check_user_schema(schema, options)
-        check_store_exists(options)
+        check_path_exists(options)
         if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
             log.warning(
                 "%s source on pyspark %s: a Trigger.AvailableNow or once run of a Python source "
@@ -294,6 +323,10 @@ class SqliteQueueDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""
+        from spark_queue.connector.sink.options import parse_sink_options
+        from spark_queue.connector.sink.schema import plan_layout
+        from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
+
         if overwrite:
             raise OptionError(
                 f"{FORMAT_NAME} sink supports mode('append') only; got overwrite. Topics are "
@@ -308,5 +341,9 @@ class SqliteQueueDataSource(DataSource):
 
         ``overwrite`` (complete output mode) appends the whole result, as Kafka's sink does.
         """
+        from spark_queue.connector.sink.options import parse_sink_options
+        from spark_queue.connector.sink.schema import plan_layout
+        from spark_queue.connector.sink.writers import SqliteQueueStreamWriter
+
         options = parse_sink_options(self.options, streaming=True)
         return SqliteQueueStreamWriter(options, plan_layout(schema, options))

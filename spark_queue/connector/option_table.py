@@ -8,8 +8,8 @@ client options that mean nothing for a SQLite file are accepted and ignored
 with one logged warning naming them; an option given under two of its names
 fails. Checks that involve several options stay with each side.
 
-Imports no pyspark (only :mod:`spark_queue.errors` and
-:mod:`spark_queue.store`), so both sides are unit-tested without Spark. The
+Imports no pyspark (only :mod:`spark_queue.errors`, and :mod:`spark_queue.store`
+when a name is checked), so both sides are unit-tested without Spark. The
 option tables of docs/reading.md and docs/writing.md and the DataSource
 docstring are checked against these tables
 (``tests/connector/test_options_docs.py``).
@@ -26,7 +26,6 @@ from typing import Any
 
 from spark_queue import FORMAT_NAME
 from spark_queue.errors import InvalidNameError, OptionError
-from spark_queue.store import MAX_NAME_LENGTH, validate_name
 from spark_queue.times import parse_duration_ms, parse_time_ms
 
 log = logging.getLogger("spark_queue.connector")
@@ -211,6 +210,10 @@ def name_rule(kind: str) -> Parse:
     """A parse function for a topic, queue, consumer or sink name (the store's naming rule)."""
 
     def parse(name: str, raw: str) -> str:
+        # The store is imported when a name is checked, not with the options: the
+        # source's planning processes need no store to validate their options.
+        from spark_queue.store import MAX_NAME_LENGTH, validate_name
+
         try:
             return validate_name(raw, kind)
         except InvalidNameError as exc:

@@ -37,8 +37,10 @@ def test_defaults_are_the_documented_ones():
     assert opts.fail_on_data_loss is True and opts.include_headers is False
     assert (opts.key_format, opts.value_format) == ("binary", "binary")
     assert opts.mode == "FAILFAST" and opts.corrupt_record_column == "_corrupt_record"
-    assert (opts.rows_per_partition, opts.min_partitions) == (100_000, 1)
+    # rowsPerPartition unset: derived from the range and the driver's CPUs when planned
+    assert (opts.rows_per_partition, opts.min_partitions) == (None, 1)
     assert opts.read_path == "auto"
+    assert (opts.latency_mode, opts.low_latency_max_rows) == ("auto", 10_000)
     defaults = {spec.name: spec.doc_default for spec in SOURCE_OPTIONS}
     assert defaults["startingOffsets"] == "earliest" and defaults["readPath"] == "auto"
     assert opts.timestamp_strategy == "latest" and defaults["maxTriggerDelay"] == "15m"
@@ -183,6 +185,8 @@ def test_starting_and_ending_options_take_kafkas_precedence():
         ("readPath", "network", "auto or executor or driver"),
         ("rowsPerPartition", "0", "a positive integer"),
         ("minPartitions", "two", "a positive integer"),
+        ("latencyMode", "fast", "auto or throughput or low"),
+        ("lowLatencyMaxRows", "0", "a positive integer"),
         ("topicPattern", "(", "a valid regular expression"),
     ],
 )

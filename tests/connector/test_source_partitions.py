@@ -8,9 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_queue.connector.source.offsets import cap_rows
+from spark_queue.connector.source.options import parse_source_options
+from spark_queue.connector.source.partition_planner import rows_per_partition
 from spark_queue.connector.source.partitions import (
+    MIN_DEFAULT_PARTITION_ROWS,
+    RangesPartition,
     ShippedRangePartition,
     StoreRangePartition,
+    default_rows_per_partition,
+    reading_cpus,
     split_ranges,
 )
 
@@ -58,5 +64,27 @@ def test_cap_rows_admits_exactly_the_limit_never_more_than_available(available, 
 def test_partitions_pickle_round_trip():
     store_part = StoreRangePartition("t", 0, 10, "host", (1, 2))
     shipped = ShippedRangePartition("t", 0, 10, b"ipc")
+    ranges = RangesPartition((("a", 0, 10), ("b", 3, 4)), "host", (1, 2))
     assert pickle.loads(pickle.dumps(store_part)) == store_part
     assert pickle.loads(pickle.dumps(shipped)) == shipped
+    assert pickle.loads(pickle.dumps(ranges)) == ranges
+
+
+@settings(deadline=None)
+@given(st.integers(0, 10_000_000), st.integers(1, 64))
+def test_the_default_split_gives_each_cpu_one_piece_never_a_tiny_one(total, cpus):
+    rows = default_rows_per_partition(total, cpus)
+    pieces = -(-total // rows)
+    assert pieces <= cpus  # never more tasks than the driver's CPUs
+    assert rows >= MIN_DEFAULT_PARTITION_ROWS  # never a piece the task cost would dwarf
+    if total >= cpus * MIN_DEFAULT_PARTITION_ROWS:
+        assert pieces == cpus  # a large range keeps every CPU busy
+
+
+def test_a_given_rows_per_partition_wins_over_the_default():
+    given = parse_source_options({"path": "/x", "topic": "a", "rowsPerPartition": "7"},
+                                 streaming=False)
+    assert rows_per_partition(given, {"a": (0, 1_000_000)}) == 7
+    default = parse_source_options({"path": "/x", "topic": "a"}, streaming=False)
+    assert rows_per_partition(default, {"a": (0, 1_000_000)}) == default_rows_per_partition(
+        1_000_000, reading_cpus())

@@ -16,7 +16,7 @@ import pytest
 from spark_queue.store import Store
 
 TIMEOUT_S = 180
-MODES = ["throughput", "low"]
+MODES = ["auto", "throughput", "low"]
 
 
 def pyspark_version():
@@ -140,6 +140,31 @@ def test_available_now_reads_what_the_version_documents(spark, store_path, tmp_p
         assert [n for n in sizes if n] == [1000, 1000, 500]
     else:  # README "Spark versions": one bounded batch per run before 4.2
         assert [n for n in sizes if n] == [1000]
+
+
+@pytest.mark.parametrize("max_shipped", ["10000", "1"])
+def test_the_default_mode_reports_lag_where_the_version_has_it(
+    spark, store_path, tmp_path, max_shipped
+):
+    # lowLatencyMaxRows=1: every batch is read by executors; 10000: shipped with the plan.
+    with Store(store_path) as store:
+        store.publish_many("t", range(2_500))
+    query = (
+        stream(spark, store_path, topic="t", maxRowsPerTrigger=1000,
+               lowLatencyMaxRows=max_shipped)
+        .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True).start()
+    )
+    try:
+        assert query.awaitTermination(TIMEOUT_S)
+    finally:
+        query.stop()
+    progress = [p for p in query.recentProgress if p["numInputRows"]]
+    latest = [p["sources"][0].get("latestOffset") for p in progress]
+    if pyspark_version() >= (4, 2):  # README "Spark versions": lag from 4.2
+        assert [json.loads(x) if isinstance(x, str) else x for x in latest] == [{"t": 2500}] * 3
+    else:
+        assert [p["numInputRows"] for p in progress] == [1000]
 
 
 def test_stream_sink_writes_every_row_once_across_a_restart(spark, store_path, tmp_path):

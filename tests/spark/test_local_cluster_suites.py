@@ -25,8 +25,9 @@ SUITES = [
     "test_source_stream.py", "test_source_batch.py", "test_sink.py", "test_executor_jvms.py",
 ]
 CRASH_TESTS = [
+    # The default read mode (auto); the local[2] suite runs the other modes too.
     "test_source_crash.py::"
-    "test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once",
+    "test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once[auto]",
     "test_sink_crash.py::test_replay_after_a_crash_between_sink_commit_and_checkpoint_is_skipped",
     "test_sink_crash.py::test_rate_to_sqliteq_survives_three_sigkills_exactly_once",
     "test_sink_crash.py::test_sqliteq_to_sqliteq_survives_three_sigkills_exactly_once",

@@ -1,7 +1,9 @@
 """SIGKILL the driver of a query reading sqliteq: every event still lands once.
 
 Each query runs in a driver process of its own, so a SIGKILL of its process
-group is a whole-driver crash (Python, JVM, workers).
+group is a whole-driver crash (Python, JVM, workers). It runs in every read
+mode: the default (``auto``: these 700-row batches ship with the plan),
+``throughput`` (executors read every batch) and ``low``.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ CRASH_APP = """
     import json, os, sys
     from pyspark.sql import SparkSession, functions as F
 
-    store_path, checkpoint, out, mode = sys.argv[1:5]
+    store_path, checkpoint, out, mode, latency_mode = sys.argv[1:6]
     master = os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
     spark = (SparkSession.builder.master(master).appName("sqliteq-crash")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
              .getOrCreate())
     # No register() call: the format is found by Spark's pyspark_* module lookup.
-    df = (spark.readStream.format("sqliteq").option("path", store_path)
-          .option("topic", "events").option("maxRowsPerTrigger", 700).load()
+    reader = (spark.readStream.format("sqliteq").option("path", store_path)
+              .option("topic", "events").option("maxRowsPerTrigger", 700))
+    if latency_mode != "auto":  # auto is the default: no option
+        reader = reader.option("latencyMode", latency_mode)
+    df = (reader.load()
           .selectExpr("topic", "offset", "CAST(value AS STRING) AS value"))
     writer = (df.writeStream.format("parquet").option("path", out)
               .option("checkpointLocation", checkpoint))
@@ -52,7 +57,10 @@ def _commits(checkpoint):
         return 0
 
 
-def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once(tmp_path):
+@pytest.mark.parametrize("latency_mode", ["auto", "throughput", "low"])
+def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once(
+    tmp_path, latency_mode
+):
     store_path = str(tmp_path / "store.sqlite")
     checkpoint, out = str(tmp_path / "ckpt"), str(tmp_path / "out")
     script = drivers.write_script(tmp_path, CRASH_APP)
@@ -64,7 +72,9 @@ def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_
             total += 8_000
             before = _commits(checkpoint)
             log = tmp_path / f"driver-{total}.log"
-            proc = drivers.start(script, store_path, checkpoint, out, "run", log=log)
+            proc = drivers.start(
+                script, store_path, checkpoint, out, "run", latency_mode, log=log
+            )
             try:
                 deadline = time.monotonic() + 240
                 while _commits(checkpoint) <= before:
@@ -76,6 +86,6 @@ def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_
                 drivers.kill_group(proc)
         store.publish_many("events", (f"event-{total + i}" for i in range(1_000)))
         total += 1_000
-    result = drivers.run(script, store_path, checkpoint, out, "drain").result()
+    result = drivers.run(script, store_path, checkpoint, out, "drain", latency_mode).result()
     assert result["offsets"] == list(range(total))
     assert result["mismatched_values"] == 0

@@ -1,8 +1,9 @@
-"""The streaming source end to end in the shared local[2] session, in both read modes.
+"""The streaming source end to end in the shared local[2] session, in every read mode.
 
-Every test runs once with ``latencyMode=throughput`` (executors read each
-micro-batch) and once with ``latencyMode=low`` (the driver's planning process
-reads it): the two readers keep one contract.
+Every test runs with ``latencyMode=auto`` (the default: small micro-batches
+ship with the plan, larger ones are read by executors), ``throughput``
+(executors read each micro-batch) and ``low`` (the driver's planning process
+reads it): the readers keep one contract.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.spark import source_helpers
 from tests.spark.source_helpers import TIMEOUT_S, run_available_now, source_progress, stream
 
 
-@pytest.fixture(params=["throughput", "low"], autouse=True)
+@pytest.fixture(params=["auto", "throughput", "low"], autouse=True)
 def latency_mode(request, monkeypatch):
     monkeypatch.setattr(source_helpers, "STREAM_DEFAULTS", {"latencyMode": request.param})
     return request.param

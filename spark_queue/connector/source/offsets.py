@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
 from spark_queue.connector.source.options import SourceOptions
 from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -25,16 +28,24 @@ Bounds = dict[str, tuple[int, int]]  # topic -> (earliest, latest)
 
 def open_store(options: SourceOptions) -> Store:
     """Open the store named by ``path``; a missing file is an error (a reader never creates one)."""
+    # Imported here, not with the module: Spark starts a fresh interpreter for each
+    # planning process, and the ones that only validate options (schema(), the reader
+    # built to pickle ``read``) or start the stream never open the store
+    # (BENCHMARKS.md, "Stream start").
+    from spark_queue.store import Store
+
+    check_path_exists(options)
+    return Store(options.path, create=False)
+
+
+def check_path_exists(options: SourceOptions) -> None:
+    """Fail naming ``path`` unless the file exists; the store itself is opened, and so
+    checked (a store, a version this code reads, a safe file system), at its first use."""
     if not os.path.exists(options.path):
         raise StoreNotFoundError(
             f"{FORMAT} option 'path' names {options.path!r}, which does not exist on this "
             "machine; create the store first (`sqliteq init`, or publish to it) or fix the path."
         )
-    return Store(options.path, create=False)
-
-
-def check_store_exists(options: SourceOptions) -> None:
-    open_store(options).close()
 
 
 def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:

@@ -48,12 +48,14 @@ __all__ = [
 KEY_VALUE_FORMATS = ("binary", "string")
 MODES = ("FAILFAST", "PERMISSIVE")
 READ_PATHS = ("auto", "executor", "driver")
-LATENCY_MODES = ("throughput", "low")
+LATENCY_MODES = ("auto", "throughput", "low")
 STARTING_KEYWORDS = ("earliest", "latest", "committed")
 TIMESTAMP_STRATEGIES = ("latest", "error")
 
 SUBSCRIPTIONS = ("topic", "topics", "topicPattern", "assign")
-STREAM_ONLY = ("maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay", "latencyMode")
+STREAM_ONLY = (
+    "maxRowsPerTrigger", "minRowsPerTrigger", "maxTriggerDelay", "latencyMode", "lowLatencyMaxRows",
+)
 BATCH_ONLY = ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp")
 
 
@@ -172,20 +174,25 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
            doc_default="_corrupt_record",
            doc="PERMISSIVE: the STRING column of the user schema that receives the raw "
            "malformed value"),
-    Option("rowsPerPartition", positive_int, default=100_000, doc_default="100000",
-           doc="split a range into Spark partitions of at most this many rows"),
+    Option("rowsPerPartition", positive_int, doc_default="derived",
+           doc="split a range into Spark partitions of at most this many rows; by default "
+           "the range is shared among the driver's CPUs, at least 50000 rows a partition"),
     Option("minPartitions", positive_int, default=1, doc_default="1",
            doc="... and into at least this many (when there are that many rows)"),
     Option("readPath", choice(READ_PATHS), default="auto", doc_default="auto",
            doc="`executor`/`auto`: executors open the file (auto first checks it is the "
            "driver's very file, else fails asking for `driver`); `driver`: the driver reads "
            "each range and ships it in the partitions as Arrow IPC"),
-    Option("latencyMode", choice(LATENCY_MODES), default="throughput", doc_default="throughput",
-           doc="streams only. `throughput`: executors read each micro-batch in tasks; `low`: "
-           "the driver's planning process reads each micro-batch and Spark ships it with the "
-           "plan (no executor Python worker per batch, for the lowest publish-to-visible "
-           "latency; every row passes through that one process, so bulk throughput is far "
-           "lower; no lag in progress reports)"),
+    Option("latencyMode", choice(LATENCY_MODES), default="auto", doc_default="auto",
+           doc="streams only. `auto`: a micro-batch of at most `lowLatencyMaxRows` rows is "
+           "read by the driver's planning process and shipped with the plan (no executor "
+           "Python worker: the lowest latency), a larger one is read by executor tasks; "
+           "`throughput`: executors read every micro-batch; `low`: the driver reads every "
+           "micro-batch (every row passes through that one process, so bulk throughput is "
+           "far lower; no lag in progress reports)"),
+    Option("lowLatencyMaxRows", positive_int, default=10_000, doc_default="10000",
+           doc="streams, `latencyMode=auto`: the most rows (and 16 MiB) a micro-batch may hold "
+           "to be shipped with the plan"),
 )
 SOURCE_TABLE = OptionTable("source", SOURCE_OPTIONS)
 OPTION_NAMES = SOURCE_TABLE.names()
@@ -217,10 +224,11 @@ class SourceOptions:
     value_format: str
     mode: str
     corrupt_record_column: str
-    rows_per_partition: int
+    rows_per_partition: int | None  # None: derived from the range and the driver's CPUs
     min_partitions: int
     read_path: str
-    latency_mode: str = "throughput"
+    latency_mode: str = "auto"
+    low_latency_max_rows: int = 10_000
     # Kafka's timestamp forms: {topic: ms} with -2 = earliest, -1 = latest.
     starting_timestamps: Offsets = ()
     ending_timestamp_ms: int | None = None
@@ -302,6 +310,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         min_partitions=given["minPartitions"],
         read_path=given["readPath"],
         latency_mode=given["latencyMode"],
+        low_latency_max_rows=given["lowLatencyMaxRows"],
         starting_timestamps=starting_tss,
         ending_timestamp_ms=ending_ts,
         ending_timestamps=ending_tss,

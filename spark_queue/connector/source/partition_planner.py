@@ -9,6 +9,7 @@ inside the partition, for executors that cannot reach the driver's disk.
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -20,10 +21,14 @@ from spark_queue.connector.source.partition_reader import file_identity, payload
 from spark_queue.connector.source.partitions import (
     ShippedRangePartition,
     StoreRangePartition,
+    default_rows_per_partition,
+    reading_cpus,
     split_ranges,
 )
 from spark_queue.connector.source.schema import is_typed
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 
 def plan_partitions(
@@ -39,16 +44,19 @@ def plan_partitions(
     A topic missing from ``start`` starts at 0. Offsets that retention removed
     raise DataLossError, or are skipped with a warning (failOnDataLoss=false).
     """
-    ranges = {}
-    for topic, stop in end.items():
-        begin = start.get(topic, 0)
-        if stop <= begin:
-            continue
-        earliest = bounds.get(topic, (0, 0))[0]
-        begin = effective_start(topic, begin, earliest, options)
-        if stop > begin:
-            ranges[topic] = (begin, stop)
-    pieces = split_ranges(ranges, options.rows_per_partition, options.min_partitions)
+    return plan_range_partitions(
+        store, options, schema, planned_ranges(options, start, end, bounds)
+    )
+
+
+def plan_range_partitions(
+    store: Store,
+    options: SourceOptions,
+    schema: StructType,
+    ranges: dict[str, tuple[int, int]],
+) -> list[InputPartition]:
+    """Partitions covering ``{topic: (begin, stop)}`` (from :func:`planned_ranges`)."""
+    pieces = split_ranges(ranges, rows_per_partition(options, ranges), options.min_partitions)
     if not pieces:
         return []
     if options.read_path == "driver":
@@ -63,6 +71,30 @@ def plan_partitions(
         ]
     host, ident = socket.gethostname(), file_identity(options.path)
     return [StoreRangePartition(p.topic, p.start, p.end, host, ident) for p in pieces]
+
+
+def planned_ranges(
+    options: SourceOptions, start: dict[str, int], end: dict[str, int], bounds: Bounds
+) -> dict[str, tuple[int, int]]:
+    """``{topic: (begin, stop)}`` left to read of ``[start, end)``: empty ranges dropped,
+    a front that retention removed skipped or a DataLossError (``effective_start``)."""
+    ranges = {}
+    for topic in sorted(end):
+        begin, stop = start.get(topic, 0), end[topic]
+        if stop <= begin:
+            continue
+        begin = effective_start(topic, begin, bounds.get(topic, (0, 0))[0], options)
+        if stop > begin:
+            ranges[topic] = (begin, stop)
+    return ranges
+
+
+def rows_per_partition(options: SourceOptions, ranges: dict[str, tuple[int, int]]) -> int:
+    """``rowsPerPartition`` if given, else derived from the range and the driver's CPUs."""
+    if options.rows_per_partition is not None:
+        return options.rows_per_partition
+    total = sum(stop - begin for begin, stop in ranges.values())
+    return default_rows_per_partition(total, reading_cpus())
 
 
 def _ipc_bytes(table: pa.Table) -> bytes:

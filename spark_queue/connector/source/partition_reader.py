@@ -1,8 +1,9 @@
 """Read offset ranges into Spark's Arrow RecordBatches.
 
 :func:`read_partition` runs in an executor's Python worker (batch reads and
-the default stream reader); :func:`read_range` runs wherever it is called
-(the low-latency reader calls it on the driver, on the connection it holds).
+the stream readers' executor path); :func:`read_range` and :func:`read_ranges`
+run wherever they are called (the stream readers call them on the driver to
+ship a micro-batch with the plan, on a connection they hold or open).
 Without a given store they open one inside the call and close it in
 ``finally``; both read in chunks so memory stays bounded by
 ``READ_CHUNK_ROWS`` rows per batch whatever the range size.
@@ -15,20 +16,25 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
-from spark_queue.connector.source.json_decode import JsonDecoder
 from spark_queue.connector.source.offsets import effective_start, open_store
 from spark_queue.connector.source.options import FORMAT, SourceOptions
-from spark_queue.connector.source.partitions import ShippedRangePartition, StoreRangePartition
+from spark_queue.connector.source.partitions import (
+    RangesPartition,
+    ShippedRangePartition,
+    StoreRangePartition,
+)
 from spark_queue.connector.source.schema import is_typed
 from spark_queue.errors import DataLossError, StoreError
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -44,6 +50,10 @@ def read_partition(
     options: SourceOptions, schema: StructType, partition: InputPartition
 ) -> Iterator[pa.RecordBatch]:
     """Yield the partition's rows as RecordBatches of Spark's exact Arrow schema."""
+    if isinstance(partition, RangesPartition):
+        _check_reachable(options, partition)
+        yield from read_ranges(options, schema, {t: (b, e) for t, b, e in partition.ranges})
+        return
     if isinstance(partition, ShippedRangePartition):
         tables = _shipped_tables(partition)
     elif isinstance(partition, StoreRangePartition):
@@ -61,17 +71,46 @@ def read_range(
     start: int,
     end: int,
     store: Store | None = None,
+    chunk_rows: int = READ_CHUNK_ROWS,
 ) -> Iterator[pa.RecordBatch]:
     """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read
     here: on ``store`` if given (left open), else on a connection opened for the call."""
     yield from _output_batches(
-        options, schema, topic, _store_tables(options, schema, topic, start, end, store)
+        options, schema, topic,
+        _store_tables(options, schema, topic, start, end, store, chunk_rows),
     )
+
+
+def read_ranges(
+    options: SourceOptions,
+    schema: StructType,
+    ranges: dict[str, tuple[int, int]],
+    store: Store | None = None,
+    chunk_rows: int = READ_CHUNK_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`read_range` of every ``{topic: (start, end)}``, topics in name order, on one
+    connection (``store`` if given, else one opened for the call)."""
+    own = store is None and bool(ranges)
+    if own:
+        store = open_store(options)
+    try:
+        for topic in sorted(ranges):
+            start, end = ranges[topic]
+            yield from read_range(options, schema, topic, start, end, store, chunk_rows)
+    finally:
+        if own and store is not None:
+            store.close()
 
 
 def _output_batches(
     options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
 ) -> Iterator[pa.RecordBatch]:
+    # Imported on the first read, not with the module: they load pyarrow.compute
+    # (~60 ms), which the stream's planning process needs only once it reads rows
+    # itself, after its first trigger (BENCHMARKS.md, "Stream start").
+    from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
+    from spark_queue.connector.source.json_decode import JsonDecoder
+
     target = arrow_schema(schema)
     decoder = None
     if is_typed(schema, options):
@@ -93,7 +132,9 @@ def payload_format(options: SourceOptions, typed: bool) -> str:
     return "string" if options.value_format == "string" and not typed else "binary"
 
 
-def _check_reachable(options: SourceOptions, partition: StoreRangePartition) -> None:
+def _check_reachable(
+    options: SourceOptions, partition: StoreRangePartition | RangesPartition
+) -> None:
     if options.read_path == "executor":
         return  # the user vouched for it (a shared mount, say)
     host = socket.gethostname()
@@ -117,13 +158,14 @@ def _store_tables(
     start: int,
     end: int,
     given: Store | None = None,
+    chunk_rows: int = READ_CHUNK_ROWS,
 ) -> Iterator[pa.Table]:
     typed = is_typed(schema, options)
     fmt, headers = payload_format(options, typed), options.include_headers and not typed
     store = given if given is not None else open_store(options)
     try:
         while start < end:
-            stop = min(start + READ_CHUNK_ROWS, end)
+            stop = min(start + chunk_rows, end)
             table = store.read_arrow_payloads(topic, start, stop, fmt, headers)
             got_first = table.column("offset")[0].as_py() if table.num_rows else end
             if got_first != start:

@@ -10,6 +10,7 @@ driver, read in :meth:`read` on an executor).
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,6 +45,21 @@ class StoreRangePartition(InputPartition):
 
 
 @dataclass
+class RangesPartition(InputPartition):
+    """A micro-batch the driver ships with the plan (``latencyMode=auto``), as one partition.
+
+    Spark sends the rows the driver read along with this partition and never asks
+    Python to read it; should an executor ever be asked (a pyspark that ships no
+    rows), it reads ``ranges`` (``((topic, start, end), ...)``) from the store file
+    itself, under the same checks as :class:`StoreRangePartition`.
+    """
+
+    ranges: tuple[tuple[str, int, int], ...]
+    driver_host: str
+    file_id: tuple[int, int]
+
+
+@dataclass
 class ShippedRangePartition(InputPartition):
     """The driver read ``[start, end)`` of ``topic`` and ships it as Arrow IPC bytes.
 
@@ -57,6 +73,33 @@ class ShippedRangePartition(InputPartition):
     start: int
     end: int
     arrow_ipc: bytes
+
+
+#: The smallest piece a default split makes: each Spark task of a Python source pays
+#: ~50 ms for its Python worker round trip, about what reading 50,000 rows costs.
+MIN_DEFAULT_PARTITION_ROWS = 50_000
+
+
+def reading_cpus() -> int:
+    """CPUs this process may run on: the driver's, where the store file lives.
+
+    The Python planner cannot ask Spark for its default parallelism (it runs in a
+    process Spark started, with no SparkContext). What bounds a parallel read of one
+    SQLite file is the machine that holds it: executors read the file only when they
+    run on that machine (``readPath=auto``), and ``readPath=driver`` reads every
+    piece in the planner itself. So a split into this many pieces keeps every core
+    of that machine busy, and no more.
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_rows_per_partition(total_rows: int, cpus: int) -> int:
+    """The ``rowsPerPartition`` used when it is not given: the range shared among
+    ``cpus`` tasks, but no piece below :data:`MIN_DEFAULT_PARTITION_ROWS` rows."""
+    return max(MIN_DEFAULT_PARTITION_ROWS, -(-total_rows // cpus))
 
 
 def split_ranges(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
@@ -39,21 +40,19 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import Admission, Limits
-from spark_queue.connector.source.offsets import (
-    Bounds,
-    effective_start,
-    open_store,
-    subscribed_bounds,
-)
+from spark_queue.connector.source.offsets import Bounds, open_store, subscribed_bounds
 from spark_queue.connector.source.options import SourceOptions
-from spark_queue.connector.source.partition_reader import read_range
+from spark_queue.connector.source.partition_planner import planned_ranges
+from spark_queue.connector.source.partition_reader import read_ranges
 from spark_queue.connector.source.stream_reader import (
     initial_offsets,
     read_bounds,
     save_consumer_offsets,
 )
 from spark_queue.errors import StoreError
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 
 class SqliteQueueSimpleStreamReader(
@@ -114,12 +113,5 @@ class SqliteQueueSimpleStreamReader(
     def _batches(
         self, start: dict, end: dict, bounds: Bounds, store: Store | None = None
     ) -> list[pa.RecordBatch]:
-        batches: list[pa.RecordBatch] = []
-        for topic in sorted(end):
-            begin, stop = start.get(topic, 0), end[topic]
-            if stop <= begin:
-                continue
-            begin = effective_start(topic, begin, bounds.get(topic, (0, 0))[0], self.options)
-            if stop > begin:
-                batches.extend(read_range(self.options, self.schema, topic, begin, stop, store))
-        return batches
+        ranges = planned_ranges(self.options, start, end, bounds)
+        return list(read_ranges(self.options, self.schema, ranges, store))
