@@ -20,6 +20,26 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def spark_master() -> str:
+    """The Spark master of this pytest run: local[2], or what SPARK_QUEUE_TEST_MASTER names."""
+    return os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave out tests marked for another master (``@pytest.mark.master``). A SIGKILL
+    test costs one to four minutes; each runs once per CI run, under the master
+    where it says the most (tests/spark/test_local_cluster_suites.py runs the
+    local-cluster ones in a child pytest)."""
+    kind = "local-cluster" if spark_master().startswith("local-cluster") else "local[2]"
+    keep, left_out = [], []
+    for item in items:
+        marker = item.get_closest_marker("master")
+        (left_out if marker is not None and marker.args[0] != kind else keep).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = keep
+
+
 @pytest.fixture
 def store_path(tmp_path):
     """A path for a new store file inside the test's own temp directory."""
@@ -51,7 +71,7 @@ def spark():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # tests/spark/test_local_cluster_suites.py reruns the source and sink
     # acceptance suites with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024].
-    master = os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
+    master = spark_master()
     builder = (
         SparkSession.builder.master(master)
         .config("spark.executor.memory", "1g")

@@ -1,20 +1,22 @@
 """Run the smoke suite on every supported pyspark minor, from a freshly built wheel.
 
     python tests/smoke/matrix.py            # part of `make test` (and so of CI)
+    python tests/smoke/matrix.py --prepare  # only the venvs (make test runs it beside pytest)
     SPARK_QUEUE_MATRIX=4.0.5,4.3.0 python tests/smoke/matrix.py
 
 Builds the wheel once, then for each pyspark version below: a venv under
 ``.venv-matrix/`` (kept between runs; the wheel is reinstalled every time)
 with that pyspark (and delta-spark 4.4.0 where it accepts the version), the
-wheel installed WITHOUT extras beside it, as on a platform that brings its
-own Spark (Databricks), and ``pytest tests/smoke`` run from a temp directory,
-so the checkout is never importable and Spark's lookup must find the
-installed ``pyspark_sqliteq``. The suite there: the contract, the drain of a
-backlog in bounded batches (with a kill), the notebooks cell by cell in the
-running (Delta) session, every Spark snippet of the README and docs/ and ``sqliteq demo``.
-4.2 runs only the contract here, with the ``spark`` extra so its range is
-checked: the full suite already runs on 4.2.0. Exits non-zero if any version
-fails or collects no test.
+wheel installed beside it (WITHOUT extras, as on a platform that brings its
+own Spark such as Databricks; on 4.2 with the ``spark`` extra, so its range is
+checked), and ``pytest tests/smoke`` run from a temp directory, so the
+checkout is never importable and Spark's lookup must find the installed
+``pyspark_sqliteq``. The suite: the contract, the drain of a backlog in bounded
+batches (with a kill), the notebooks cell by cell in the running session,
+every Spark snippet of the README and docs/ and ``sqliteq demo``. This is the
+only place the smoke suite runs in ``make test``: what users run, from the
+wheel, once per version. Exits non-zero if any version fails or collects no
+test.
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ import venv
 import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# The newest patch of each supported minor on PyPI (update with new releases).
-# The full suite runs on 4.2.0, the newest pyspark delta-spark 4.4.0 accepts.
-VERSIONS = ("4.0.5", "4.1.4", "4.2.1", "4.3.0")
+# The newest patch of each supported minor on PyPI (update with new releases); on 4.2
+# the newest that delta-spark 4.4.0 accepts, as the full suite's venv.
+VERSIONS = ("4.0.5", "4.1.4", "4.2.0", "4.3.0")
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
-DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0"}
-# Versions whose smoke run is the contract alone, with the spark extra (range check).
-CONTRACT_ONLY = {"4.2"}
+DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
+# Versions that install the wheel with the spark extra, so pip checks the range against them.
+WITH_SPARK_EXTRA = {"4.2"}
 VENVS = ROOT / ".venv-matrix"
 SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s", re.M)
 
@@ -60,7 +62,8 @@ def minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def prepare_venv(version: str, wheel: pathlib.Path) -> pathlib.Path:
+def prepare_platform(version: str) -> pathlib.Path:
+    """The venv of ``version`` with the platform in it (pyspark, Delta, pytest), no wheel."""
     home = VENVS / f"pyspark-{version}"
     python = home / "bin" / "python"
     if not python.exists():
@@ -68,20 +71,23 @@ def prepare_venv(version: str, wheel: pathlib.Path) -> pathlib.Path:
         run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     # pandas < 3: pyspark does not fully support pandas 3, which Connect's client pulls in.
     platform = [f"pyspark=={version}", "pandas>=2.2,<3", *filter(None, [DELTA.get(minor(version))])]
-    package = f"{wheel}[spark]" if minor(version) in CONTRACT_ONLY else str(wheel)
-    run([str(python), "-m", "pip", "install", "--quiet", *platform, package,
+    run([str(python), "-m", "pip", "install", "--quiet", *platform,
          "pytest>=8", "pytest-timeout>=2.3"])
+    return python
+
+
+def install_wheel(version: str, python: pathlib.Path, wheel: pathlib.Path) -> None:
+    package = f"{wheel}[spark]" if minor(version) in WITH_SPARK_EXTRA else str(wheel)
+    run([str(python), "-m", "pip", "install", "--quiet", package])
     # Same version number as the last run's wheel: force the fresh build in.
     run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
          str(wheel)])
-    return python
 
 
 def smoke(version: str, python: pathlib.Path) -> tuple[bool, str]:
     env = dict(os.environ, SPARK_QUEUE_SMOKE_FROM_WHEEL="1",
                PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
-    suite = ROOT / "tests" / "smoke"
-    target = suite / "test_contract.py" if minor(version) in CONTRACT_ONLY else suite
+    target = ROOT / "tests" / "smoke"
     with tempfile.TemporaryDirectory() as cwd:
         result = subprocess.run(
             [str(python.parent / "pytest"), str(target), "-q",
@@ -97,15 +103,23 @@ def smoke(version: str, python: pathlib.Path) -> tuple[bool, str]:
     return True, summary
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     versions = os.environ.get("SPARK_QUEUE_MATRIX", ",".join(VERSIONS)).split(",")
+    if argv == ["--prepare"]:
+        for version in versions:
+            started = time.monotonic()
+            prepare_platform(version)
+            print(f"matrix: pyspark {version}: venv ready ({time.monotonic() - started:.0f} s)",
+                  flush=True)
+        return 0
     failed = []
     with tempfile.TemporaryDirectory() as out:
         wheel = build_wheel(sys.executable, pathlib.Path(out))
         print(f"matrix: built {wheel.name}", flush=True)
         for version in versions:
             started = time.monotonic()
-            python = prepare_venv(version, wheel)
+            python = prepare_platform(version)
+            install_wheel(version, python, wheel)
             ok, summary = smoke(version, python)
             took = time.monotonic() - started
             print(f"matrix: pyspark {version}: {summary} ({took:.0f} s with install)", flush=True)
@@ -119,4 +133,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -24,14 +24,10 @@ MASTER = "local-cluster[2,1,1024]"
 SUITES = [
     "test_source_stream.py", "test_source_batch.py", "test_sink.py", "test_executor_jvms.py",
 ]
-CRASH_TESTS = [
-    # The default read mode (auto); the local[2] suite runs the other modes too.
-    "test_source_crash.py::"
-    "test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once[auto]",
-    "test_sink_crash.py::test_replay_after_a_crash_between_sink_commit_and_checkpoint_is_skipped",
-    "test_sink_crash.py::test_rate_to_sqliteq_survives_three_sigkills_exactly_once",
-    "test_sink_crash.py::test_sqliteq_to_sqliteq_survives_three_sigkills_exactly_once",
-]
+# The SIGKILL tests marked ``@pytest.mark.master("local-cluster")``: the default read mode
+# (auto) under a driver SIGKILL, and sqliteq -> sqliteq (source and sink) under three.
+CRASH_FILES = ["test_source_crash.py", "test_sink_crash.py"]
+LOCAL_CLUSTER_CRASH_TESTS = 2
 
 
 def _pytest_on_local_cluster(tmp_path, *args: str, timeout: float) -> int:
@@ -62,6 +58,6 @@ def test_source_and_sink_acceptance_suites_pass_on_local_cluster(tmp_path):
 def test_sigkill_acceptance_tests_pass_on_local_cluster(tmp_path):
     """The drivers these tests SIGKILL take their master from SPARK_QUEUE_TEST_MASTER."""
     passed = _pytest_on_local_cluster(
-        tmp_path, *(str(HERE / t) for t in CRASH_TESTS), timeout=2400
+        tmp_path, *(str(HERE / t) for t in CRASH_FILES), timeout=2400
     )
-    assert passed == len(CRASH_TESTS)
+    assert passed == LOCAL_CLUSTER_CRASH_TESTS

@@ -166,6 +166,7 @@ def _assert_exactly_once(values: list[str], expected: list[str]) -> None:
     assert sorted(values) == sorted(expected)
 
 
+@pytest.mark.master("local[2]")
 def test_replay_after_a_crash_between_sink_commit_and_checkpoint_is_skipped(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
@@ -192,6 +193,7 @@ def test_replay_after_a_crash_between_sink_commit_and_checkpoint_is_skipped(tmp_
     _assert_exactly_once(driver.out_values(), expected)
 
 
+@pytest.mark.master("local[2]")
 def test_rate_to_sqliteq_survives_three_sigkills_exactly_once(tmp_path):
     driver = Driver(tmp_path, "rate")
     driver.hold_and_kill(1)
@@ -209,6 +211,7 @@ def test_rate_to_sqliteq_survives_three_sigkills_exactly_once(tmp_path):
     assert any(c["skipped"] for c in driver.commits()), "no replay hit the ledger"
 
 
+@pytest.mark.master("local-cluster")
 def test_sqliteq_to_sqliteq_survives_three_sigkills_exactly_once(tmp_path):
     src = str(tmp_path / "src.sqlite")
     expected = [f"event-{i:05d}" for i in range(3000)]

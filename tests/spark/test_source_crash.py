@@ -57,7 +57,13 @@ def _commits(checkpoint):
         return 0
 
 
-@pytest.mark.parametrize("latency_mode", ["auto", "throughput", "low"])
+# Every read mode, each under one master: the default (auto) with executors in JVMs of
+# their own, where a driver's SIGKILL leaves them behind; the forced modes on local[2].
+@pytest.mark.parametrize("latency_mode", [
+    pytest.param("auto", marks=pytest.mark.master("local-cluster")),
+    pytest.param("throughput", marks=pytest.mark.master("local[2]")),
+    pytest.param("low", marks=pytest.mark.master("local[2]")),
+])
 def test_sigkill_the_driver_three_times_then_every_event_is_in_the_parquet_sink_once(
     tmp_path, latency_mode
 ):
