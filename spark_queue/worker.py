@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+from spark_queue import defaults
 from spark_queue.errors import (
     QueueConfigError,
     StoreBusyError,
@@ -169,12 +170,12 @@ class Worker:
         batch_size: int = 1,
         lease_ms: int | None = None,
         heartbeat_ms: int | None = None,
-        grace_ms: int = 30_000,
+        grace_ms: int = defaults.WORKER_GRACE_MS,
         idle_poll_max_ms: int = 500,
         until_empty: bool = False,
         on_wait: Callable[[QueueStats], None] | None = None,
-        durability: str = "normal",
-        busy_timeout_ms: int = 5_000,
+        durability: str = defaults.DURABILITY,
+        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         create_queue: bool = False,
     ) -> None:
         for name, value, low, high in (

@@ -230,3 +230,9 @@ def test_the_tree_has_the_packages_the_rules_name():
 
 def test_the_store_holds_at_most_eight_modules_beside_its_wings():
     assert len(list((PACKAGE / "store").glob("*.py"))) <= 8
+
+
+def test_the_defaults_module_imports_nothing_of_spark_queue():
+    """Every layer imports spark_queue.defaults, so it may import none of them."""
+    found = [m for m, _ in imports(MODULES["spark_queue.defaults"]) if within(m, "spark_queue")]
+    assert found == []

@@ -7,6 +7,7 @@ import argparse
 import logging
 from typing import Any
 
+from spark_queue import defaults
 from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
@@ -17,7 +18,6 @@ from spark_queue.cli.inputs import (
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.progress import DelayedJobsWait, watching
 from spark_queue.cli.store_commands import (
-    DEFAULT_BATCH_SIZE,
     common,
     create_flag,
     open_for_write,
@@ -119,8 +119,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batch-size",
         type=numbers.positive,
-        default=DEFAULT_BATCH_SIZE,
-        help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
+        default=defaults.CLI_BATCH_SIZE,
+        help=f"lines per transaction with --ndjson (default {defaults.CLI_BATCH_SIZE})",
     )
     p.add_argument(
         "--wait-ms",
@@ -247,8 +247,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--grace-ms",
         type=numbers.wait_ms,
-        default=30_000,
-        help="on SIGTERM/SIGINT, how long running jobs may finish (default 30000)",
+        default=defaults.WORKER_GRACE_MS,
+        help="on SIGTERM/SIGINT, how long running jobs may finish "
+        f"(default {defaults.WORKER_GRACE_MS})",
     )
     p.add_argument(
         "--idle-poll-max-ms",

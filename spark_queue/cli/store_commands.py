@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from spark_queue import defaults
 from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
@@ -19,8 +20,6 @@ from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
 from spark_queue.store import DURABILITY_LEVELS, Store, check_file
 
-DEFAULT_BATCH_SIZE = 10_000
-
 
 def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
     parser.add_argument("path", help="the store file")
@@ -31,7 +30,7 @@ def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="create a store file (or migrate an existing one)")
     common(p)
-    p.add_argument("--durability", choices=DURABILITY_LEVELS, default="normal")
+    p.add_argument("--durability", choices=DURABILITY_LEVELS, default=defaults.DURABILITY)
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("topics", help="list topics with offsets and counts")
@@ -57,8 +56,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="publish each line of FILE ('-' for stdin) as one JSON value",
     )
     p.add_argument(
-        "--batch-size", type=numbers.positive, default=DEFAULT_BATCH_SIZE,
-        help=f"lines per transaction with --ndjson (default {DEFAULT_BATCH_SIZE})",
+        "--batch-size", type=numbers.positive, default=defaults.CLI_BATCH_SIZE,
+        help=f"lines per transaction with --ndjson (default {defaults.CLI_BATCH_SIZE})",
     )
     p.set_defaults(func=cmd_publish)
 

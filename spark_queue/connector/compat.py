@@ -31,7 +31,6 @@ PYSPARK_VERSION: tuple[int, ...] = tuple(int(p) for p in pyspark.__version__.spl
 try:
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
-        ReadLimit,
         ReadMaxRows,
         ReadMinRows,
         SupportsTriggerAvailableNow,
@@ -40,7 +39,7 @@ try:
     HAS_ADMISSION_CONTROL = True
 except ImportError:  # pyspark 4.0, 4.1
     HAS_ADMISSION_CONTROL = False
-    ReadLimit = ReadAllAvailable = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         """Stands in for the 4.2 mixin; Spark before 4.2 never calls its method."""

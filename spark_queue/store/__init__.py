@@ -4,8 +4,8 @@ This package imports only apsw and pyarrow, never pyspark: it is the library
 a producer service or a worker uses on its own.
 """
 
+from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.store.file.codec import BYTES, JSON, TEXT
-from spark_queue.store.file.connection import DURABILITY_LEVELS
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import CheckReport, check_file
 from spark_queue.store.producer import Producer

@@ -50,9 +50,9 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
-from spark_queue.store.file.connection import DEFAULT_BUSY_TIMEOUT_MS
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
 from spark_queue.store.queues import jobs as queue_jobs
@@ -83,8 +83,8 @@ class Producer:
         linger_ms: int = 1,
         max_batch: int = 1000,
         max_pending: int = 100_000,
-        durability: str = "normal",
-        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        durability: str = defaults.DURABILITY,
+        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         create: bool = True,
     ) -> None:
         _check_setting("linger_ms", linger_ms, 0)

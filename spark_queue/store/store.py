@@ -16,10 +16,10 @@ from typing import Any, Unpack
 import apsw
 import pyarrow as pa
 
+from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import (
-    DEFAULT_BUSY_TIMEOUT_MS,
     StoreConnection,
     first_value,
     open_connection,
@@ -51,8 +51,8 @@ class Store:
         *,
         create: bool = True,
         readonly: bool = False,
-        durability: str = "normal",
-        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        durability: str = defaults.DURABILITY,
+        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = os.fspath(path)
         self.readonly = readonly

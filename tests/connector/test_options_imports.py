@@ -12,7 +12,8 @@ import pytest
 CONNECTOR = pathlib.Path(__file__).resolve().parents[2] / "spark_queue" / "connector"
 OPTION_MODULES = ("option_table.py", "offset_json.py", "source/options.py", "sink/options.py")
 ALLOWED_PROJECT = (
-    "spark_queue", "spark_queue.errors", "spark_queue.times", "spark_queue.store",
+    "spark_queue", "spark_queue.defaults", "spark_queue.errors", "spark_queue.times",
+    "spark_queue.store",
     "spark_queue.store.file.names",
     "spark_queue.connector", "spark_queue.connector.option_table",
     "spark_queue.connector.offset_json",

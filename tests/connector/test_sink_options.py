@@ -8,10 +8,10 @@ import pytest
 
 from spark_queue.connector import option_table
 from spark_queue.connector.sink.options import (
-    DEFAULT_SINK_BUSY_TIMEOUT_MS,
     SinkOptions,
     parse_sink_options,
 )
+from spark_queue.defaults import SINK_BUSY_TIMEOUT_MS
 from spark_queue.errors import OptionError, SparkQueueError
 
 
@@ -24,7 +24,7 @@ def test_topic_option_parses_with_defaults():
     assert opts == SinkOptions(path="/tmp/s.sqlite", topic="events")
     assert opts.target == "topic"
     assert opts.durability == "normal"
-    assert opts.busy_timeout_ms == DEFAULT_SINK_BUSY_TIMEOUT_MS
+    assert opts.busy_timeout_ms == SINK_BUSY_TIMEOUT_MS
 
 
 def test_option_names_are_case_insensitive():

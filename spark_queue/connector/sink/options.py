@@ -22,12 +22,10 @@ from spark_queue.connector.option_table import (
     non_negative_int,
     text,
 )
+from spark_queue.defaults import DURABILITY, DURABILITY_LEVELS, SINK_BUSY_TIMEOUT_MS
 from spark_queue.errors import OptionError
-from spark_queue.store import DURABILITY_LEVELS
 
 FORMAT = FORMAT_NAME
-DEFAULT_SINK_BUSY_TIMEOUT_MS = 30_000
-DEFAULT_DURABILITY = "normal"
 
 #: Every option the sink reads (order = docs/writing.md's table order).
 SINK_OPTIONS: tuple[Option, ...] = (
@@ -45,10 +43,10 @@ SINK_OPTIONS: tuple[Option, ...] = (
            doc="batch writes only, with `sinkId`: skip the write if this id is at or below the "
            "last one committed under `sinkId` (exactly-once `foreachBatch`)"),
     Option("durability", choice(DURABILITY_LEVELS, phrase="one of " + ", ".join(DURABILITY_LEVELS)),
-           default=DEFAULT_DURABILITY, doc_default=DEFAULT_DURABILITY,
+           default=DURABILITY, doc_default=DURABILITY,
            doc="`full`, `normal` or `off`: SQLite `synchronous` for the commit"),
-    Option("busyTimeoutMs", non_negative_int, default=DEFAULT_SINK_BUSY_TIMEOUT_MS,
-           doc_default=str(DEFAULT_SINK_BUSY_TIMEOUT_MS),
+    Option("busyTimeoutMs", non_negative_int, default=SINK_BUSY_TIMEOUT_MS,
+           doc_default=str(SINK_BUSY_TIMEOUT_MS),
            doc="how long a commit waits for another writer's lock"),
 )
 # Spark hands a streaming sink its writeStream options, its own among them
@@ -70,8 +68,8 @@ class SinkOptions:
     queue: str | None = None
     sink_id: str | None = None
     batch_id: int | None = None
-    durability: str = DEFAULT_DURABILITY
-    busy_timeout_ms: int = DEFAULT_SINK_BUSY_TIMEOUT_MS
+    durability: str = DURABILITY
+    busy_timeout_ms: int = SINK_BUSY_TIMEOUT_MS
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import apsw
 
+from spark_queue import defaults
+from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.errors import (
     CorruptStoreError,
     NotAStoreError,
@@ -28,8 +30,6 @@ from spark_queue.errors import (
 )
 from spark_queue.store.file import filesystem
 
-DURABILITY_LEVELS = ("full", "normal", "off")
-DEFAULT_BUSY_TIMEOUT_MS = 5000
 # SQLite's busy timeout is a C int of milliseconds.
 MAX_BUSY_TIMEOUT_MS = 2**31 - 1
 
@@ -55,8 +55,8 @@ def open_connection(
     *,
     create: bool = True,
     readonly: bool = False,
-    durability: str = "normal",
-    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    durability: str = defaults.DURABILITY,
+    busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
 ) -> apsw.Connection:
     """Open ``path`` with the store's per-connection pragmas; create it (mode 0600) if allowed.
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import apsw
 
+from spark_queue import defaults
 from spark_queue.errors import (
     NotAStoreError,
     SchemaVersionError,
@@ -21,7 +22,6 @@ from spark_queue.errors import (
     StoreNotCreatedError,
 )
 from spark_queue.store.file.connection import (
-    DEFAULT_BUSY_TIMEOUT_MS,
     enable_wal,
     first_value,
     open_errors,
@@ -235,7 +235,7 @@ def ensure_schema(
     path: str,
     *,
     readonly: bool = False,
-    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
 ) -> int:
     """Check the file is a store (or new and empty) before writing anything to it; then
     switch it to WAL and migrate it forward in one transaction. Returns the version.

@@ -38,7 +38,6 @@ class Queue:
     """
 
     def __init__(self, store: HasStoreConnection, name: str) -> None:
-        self.store = store
         self.db = store.db
         self.name = validate_name(name, "queue")
 

@@ -41,28 +41,6 @@ def set_retention(
     )
 
 
-def prune(
-    conn: apsw.Connection,
-    topic: str,
-    *,
-    max_age_ms: int | None = None,
-    max_rows: int | None = None,
-    force: bool = False,
-    at_ms: int | None = None,
-) -> PruneResult:
-    """Delete events older than ``max_age_ms`` or beyond the newest ``max_rows``.
-
-    The caller holds the write lock.
-
-    Limits not given fall back to the topic's stored retention. ``at_ms`` is
-    "now" for the age test (tests pass it to avoid sleeping).
-    """
-    return prune_id(
-        conn, topic_id(conn, topic), topic,
-        max_age_ms=max_age_ms, max_rows=max_rows, force=force, at_ms=at_ms,
-    )
-
-
 def topic_ids(conn: apsw.Connection) -> list[tuple[int, str]]:
     """Every topic's ``(id, name)`` by name, names unchecked (see :func:`prune_id`)."""
     rows: list[Row] = conn.execute("SELECT id, name FROM sq_topics ORDER BY name").fetchall()

@@ -1,0 +1,24 @@
+"""Defaults said once, for every entry point: the Python API, the CLI, the worker and the
+Spark sink. Imports nothing, so every layer may import it.
+
+A queue's own settings (lease, attempts, backoff, idempotency window) default in one
+place too, but a different one: the column defaults of ``sq_queues``
+(:mod:`spark_queue.store.file.schema`), so a queue created by any SQLite client gets them.
+"""
+
+#: ``PRAGMA synchronous`` per connection: ``normal`` in WAL mode survives a process
+#: crash without losing a commit, and may lose the last commits on power loss.
+DURABILITY = "normal"
+DURABILITY_LEVELS = ("full", "normal", "off")
+
+#: How long a connection waits for another writer's lock before it raises.
+BUSY_TIMEOUT_MS = 5_000
+#: The Spark sink's driver commit waits longer: failing it fails the micro-batch, and
+#: Spark then reruns all of the batch's tasks.
+SINK_BUSY_TIMEOUT_MS = 30_000
+
+#: How long a worker's running jobs may finish after SIGTERM/SIGINT.
+WORKER_GRACE_MS = 30_000
+
+#: NDJSON lines per transaction, in ``sqliteq publish`` and ``sqliteq queue add``.
+CLI_BATCH_SIZE = 10_000
