@@ -2,8 +2,8 @@
 
 One parser for every place that takes a duration (the CLI's flags, the
 connector's ``maxTriggerDelay``) and one for a point in time, so ``7d`` or
-``2024-05-01T12:00:00Z`` mean the same everywhere. Stdlib only: the store,
-the CLI and the connector all import it. Parsers return None for text they do
+``2024-05-01T12:00:00Z`` mean the same everywhere. Stdlib only: the CLI and
+the connector's option table import it. Parsers return None for text they do
 not accept; each caller raises its own error naming its flag or option.
 """
 

@@ -1,4 +1,4 @@
-"""The Spark connector, format ``sqliteq``: the only package that imports pyspark.
+"""The Spark connector, format ``sqliteq``: the data source Spark finds by that name.
 
 Importing this package imports no pyspark by itself; the names below load
 their modules on first use, so the options modules (stdlib only) can be

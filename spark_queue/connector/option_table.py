@@ -8,8 +8,8 @@ client options that mean nothing for a SQLite file are accepted and ignored
 with one logged warning naming them; an option given under two of its names
 fails. Checks that involve several options stay with each side.
 
-Imports no pyspark (only :mod:`spark_queue.errors`, and :mod:`spark_queue.store`
-when a name is checked), so both sides are unit-tested without Spark. The
+Imports no pyspark (only :mod:`spark_queue.errors`, :mod:`spark_queue.times`, and
+:mod:`spark_queue.store` when a name is checked), so both sides are unit-tested without Spark. The
 option tables of docs/reading.md and docs/writing.md and the DataSource
 docstring are checked against these tables
 (``tests/connector/test_options_docs.py``).

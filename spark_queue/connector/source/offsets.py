@@ -1,10 +1,11 @@
-"""Driver-side offset planning: where a read starts, how far it may go, what was lost.
+"""Offsets: where a read starts, how far it may go, what was lost.
 
 Offsets are JSON dicts ``{topic: next_offset}`` with sorted keys (Spark
 compares offsets by their JSON text, so the order must be stable). A
 subscribed topic missing from a dict is at offset 0: topics created while a
 ``topicPattern`` (or a named topic created after start) query runs are read
-from their first event. All store access here runs on the driver.
+from their first event. The planning runs on the driver; executors call
+:func:`open_store` and :func:`effective_start` when they read a range.
 """
 
 from __future__ import annotations
