@@ -13,7 +13,7 @@ import time
 from spark_queue.store import Record, Store
 
 
-class Producer(threading.Thread):
+class SensorProducer(threading.Thread):
     """Publish ``events`` readings to ``topic`` at ``events_per_second``, then stop."""
 
     def __init__(self, path: str, topic: str, *, events: int, events_per_second: int,

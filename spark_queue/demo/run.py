@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from spark_queue.demo.config import DemoConfig
-from spark_queue.demo.producer import Producer
+from spark_queue.demo.producer import SensorProducer
 from spark_queue.demo.status import BronzeStatus, has_checkpoint
 from spark_queue.store import Job, Store
 from spark_queue.worker import Worker
@@ -43,7 +43,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
         start_latest = store.latest_offset(config.topic)
     out(f"store {config.store_path}: topic {config.topic!r} holds {start_latest} events; "
         f"publishing {config.events} more at {config.events_per_second}/s")
-    producer = Producer(config.store_path, config.topic, events=config.events,
+    producer = SensorProducer(config.store_path, config.topic, events=config.events,
                         events_per_second=config.events_per_second,
                         batch_size=config.batch_size, devices=config.devices)
 

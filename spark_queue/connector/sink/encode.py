@@ -53,7 +53,8 @@ def encode_batch(batch: pa.RecordBatch, layout: SinkLayout) -> pa.RecordBatch:
         arrays.append(batch.column(layout.value_column))
     if layout.headers_column is not None:
         names.append("headers")
-        arrays.append(encode_headers(batch.column(layout.headers_column), layout.headers_column))
+        headers = layout.headers_column
+        arrays.append(encode_header_column(batch.column(headers), headers))
     for field, column in layout.job_columns:
         names.append(field)
         array = batch.column(column)
@@ -133,7 +134,7 @@ def _isoformat(v: Any) -> str:
     return v.isoformat()
 
 
-def encode_headers(array: pa.Array, column: str) -> pa.Array:
+def encode_header_column(array: pa.Array, column: str) -> pa.Array:
     """Headers (map<string,string> or Kafka's array<struct<key,value>>) as JSON object text.
 
     The store keeps a row's headers as one JSON object of text values, so a

@@ -33,7 +33,7 @@ class Limits:
 ALL_AVAILABLE = Limits()
 
 
-class Admission:
+class TriggerAdmission:
     """Plans ``{topic: end}`` for a batch starting at ``start`` under the source's limits."""
 
     def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic):

@@ -5,7 +5,7 @@ and ``simpleStreamReader()`` exists (pyspark 4.0+). Which process runs what:
 
 - ``initialOffset``, ``read(start)`` and ``commit`` run in the query's one
   long-lived driver-side Python process. ``read`` plans the batch (the same
-  :class:`~spark_queue.connector.source.admission.Admission` as the default reader:
+  :class:`~spark_queue.connector.source.admission.TriggerAdmission` as the default reader:
   exact ``maxRowsPerTrigger``, ``minRowsPerTrigger`` with ``maxTriggerDelay``,
   the AvailableNow target) AND reads its rows, which Spark keeps and ships to
   the batch through the block manager: no executor Python worker starts per
@@ -39,7 +39,7 @@ from pyspark.sql.datasource import SimpleDataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.admission import Admission, Limits
+from spark_queue.connector.source.admission import Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import Bounds, open_store, subscribed_bounds
 from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import planned_ranges
@@ -63,7 +63,7 @@ class SqliteQueueSimpleStreamReader(
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        self._admission = Admission(options, time.monotonic)
+        self._admission = TriggerAdmission(options, time.monotonic)
         self._store: Store | None = None
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
 

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.admission import ALL_AVAILABLE, Admission, Limits
+from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
     open_store,
     sorted_offsets,
@@ -83,7 +83,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         self.options = options
         self.schema = schema
         # Driver-side state, meaningful only in the long-lived planning process.
-        self._admission = Admission(options, time.monotonic)
+        self._admission = TriggerAdmission(options, time.monotonic)
         # pyspark < 4.2 calls latestOffset() without the start: the reader
         # follows the position itself, from initialOffset and from every
         # partitions(start, end) Spark plans (on restart Spark plans the empty
