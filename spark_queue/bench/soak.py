@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         with Store(path) as store:
             while time.monotonic() - started < args.minutes * 60:
                 time.sleep(args.sample_s)
-                store.prune("soak", max_rows=args.keep_rows)
+                store.prune("soak", retention_rows=args.keep_rows)
                 latest = store.latest_offset("soak")
                 saved = store.committed_offsets("soak").get("soak", 0)
                 stats = store.queue("soak-jobs").stats()

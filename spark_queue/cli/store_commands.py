@@ -70,12 +70,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("--topic", help="only this topic (default: every topic)")
     p.add_argument(
-        "--max-age", "--max-age-ms", dest="max_age_ms", metavar="DURATION",
+        "--retention", "--max-age", "--max-age-ms", dest="retention_ms", metavar="DURATION",
         type=numbers.duration_ms,
         help="delete events older than this: 7d, 1h, 30m, 500ms (a bare number is ms)",
     )
     p.add_argument(
-        "--max-rows", type=numbers.count, help="keep at most this many newest events"
+        "--retention-rows", "--max-rows", dest="retention_rows", metavar="N", type=numbers.count,
+        help="keep at most this many newest events"
     )
     p.add_argument(
         "--force", action="store_true",
@@ -186,8 +187,8 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        results = store.prune(args.topic, max_age_ms=args.max_age_ms, max_rows=args.max_rows,
-                              force=args.force)
+        results = store.prune(args.topic, retention_ms=args.retention_ms,
+                              retention_rows=args.retention_rows, force=args.force)
     emit([r._asdict() for r in results], as_json=args.json,
          columns=["topic", "deleted", "earliest_before", "earliest_after", "held_by"])
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
@@ -268,25 +269,37 @@ class Store:
 
     # -- retention and maintenance --------------------------------------
     def set_retention(
-        self, topic: str, *, max_age_ms: int | None = None, max_rows: int | None = None
+        self,
+        topic: str,
+        *,
+        retention_ms: int | None = None,
+        retention_rows: int | None = None,
+        **deprecated: int | None,
     ) -> None:
-        """Store the topic's default retention limits (used by :meth:`prune`)."""
+        """Store the topic's default retention limits (used by :meth:`prune`): the same
+        settings as :meth:`configure_topic`'s ``retention_ms`` and ``retention_rows``.
+        ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
+        age, rows = _retention_limits("set_retention", retention_ms, retention_rows, deprecated)
         with self.write():
-            retention.set_retention(self.conn, topic, max_age_ms=max_age_ms, max_rows=max_rows)
+            retention.set_retention(self.conn, topic, max_age_ms=age, max_rows=rows)
 
     def prune(
         self,
         topic: str | None = None,
         *,
-        max_age_ms: int | None = None,
-        max_rows: int | None = None,
+        retention_ms: int | None = None,
+        retention_rows: int | None = None,
         force: bool = False,
         at_ms: int | None = None,
+        **deprecated: int | None,
     ) -> list[retention.PruneResult]:
-        """Apply retention to one topic or all, each topic in its own transaction.
+        """Apply retention to one topic or all, each topic in its own transaction:
+        ``retention_ms`` and ``retention_rows`` given here, else each topic's own
+        (``max_age_ms`` and ``max_rows`` are their deprecated names).
 
         Never deletes at or above the lowest saved consumer offset unless ``force``.
         """
+        age, rows = _retention_limits("prune", retention_ms, retention_rows, deprecated)
         if topic is not None:
             with self.write():
                 ids = [(topic_log.topic_id(self.conn, topic), topic)]
@@ -300,7 +313,7 @@ class Store:
             with self.write():
                 results.append(
                     retention.prune_id(
-                        self.conn, tid, name, max_age_ms=max_age_ms, max_rows=max_rows,
+                        self.conn, tid, name, max_age_ms=age, max_rows=rows,
                         force=force, at_ms=at_ms,
                     )
                 )
@@ -401,3 +414,25 @@ class Store:
         """Delete jobs past their TTL in every queue (one transaction); returns how many."""
         with self.write() as conn:
             return queue_admin.sweep_expired(conn)
+
+
+# Retention's one vocabulary is the topic settings' (retention_ms, retention_rows, as
+# Kafka's retention.ms); set_retention and prune took max_age_ms and max_rows before.
+_DEPRECATED_RETENTION = {"max_age_ms": "retention_ms", "max_rows": "retention_rows"}
+
+
+def _retention_limits(
+    method: str, retention_ms: int | None, retention_rows: int | None,
+    deprecated: dict[str, int | None],
+) -> tuple[int | None, int | None]:
+    given = {"retention_ms": retention_ms, "retention_rows": retention_rows}
+    for old, value in deprecated.items():
+        new = _DEPRECATED_RETENTION.get(old)
+        if new is None:
+            raise TypeError(f"{method}() got an unexpected keyword argument {old!r}")
+        if given[new] is not None:
+            raise TypeError(f"{method}() got both {new!r} and its deprecated name {old!r}")
+        warnings.warn(f"{method}({old}=...) is deprecated; use {new}=...",
+                      DeprecationWarning, stacklevel=3)
+        given[new] = value
+    return given["retention_ms"], given["retention_rows"]

@@ -80,7 +80,8 @@ def test_topic_and_consumer_misuse_gets_one_line_naming_the_fix(capsys, store_pa
         (["topic", "create", "{s}", "t", "--retention", "1w"], "--retention", "'1w'"),
         (["topic", "config", "{s}", "t", "--retention", "0"], "--retention", "0"),
         (["topic", "create", "{s}", "t", "--retention-rows", "0"], "--retention-rows", "0"),
-        (["prune", "{s}", "--max-age", "old"], "--max-age", "'old'"),
+        (["prune", "{s}", "--retention", "old"], "--retention/--max-age", "'old'"),
+        (["prune", "{s}", "--max-age", "old"], "--retention/--max-age", "'old'"),
         (["tail", "{s}", "t", "--since", "yesterday"], "--since", "'yesterday'"),
         (["tail", "{s}", "t", "--poll-ms", "fast"], "--poll-ms", "'fast'"),
         (["consumer", "reset", "{s}", "c", "--topic", "t", "--to-time", "never"],
@@ -147,7 +148,7 @@ def _reset(capsys, store_path, *flags: str) -> dict:
 def test_consumer_reset_moves_the_saved_offset_both_ways_within_the_topic(capsys, store_path):
     with Store(store_path) as store:
         store.publish_many("t", range(10))
-        store.prune("t", max_rows=7)  # earliest 3
+        store.prune("t", retention_rows=7)  # earliest 3
         store.commit_offsets("c", {"t": 5})
     row = _reset(capsys, store_path, "--to-earliest")
     assert (row["before"], row["next_offset"], row["earliest"], row["latest"], row["lag"]) == (

@@ -34,7 +34,7 @@ STORE_CALLS = {
     "committed_offsets": lambda s, q, tmp: s.committed_offsets("c"),
     "consumers": lambda s, q, tmp: s.consumers(),
     "delete_consumer": lambda s, q, tmp: s.delete_consumer("c"),
-    "set_retention": lambda s, q, tmp: s.set_retention("t", max_rows=100),
+    "set_retention": lambda s, q, tmp: s.set_retention("t", retention_rows=100),
     "prune": lambda s, q, tmp: s.prune(),
     "backup": lambda s, q, tmp: s.backup(str(tmp / "copy.sqlite")),
     "check": lambda s, q, tmp: s.check(),

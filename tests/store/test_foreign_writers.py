@@ -111,7 +111,7 @@ def test_a_topic_named_against_the_rule_never_stops_prune_or_other_reads(store):
         "FROM sq_events WHERE topic_id = 1"
     )
     store.conn.execute("UPDATE sq_topics SET next_offset = 10 WHERE id = 2")
-    results = {r.topic: r.deleted for r in store.prune(max_rows=4)}
+    results = {r.topic: r.deleted for r in store.prune(retention_rows=4)}
     assert results == {"bad name!": 6, "good": 6}
     assert store.bounds("good") == (6, 10)
     assert "invalid topic name 'bad name!'" in check_problems(store)
@@ -180,5 +180,5 @@ def test_a_consumer_offset_beyond_latest_shows_no_negative_lag_and_is_reported(s
 def test_a_clean_store_passes_check(store):
     store.publish_many("t", [Record({"a": 1}, key=b"k", headers={"h": "v"}), b"x", "y", None])
     store.commit_offsets("c", {"t": 4})
-    store.prune("t", max_rows=2, force=True)
+    store.prune("t", retention_rows=2, force=True)
     assert store.check() == (True, [])
