@@ -19,12 +19,24 @@ VALUE_FORMAT_HELP = (
 )
 
 
+def _no_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity; standard JSON (and the store) has no such values.
+    raise ValueError(f"{name} is not standard JSON")
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` for standard JSON only: ``NaN``, ``Infinity`` and ``-Infinity`` are refused
+    with ``ValueError`` (``JSONDecodeError`` is one)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def parse_value(text: str, value_format: str) -> Any:
+    """VALUE as stored: ``auto`` stores standard JSON as JSON and any other text as text."""
     if value_format == "text":
         return text
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return strict_json(text)
+    except ValueError as exc:
         if value_format == "auto":
             return text
         raise OptionError(
@@ -58,8 +70,8 @@ def ndjson_values(stream: Iterable[bytes | str], name: str) -> Iterator[tuple[in
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
+            yield number, strict_json(line)
+        except ValueError as exc:
             raise OptionError(
                 f"--ndjson {source} line {number} is not valid JSON: {exc}."
             ) from exc

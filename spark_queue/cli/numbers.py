@@ -98,7 +98,31 @@ def point_in_time(text: str) -> int:
             f"must be a duration back from now such as 10m, 2h or 7d, or {TIME_HELP}; "
             f"got {text!r}"
         )
+    if millis > MAX_STORED:
+        raise argparse.ArgumentTypeError(
+            f"must be a time up to {MAX_STORED} epoch ms{_NOTES[MAX_STORED]}; got {text}"
+        )
     return millis
+
+
+def start_position(text: str) -> str | int:
+    """An argparse ``type=`` for ``tail --from``: ``earliest``, ``latest``, an offset, or
+    ``-N`` for the last N events (as ``kcat -o -N``)."""
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 'earliest', 'latest', an offset >= 0 or -N for the last N events; "
+            f"got {text!r}"
+        ) from None
+    if not -MAX_STORED <= value <= MAX_STORED:
+        raise argparse.ArgumentTypeError(
+            f"must be an offset from -{MAX_STORED} to {MAX_STORED}{_NOTES[MAX_STORED]}; "
+            f"got {text}"
+        )
+    return value
 
 
 count = integer(0)  # how many: 0 allowed (a limit of 0 prints nothing)

@@ -212,10 +212,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _headers(pairs: list[str]) -> dict[str, str] | None:
-    headers = {}
+    headers: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise OptionError(f"--header must look like NAME=VALUE; got {pair!r}.")
+        if name in headers:
+            # The store keeps one value per header name (as the sink refuses such rows).
+            raise OptionError(
+                f"--header {name!r} is given twice ({name}={headers[name]} and {pair}); an "
+                "event holds one value per header name: give each name once."
+            )
         headers[name] = value
     return headers or None

@@ -36,7 +36,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("topic")
     p.add_argument(
-        "--from", dest="start", metavar="POSITION",
+        "--from", dest="start", metavar="POSITION", type=numbers.start_position,
         help="an offset, -N for the last N events, 'earliest' (default) or 'latest'",
     )
     p.add_argument(
@@ -62,7 +62,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.start is not None and args.since is not None:
         raise OptionError("give --from or --since, not both.")
     poll_s = args.poll_ms / 1000
-    start = _parse_start(args.start)
+    start: Start = "earliest" if args.start is None else args.start
     since_ms = args.since
     with _open_when_created(args, poll_s) as store:
         if args.follow and not store.has_topic(args.topic):
@@ -104,20 +104,6 @@ def _open_when_created(args: argparse.Namespace, poll_s: float) -> Store:
 def _say_waiting(what: str) -> None:
     print(f"sqliteq tail: waiting for {what} to be created (Ctrl-C to stop)",
           file=sys.stderr, flush=True)
-
-
-def _parse_start(text: str | None) -> Start:
-    if text is None or text == "earliest":
-        return "earliest"
-    if text == "latest":
-        return "latest"
-    try:
-        return int(text)
-    except ValueError:
-        raise OptionError(
-            f"--from must be 'earliest', 'latest', an offset >= 0 or -N for the last N "
-            f"events; got {text!r}."
-        ) from None
 
 
 def _first_offset(store: Store, topic: str, start: Start, since_ms: int | None) -> int:

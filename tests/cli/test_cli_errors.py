@@ -61,6 +61,12 @@ USAGE_ERRORS = [
     (["demo", "--events", "-1"], "--events"),
     (["demo", "--duration", "inf"], "--duration"),
     (["tail", "{store}"], "topic"),
+    (["tail", "{store}", "t", "--from", "soon"], "--from"),
+    (["tail", "{store}", "t", "--from", "99999999999999999999"], "--from"),
+    (["tail", "{store}", "t", "--from", "-99999999999999999999"], "--from"),
+    (["tail", "{store}", "t", "--since", "99999999999999999999"], "--since"),
+    (["consumer", "reset", "{store}", "c", "--topic", "t", "--to-time",
+      "99999999999999999999"], "--to-time"),
     (["publish", "{store}", "t", "v", "--no-such-flag"], "--no-such-flag"),
 ]
 
@@ -99,6 +105,9 @@ ERRORS = [
     (["queue", "config", "{tmp}/typo.sqllite", "q", "--max-size", "3"], "does not exist"),
     (["init", "{tmp}/no/such/dir/a.sqlite"], "does not exist"),
     (["publish", "{store}", "t", "{{", "--value-format", "json"], "VALUE is not valid JSON"),
+    (["publish", "{store}", "t", "NaN", "--value-format", "json"], "NaN is not standard JSON"),
+    (["publish", "{store}", "t", "v", "--header", "a=1", "--header", "a=2"],
+     "--header 'a' is given twice"),
     (["worker", "{store}", "os:getcwd", "--queue", "typo"], "queue 'typo' does not exist"),
     (["tail", "{store}", "nope"], "nope"),
     (["job", "get", "{store}", "q", "12345"], "12345"),
