@@ -222,7 +222,7 @@ def test_payload_over_the_limit_exits_1_with_one_line_naming_the_limit(capsys, s
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("sqliteq queue add: ")
     assert "PayloadTooLarge" not in err and "5 bytes, over the max_payload_bytes of 4" in err
-    topic = run_json(capsys, "topic", "config", store_path, "t", "--max-payload-bytes", "4")
+    topic = run_json(capsys, "topic", "create", store_path, "t", "--max-payload-bytes", "4")
     assert (topic["name"], topic["max_payload_bytes"]) == ("t", 4)
     code, _, err = run(capsys, "publish", store_path, "t", "12345")
     assert code == 1 and err.count("\n") == 1 and "topic 't' refuses row 0" in err

@@ -15,6 +15,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_ndjson,
 )
+from spark_queue.cli.names import require_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.progress import DelayedJobsWait, watching
 from spark_queue.cli.store_commands import (
@@ -88,7 +89,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
     p = queue.add_parser(
-        "add", help="enqueue one job, or NDJSON lines (creates the queue if missing)"
+        "add", help="enqueue one job, or NDJSON lines (--create: create the queue too)"
     )
     common(p)
     p.add_argument("queue")
@@ -96,7 +97,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
     )
-    create_flag(p)
+    create_flag(p, "queue")
     p.add_argument(
         "--priority", type=numbers.priority, default=0, help="higher runs first (default 0)"
     )
@@ -131,6 +132,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_queue_add)
 
     p = queue.add_parser("list", help="list queues with their settings and counts")
+    common(p)
+    p.set_defaults(func=cmd_queue_list)
+    # `sqliteq queues` beside `sqliteq topics`: the same table as `queue list`.
+    p = sub.add_parser("queues", help="list queues with their settings and counts (= queue list)")
     common(p)
     p.set_defaults(func=cmd_queue_list)
 
@@ -282,6 +287,10 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     if args.ndjson is not None and args.idempotency_key is not None:
         raise OptionError("--idempotency-key names one job; it cannot go with --ndjson.")
     with open_for_write(args, "queue add") as store:
+        if not args.create:
+            require_queue(store, args.queue, create_hint=(
+                f"make it with `sqliteq queue config {args.path} {args.queue}` or add "
+                "--create"))
         q = store.queue(args.queue)
         if args.ndjson is None:
             [job_id] = q.enqueue_many(
@@ -345,7 +354,7 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 
 def cmd_queue_show(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
-        store.queue(args.queue).config()  # UnknownQueueError names the queue
+        require_queue(store, args.queue)
         [row] = _settings_and_stats(store, args.queue)
     emit_object(row, as_json=args.json)
     return 0
@@ -366,8 +375,8 @@ def cmd_queue_config(args: argparse.Namespace) -> int:
 
 def cmd_queue_pause(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        require_queue(store, args.queue)  # a typo must not create one
         q = store.queue(args.queue)
-        q.config()  # UnknownQueueError names the queue: a typo must not create one
         config = q.pause() if args.paused else q.resume()
     emit_object({"queue": config.name, "paused": config.paused}, as_json=args.json)
     return 0
@@ -376,6 +385,8 @@ def cmd_queue_pause(args: argparse.Namespace) -> int:
 def cmd_queue_stats(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store, store.snapshot():
         one = args.queue is not None
+        if one:
+            require_queue(store, args.queue)
         stats = [store.queue(args.queue).stats()] if one else store.queue_stats()
         paused = {config.name: config.paused for config in store.queues()}
         rows = [
@@ -387,6 +398,7 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
 
 def cmd_queue_peek(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
+        require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
     emit(rows, as_json=args.json, columns=JOB_COLUMNS)
     return 0
@@ -396,8 +408,8 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
     if args.expired and args.include_leased:
         raise OptionError("--expired sweeps only expired jobs; it cannot go with --include-leased.")
     with open_store(args) as store:
+        require_queue(store, args.queue)
         q = store.queue(args.queue)
-        q.config()
         deleted = q.sweep_expired() if args.expired else q.purge(include_leased=args.include_leased)
     emit_object({"queue": args.queue, "deleted": deleted}, as_json=args.json)
     return 0
@@ -405,6 +417,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
+        require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
     if not args.json:
         # A traceback does not fit a table cell: its last line says what went wrong; the
@@ -416,6 +429,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
 def cmd_dlq_requeue(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        require_queue(store, args.queue)
         ids = store.queue(args.queue).requeue_dead(args.ids or None)
     emit_object({"queue": args.queue, "requeued": len(ids), "ids": ids}, as_json=args.json)
     return 0
@@ -423,6 +437,7 @@ def cmd_dlq_requeue(args: argparse.Namespace) -> int:
 
 def cmd_dlq_purge(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        require_queue(store, args.queue)
         deleted = store.queue(args.queue).purge_dead(args.ids or None)
     emit_object({"queue": args.queue, "deleted": deleted}, as_json=args.json)
     return 0
@@ -430,6 +445,7 @@ def cmd_dlq_purge(args: argparse.Namespace) -> int:
 
 def cmd_job_get(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
+        require_queue(store, args.queue)
         info = store.queue(args.queue).get(args.id)
     emit_object(info._asdict(), as_json=args.json)
     return 0
@@ -437,6 +453,7 @@ def cmd_job_get(args: argparse.Namespace) -> int:
 
 def cmd_job_remove(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        require_queue(store, args.queue)
         state = store.queue(args.queue).remove(args.id)
     emit_object({"queue": args.queue, "id": args.id, "removed_from": state}, as_json=args.json)
     return 0

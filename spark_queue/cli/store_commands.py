@@ -15,6 +15,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_ndjson,
 )
+from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
@@ -46,7 +47,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
     )
-    create_flag(p)
+    create_flag(p, "topic")
     p.add_argument("--key", help="the event key")
     p.add_argument(
         "--header", action="append", default=[], metavar="NAME=VALUE", help="a header (repeatable)"
@@ -101,10 +102,13 @@ def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
     return Store(args.path, create=False, **kwargs)
 
 
-def create_flag(parser: argparse.ArgumentParser) -> None:
+def create_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``--create``: make a missing store file (and ``what``, a topic or queue, if given)."""
+    also = f" and the {what}" if what else ""
     parser.add_argument(
         "--create", action="store_true",
-        help="create the store file if it does not exist (default: refuse a missing path)",
+        help=f"if missing, create the store file{also} (default: refuse, so a typo creates "
+        "nothing)",
     )
 
 
@@ -151,6 +155,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if (args.value is None) == (args.ndjson is None):
         raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
     with open_for_write(args, "publish") as store:
+        if not args.create:
+            require_topic(store, args.topic, create_hint=(
+                f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
+                "--create"))
         if args.ndjson is not None:
             return _publish_ndjson(args, store)
         value = parse_value(args.value, args.value_format)
@@ -179,6 +187,8 @@ def _publish_ndjson(args: argparse.Namespace, store: Store) -> int:
 
 def cmd_consumers(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
+        if args.topic is not None:
+            require_topic(store, args.topic)
         rows = [info._asdict() for info in store.consumers(args.topic)]
     emit(rows, as_json=args.json,
          columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
@@ -187,6 +197,8 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        if args.topic is not None:
+            require_topic(store, args.topic)
         results = store.prune(args.topic, retention_ms=args.retention_ms,
                               retention_rows=args.retention_rows, force=args.force)
     emit([r._asdict() for r in results], as_json=args.json,

@@ -15,6 +15,7 @@ import time
 from typing import Any, Literal
 
 from spark_queue.cli import numbers
+from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit_line, show_time
 from spark_queue.cli.store_commands import common, open_store
 from spark_queue.errors import OptionError, StoreNotFoundError
@@ -69,6 +70,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             _say_waiting(f"topic {args.topic!r}")
             while not store.has_topic(args.topic):
                 pause(poll_s)
+        require_topic(store, args.topic)
         position = _first_offset(store, args.topic, start, since_ms)
         remaining = args.limit
         while remaining is None or remaining > 0:

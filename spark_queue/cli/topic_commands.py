@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from spark_queue.cli import numbers
+from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
 from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
@@ -58,12 +59,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_topic_create)
 
     p = topic_sub.add_parser(
-        "config", help="change a topic's retention or payload limit (creates it if missing)"
+        "config", help="change a topic's retention or payload limit (--create: create it too)"
     )
     common(p)
     p.add_argument("topic")
     _settings_flags(p, clearable=True)
-    create_flag(p)
+    create_flag(p, "topic")
     p.set_defaults(func=cmd_topic_config)
 
     p = topic_sub.add_parser("delete", help="delete a topic, its events and saved offsets",
@@ -140,6 +141,10 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
             "--max-payload-bytes N, or one of their --no-... flags."
         )
     with open_for_write(args, "topic config") as store:
+        if not args.create:
+            require_topic(store, args.topic, create_hint=(
+                f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
+                "--create"))
         info = store.configure_topic(args.topic, exist_ok=True, **settings)
     emit_object(info._asdict(), as_json=args.json)
     return 0
@@ -147,6 +152,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
 
 def cmd_topic_delete(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        require_topic(store, args.topic)
         if not args.yes:
             earliest, latest = store.bounds(args.topic)  # UnknownTopicError names it
             held = [c.consumer for c in store.consumers(args.topic)]
@@ -182,6 +188,8 @@ def _target(store: Store, args: argparse.Namespace, topic: str) -> int:
 def cmd_consumer_reset(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         before = store.committed_offsets(args.consumer)
+        if args.topic is not None:
+            require_topic(store, args.topic)
         topics = [args.topic] if args.topic is not None else list(before)
         if not topics:
             raise UnknownConsumerError(

@@ -116,14 +116,18 @@ class Store:
         headers: Mapping[str, str] | None = None,
         timestamp_ms: int | None = None,
     ) -> int:
-        """Append one event in its own transaction; returns its offset (durable on return)."""
+        """Append one event in its own transaction; returns its offset (durable on return).
+
+        Creates ``topic`` if it does not exist (check :meth:`has_topic` first when the
+        name comes from a user: a typo would make a new topic)."""
         return self.publish_many(topic, [Record(value, key, headers, timestamp_ms)])[0]
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:
         """Append values or :class:`Record` items in ONE transaction; returns their offsets.
 
         All items get consecutive offsets and become visible together, or, on
-        any error (a bad payload, a crash), none of them is stored.
+        any error (a bad payload, a crash), none of them is stored. Creates ``topic``
+        if it does not exist, as :meth:`publish` does.
         """
         with self.write():
             return topic_log.append(self.conn, topic, items)

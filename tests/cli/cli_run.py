@@ -37,3 +37,13 @@ def usage_error(capsys, *argv: str) -> str:
     assert (raised.value.code, out) == (2, ""), err
     assert err.startswith("usage: sqliteq ")
     return err.strip().splitlines()[-1]
+
+
+def existing(path: str) -> str:
+    """A store at ``path`` with topic ``t`` and queue ``q``: what writes without --create need."""
+    from spark_queue.store import Store
+
+    with Store(path) as store:
+        store.create_topic("t")
+        store.queue("q").configure()
+    return path

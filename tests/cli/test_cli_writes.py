@@ -11,7 +11,7 @@ import pytest
 
 from spark_queue.cli import main
 from spark_queue.store import Store
-from tests.cli.cli_run import run
+from tests.cli.cli_run import existing, run
 
 
 class Terminal(io.StringIO):
@@ -59,7 +59,7 @@ def test_queue_add_json_text_reaches_a_worker_handler_as_a_dict(
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert run(capsys, "init", path)[0] == 0
-    assert run(capsys, "queue", "add", path, "q", '{"img": 7}')[0] == 0
+    assert run(capsys, "queue", "add", path, "q", '{"img": 7}', "--create")[0] == 0
     code, out, err = run(capsys, "worker", path, "img_handlers:thumb", "--queue", "q",
                          "--until-empty", "--json")
     assert code == 0, err
@@ -73,7 +73,7 @@ def test_queue_add_json_text_reaches_a_worker_handler_as_a_dict(
 def test_publish_and_queue_add_store_json_when_it_parses_and_text_otherwise(
     capsys, store_path, command
 ):
-    Store(store_path).close()
+    existing(store_path)
     argv = [a.format(path=store_path) for a in command]
     for value in ('{"img": 7}', "42", "true", "hello", "{not json", "42"):
         assert run(capsys, *argv, value)[0] == 0
@@ -98,7 +98,7 @@ def test_value_format_default_is_stated_in_help(capsys):
 def test_ndjson_failing_after_committed_batches_names_them_and_the_line_to_resume_from(
     capsys, store_path, tmp_path, command
 ):
-    Store(store_path).close()
+    existing(store_path)
     source = tmp_path / "in.ndjson"
     source.write_text("".join(f'{{"n": {i}}}\n' for i in range(5)) + "oops\n{\"n\": 6}\n")
     target = ["publish", store_path, "t"] if command == "publish" else [
@@ -123,7 +123,7 @@ def test_ndjson_failing_after_committed_batches_names_them_and_the_line_to_resum
 def test_ndjson_progress_shows_on_a_terminal_only_and_never_with_json(
     capsys, store_path, monkeypatch, command
 ):
-    Store(store_path).close()
+    existing(store_path)
     target = ["publish", store_path, "t"] if command == "publish" else [
         "queue", "add", store_path, "q"]
     lines = "".join(f"{i}\n" for i in range(30))
@@ -151,7 +151,7 @@ def test_ndjson_progress_shows_on_a_terminal_only_and_never_with_json(
 def test_ndjson_interrupted_after_committed_batches_says_where_to_resume(
     capsys, store_path, monkeypatch
 ):
-    Store(store_path).close()
+    existing(store_path)
     real = Store.publish_many
     calls = []
 

@@ -10,12 +10,13 @@ import re
 import pytest
 
 from spark_queue.store import Store
-from tests.cli.cli_run import run
+from tests.cli.cli_run import existing, run
 from tests.store.test_open import file_digest, make_foreign_sqlite
 
 
 def test_init_publish_topics_tail_round_trip(capsys, store_path):
     assert run(capsys, "init", store_path)[0] == 0
+    assert run(capsys, "topic", "create", store_path, "t")[0] == 0
     code, out, _ = run(capsys, "publish", store_path, "t", '{"a": 1}', "--value-format", "json",
                        "--key", "k", "--header", "h=v", "--json")
     assert code == 0 and json.loads(out) == {"topic": "t", "offset": 0}
@@ -43,11 +44,11 @@ def test_publish_ndjson_from_stdin_in_batches(capsys, store_path, monkeypatch):
 def test_bad_ndjson_line_is_named_and_batch_not_stored(capsys, store_path, tmp_path):
     source = tmp_path / "in.ndjson"
     source.write_text('{"ok": 1}\nnot json\n')
-    Store(store_path).close()
+    existing(store_path)
     code, _, err = run(capsys, "publish", store_path, "t", "--ndjson", str(source))
     assert code == 1 and "line 2 is not valid JSON" in err
     with Store(store_path) as store:
-        assert not store.has_topic("t")
+        assert store.read("t") == []
 
 
 def test_consumers_and_prune_tables(capsys, store_path):
@@ -85,7 +86,7 @@ def test_backup_and_check(capsys, store_path, tmp_path):
     ],
 )
 def test_errors_exit_1_with_one_line_message(capsys, store_path, tmp_path, argv, message):
-    Store(store_path).close()
+    existing(store_path)
     argv = [a.format(store=store_path, missing=str(tmp_path / "missing.sqlite")) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 1

@@ -96,6 +96,8 @@ class Queue:
         wait_ms: int | None = 0,
     ) -> int:
         """Enqueue one job in its own transaction; returns its id (durable on return).
+        Creates the queue with the defaults if it does not exist (check :meth:`exists` first
+        when the name comes from a user: a typo would make a new queue).
 
         See :meth:`enqueue_many` for ``wait_ms`` and idempotency.
         """

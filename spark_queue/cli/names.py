@@ -1,0 +1,48 @@
+"""Topic and queue names as the CLI checks them: a typo creates nothing and gets the closest
+names (``thumbnail`` beside ``thumbnails``), and the hint is a command, not a Python call."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from spark_queue.errors import UnknownQueueError, UnknownTopicError
+from spark_queue.store import Store
+
+
+def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``known`` that look like ``name``, the closest first."""
+    return difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'a' or 'b'?)``, or nothing when no name is close."""
+    near = closest(name, known)
+    if not near:
+        return ""
+    return f" (did you mean {' or '.join(map(repr, near))}?)"
+
+
+def require_topic(store: Store, topic: str, *, create_hint: str | None = None) -> None:
+    """Raise :class:`UnknownTopicError` unless ``topic`` exists: the closest topic names,
+    ``sqliteq topics PATH`` to list them, and ``create_hint`` (how to create it), if given."""
+    if store.has_topic(topic):
+        return
+    known = [t.name for t in store.topics()]
+    create = f", or {create_hint}" if create_hint else ""
+    raise UnknownTopicError(
+        f"topic {topic!r} does not exist in {store.path!r}{did_you_mean(topic, known)}; "
+        f"list topics with `sqliteq topics {store.path}`{create}."
+    )
+
+
+def require_queue(store: Store, queue: str, *, create_hint: str | None = None) -> None:
+    """Raise :class:`UnknownQueueError` unless ``queue`` exists, as :func:`require_topic`."""
+    if store.queue(queue).exists():
+        return
+    known = [q.name for q in store.queues()]
+    create = f", or {create_hint}" if create_hint else ""
+    raise UnknownQueueError(
+        f"queue {queue!r} does not exist in {store.path!r}{did_you_mean(queue, known)}; "
+        f"list queues with `sqliteq queues {store.path}`{create}."
+    )
