@@ -8,9 +8,9 @@ errors become a message on stderr and an exit code.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from spark_queue import __version__
 from spark_queue.cli import (
@@ -31,7 +31,13 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, the arguments of that one command (the others are
+    named, with their help line, for ``--help`` and the choice check).
+
+    argparse spends most of a ``sqliteq --help`` on building the ~200 arguments of every
+    command (a formatter and gettext look-ups each); a run needs one command's.
+    """
     parser = argparse.ArgumentParser(
         prog="sqliteq",
         description="Inspect and operate spark_queue store files (topics, consumers, queues).",
@@ -40,16 +46,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
-        module.add_commands(sub)
+        module.add_commands(sub if only is None else _OnlyCommand(sub, only))
     return parser
+
+
+class _OnlyCommand:
+    """``add_subparsers()``'s action, where every command but ``only`` gets a bare parser."""
+
+    def __init__(self, sub: argparse._SubParsersAction, only: str) -> None:
+        self.sub = sub
+        self.only = only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if name == self.only:
+            return self.sub.add_parser(name, **kwargs)
+        self.sub.add_parser(name, help=kwargs.get("help"), add_help=False)
+        return _Ignored()
+
+
+class _Ignored:
+    """Takes the arguments of a command that is not run, and keeps none."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    # The top-level flags take no value: the first other word names the command.
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 an error (one line ``sqliteq COMMAND: message``
     on stderr), 2 a usage error (argparse's usage block: a missing argument, an unknown
     flag, a flag value of the wrong kind or out of range), 130 interrupted."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    word = _command_word(argv)
+    parser = build_parser(only=word or "")
+    if word is not None and word not in _commands(parser):
+        _unknown_command(parser, word)
     args = parser.parse_args(argv)
+    import logging  # after parsing: --help and usage errors never need it
+
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -76,6 +114,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"unexpected {type(exc).__name__}: {exc}. This is a bug in spark_queue; rerun "
             "with -v for the traceback and report it.",
         )
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
+
+
+def _unknown_command(parser: argparse.ArgumentParser, word: str) -> None:
+    """A usage error (exit 2) naming the closest commands: `sqliteq tial` -> `tail`."""
+    import difflib
+
+    near = difflib.get_close_matches(word, _commands(parser), n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(near)}?" if near else ""
+    parser.error(f"unknown command {word!r}.{hint} `sqliteq --help` lists the commands.")
 
 
 def command_name(args: argparse.Namespace) -> str:

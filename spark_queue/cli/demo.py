@@ -9,9 +9,7 @@ enqueues alerts; worker threads process the alerts. Settings come from
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import shutil
 import sys
 
 from spark_queue.cli import numbers
@@ -48,6 +46,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = demo_config.load(path, {"dir": args.dir, "events": args.events,
                                      "events_per_second": args.events_per_second})
     if args.duration is not None:
+        import dataclasses  # here, not at the top: `sqliteq --help` never needs it
+
         config = dataclasses.replace(
             config, events=max(1, int(config.events_per_second * args.duration))
         )
@@ -81,6 +81,8 @@ Run the same command again: both queries resume from their checkpoints in
 def _sqliteq_command() -> str:
     """How to run this CLI from the user's shell: plain ``sqliteq`` when it is on PATH as
     this very program, else the script beside this interpreter (``.venv/bin/sqliteq``)."""
+    import shutil
+
     beside = os.path.join(os.path.dirname(sys.executable), "sqliteq")
     found = shutil.which("sqliteq")
     if found and os.path.realpath(found) == os.path.realpath(beside):
@@ -94,6 +96,8 @@ def _python_command() -> str:
     """How to start this interpreter (it has spark_queue and pyarrow): ``python`` when that is
     it on PATH (an active venv), else its path. Not symlinks resolved: a venv's python links
     to the system's, which has neither."""
+    import shutil
+
     found = shutil.which("python")
     if found and os.path.abspath(found) == os.path.abspath(sys.executable):
         return "python"

@@ -3,15 +3,19 @@ names (``thumbnail`` beside ``thumbnails``), and the hint is a command, not a Py
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from spark_queue.errors import UnknownQueueError, UnknownTopicError
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 
 def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """Up to ``n`` of ``known`` that look like ``name``, the closest first."""
+    import difflib  # only on an unknown name: not for every command's start
+
     return difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
 
 

@@ -13,17 +13,17 @@ Python can wait (``threading.TIMEOUT_MAX``).
 from __future__ import annotations
 
 import argparse
-import threading
 import time
+from _thread import TIMEOUT_MAX  # threading's, without importing threading
 from collections.abc import Callable
 
-from spark_queue.times import DURATION_HELP, TIME_HELP, has_unit, parse_duration_ms, parse_time_ms
+# spark_queue.times (and datetime) load when a flag is read, not for `sqliteq --help`.
 
 INT64_MAX = 2**63 - 1
 # The store's own bound on the integers it keeps (store/queues/jobs.py, admin.py): a
 # duration added to now_ms always fits in 64 bits.
 MAX_STORED = 2**62 - 1
-MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
+MAX_WAIT_MS = int(TIMEOUT_MAX * 1000)
 _NOTES = {
     INT64_MAX: " (2**63 - 1, SQLite's largest integer)",
     MAX_STORED: " (2**62 - 1, the store's limit)",
@@ -72,6 +72,8 @@ def duration(low_ms: int, high_ms: int) -> Callable[[str], int]:
     """An argparse ``type=``: a duration in milliseconds from ``low_ms`` to ``high_ms``."""
 
     def parse(text: str) -> int:
+        from spark_queue.times import DURATION_HELP, parse_duration_ms
+
         millis = parse_duration_ms(text)
         if millis is None:
             raise argparse.ArgumentTypeError(f"must be {DURATION_HELP}; got {text!r}")
@@ -89,6 +91,8 @@ def duration(low_ms: int, high_ms: int) -> Callable[[str], int]:
 def point_in_time(text: str) -> int:
     """An argparse ``type=``: epoch milliseconds from an ISO-8601 time, epoch ms, or a
     duration with a unit counted back from now (``10m`` = ten minutes ago)."""
+    from spark_queue.times import TIME_HELP, has_unit, parse_duration_ms, parse_time_ms
+
     back_ms = parse_duration_ms(text) if has_unit(text) else None
     if back_ms is not None:
         return max(0, time.time_ns() // 1_000_000 - back_ms)

@@ -9,13 +9,10 @@ durations the flags take (``7d``, ``90m``, ``1500ms``) under the name without
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from spark_queue.times import format_duration_ms, format_time_ms
 
 # Fields that hold a point in time as epoch milliseconds.
 TIME_FIELDS = frozenset({
@@ -63,6 +60,8 @@ def emit_line(obj: Any) -> None:
 
 def show_time(millis: int | None) -> str:
     """A point in time as tables show it: UTC ISO-8601, or '-' for none."""
+    from spark_queue.times import format_time_ms
+
     return "-" if millis is None else format_time_ms(millis)
 
 
@@ -79,6 +78,8 @@ def _cell(field: str, value: Any) -> str:
         if field in TIME_FIELDS:
             return show_time(value)
         if field in DURATION_FIELDS:
+            from spark_queue.times import format_duration_ms
+
             return format_duration_ms(value)
     return _text(value)
 
@@ -96,6 +97,8 @@ def _text(value: Any) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         # JSON has no bytes: show them base64 so scripts can round-trip them.
+        import base64
+
         return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, range):
         return list(value)

@@ -8,11 +8,11 @@ its stream, so tests hand it one.
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from spark_queue.store import QueueStats
+if TYPE_CHECKING:
+    from spark_queue.store import QueueStats
 
 
 def watching(as_json: bool) -> TextIO | None:
@@ -60,6 +60,8 @@ class DelayedJobsWait:
         self.stream = stream
         self.queue = queue
         self._last: int | None = None
+        import threading  # only a worker's wait needs it: not imported for `sqliteq --help`
+
         self._lock = threading.Lock()
 
     def __call__(self, stats: QueueStats) -> None:

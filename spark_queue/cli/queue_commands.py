@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from typing import Any
 
 from spark_queue import defaults
@@ -25,7 +24,6 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OptionError, WorkerCrashedError
-from spark_queue.store import NewJob
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -271,6 +269,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_queue_add(args: argparse.Namespace) -> int:
+    from spark_queue.store import NewJob
+
     if (args.value is None) == (args.ndjson is None):
         raise OptionError("queue add takes either a VALUE or --ndjson FILE, not both or neither.")
 
@@ -460,6 +460,8 @@ def cmd_job_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
     from spark_queue.worker import Worker, load_handler
 
     handler = load_handler(args.handler)

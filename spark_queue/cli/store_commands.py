@@ -1,11 +1,14 @@
-"""Store commands: init, topics, publish, consumers, prune, backup, check."""
+"""Store commands: init, topics, publish, consumers, prune, backup, check.
+
+Like every command module, this one imports the store (and with it pyarrow) only when a
+command runs: ``sqliteq --help`` and usage errors answer without it."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_queue import defaults
 from spark_queue.cli import numbers
@@ -19,7 +22,9 @@ from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
-from spark_queue.store import DURABILITY_LEVELS, Store, check_file
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 
 def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
@@ -31,7 +36,7 @@ def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="create a store file (or migrate an existing one)")
     common(p)
-    p.add_argument("--durability", choices=DURABILITY_LEVELS, default=defaults.DURABILITY)
+    p.add_argument("--durability", choices=defaults.DURABILITY_LEVELS, default=defaults.DURABILITY)
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("topics", help="list topics with offsets and counts")
@@ -99,6 +104,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
+    from spark_queue.store import Store
+
     return Store(args.path, create=False, **kwargs)
 
 
@@ -118,6 +125,8 @@ def open_for_write(args: argparse.Namespace, command: str, **kwargs: Any) -> Sto
     A typo in PATH must not leave a new store behind (issue 12): creating one is
     asked for, its directory must already exist, and it is said on stderr.
     """
+    from spark_queue.store import Store
+
     path = args.path
     if os.path.exists(path) or os.path.islink(path):
         return Store(path, create=False, **kwargs)
@@ -218,6 +227,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from spark_queue.store import check_file
+
     report = check_file(args.path)
     emit_object({"ok": report.ok, "problems": report.problems}, as_json=args.json)
     return 0 if report.ok else 1

@@ -8,18 +8,19 @@ prints one object per line with the raw ``timestamp_ms`` and ``value_type``.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from spark_queue.cli import numbers
 from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit_line, show_time
 from spark_queue.cli.store_commands import common, open_store
 from spark_queue.errors import OptionError, StoreNotFoundError
-from spark_queue.store import Event, Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Event, Store
 
 READ_CHUNK = 1000
 _CONTROL = frozenset("\n\r\t")
@@ -139,5 +140,7 @@ def _one_line(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if _CONTROL & set(value) else value
     if isinstance(value, bytes):
+        import base64
+
         return "base64:" + base64.b64encode(value).decode("ascii")
     return json.dumps(value, ensure_ascii=False)

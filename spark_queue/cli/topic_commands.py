@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli import numbers
 from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
 from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
-from spark_queue.store import Store
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 CONSUMER_COLUMNS = ["consumer", "topic", "before", "next_offset", "earliest", "latest", "lag"]
 

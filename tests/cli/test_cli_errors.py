@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from spark_queue.cli import main, store_commands
+from spark_queue.cli import main
 from spark_queue.store import Store
 from tests.cli.cli_run import run
 
@@ -61,6 +61,8 @@ USAGE_ERRORS = [
     (["demo", "--events", "-1"], "--events"),
     (["demo", "--duration", "inf"], "--duration"),
     (["tail", "{store}"], "topic"),
+    (["tial", "{store}", "t"], "unknown command 'tial'. Did you mean tail?"),
+    (["-v", "qeueu", "list"], "Did you mean queue or queues?"),
     (["tail", "{store}", "t", "--from", "soon"], "--from"),
     (["tail", "{store}", "t", "--from", "99999999999999999999"], "--from"),
     (["tail", "{store}", "t", "--from", "-99999999999999999999"], "--from"),
@@ -134,7 +136,7 @@ def test_write_commands_on_a_read_only_store_exit_1_with_one_line_and_write_noth
 ):
     # Root ignores file modes, so the store is opened read-only the way a read-only
     # file or mount makes SQLite open it.
-    monkeypatch.setattr(store_commands, "Store", functools.partial(Store, readonly=True))
+    monkeypatch.setattr("spark_queue.store.Store", functools.partial(Store, readonly=True))
     path = files["store"]
     for argv in (
         ["publish", path, "t", "v"],
