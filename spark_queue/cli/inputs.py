@@ -1,4 +1,5 @@
-"""What the CLI reads from the user: VALUE arguments and NDJSON input, for publish and enqueue."""
+"""What the CLI reads from the user: VALUE arguments and lines (a file with --ndjson, or stdin),
+for publish and enqueue."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from spark_queue.errors import OptionError, SparkQueueError
 
 VALUE_FORMATS = ("auto", "json", "text")
 VALUE_FORMAT_HELP = (
-    "how to store VALUE: auto (default) stores it as JSON when it parses as JSON "
-    "('{\"img\": 7}', 42, true) and as text otherwise; json requires JSON; text stores it "
-    "as given ('42' stays a string)"
+    "how to store VALUE (or each line): auto (the default for VALUE and stdin) stores it as "
+    "JSON when it parses as standard JSON ('{\"img\": 7}', 42, true) and as text otherwise; "
+    "json (the default with --ndjson) requires JSON; text stores it as given ('42' stays a "
+    "string)"
 )
 
 
@@ -46,7 +48,7 @@ def parse_value(text: str, value_format: str) -> Any:
 
 
 def open_input(name: str) -> contextlib.AbstractContextManager[IO[Any]]:
-    """The NDJSON source as bytes (stdin too), so a line that is not UTF-8 can be named."""
+    """The lines' source as bytes (stdin too), so a line that is not UTF-8 can be named."""
     if name == "-":
         return contextlib.nullcontext(getattr(sys.stdin, "buffer", sys.stdin))
     try:
@@ -55,36 +57,66 @@ def open_input(name: str) -> contextlib.AbstractContextManager[IO[Any]]:
         raise OptionError(f"cannot read --ndjson file {name!r}: {exc.strerror}.") from exc
 
 
-def ndjson_values(stream: Iterable[bytes | str], name: str) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line; bad UTF-8 or JSON names its line."""
-    source = "stdin" if name == "-" else repr(name)
-    for number, line in enumerate(stream, start=1):
-        if isinstance(line, bytes):
-            try:
-                line = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise OptionError(
-                    f"--ndjson {source} line {number} is not UTF-8 ({exc.reason} at byte "
-                    f"{exc.start}); NDJSON is UTF-8 text."
-                ) from exc
-        if not line.strip():
-            continue
+class Lines:
+    """Where lines come from and how each becomes a value: ``--ndjson FILE`` (``-``: stdin),
+    or stdin when no VALUE is given. ``label`` names the source in errors."""
+
+    def __init__(self, name: str, label: str, value_format: str,
+                 key_separator: str | None = None) -> None:
+        self.name = name
+        self.label = label
+        self.value_format = value_format
+        self.key_separator = key_separator
+
+    @property
+    def source(self) -> str:
+        return "stdin" if self.name == "-" else self.name
+
+    def items(self, stream: Iterable[bytes | str]) -> Iterator[tuple[int, str | None, Any]]:
+        """``(line number, key, value)`` for each non-blank line; the key is None without a
+        key separator. Bad UTF-8, bad JSON or a missing separator names its line."""
+        for number, line in enumerate(stream, start=1):
+            if isinstance(line, bytes):
+                try:
+                    line = line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise OptionError(
+                        f"{self.label} line {number} is not UTF-8 ({exc.reason} at byte "
+                        f"{exc.start}); lines are UTF-8 text."
+                    ) from exc
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            key = None
+            if self.key_separator is not None:
+                key, found, line = line.partition(self.key_separator)
+                if not found:
+                    raise OptionError(
+                        f"{self.label} line {number} has no key separator "
+                        f"{self.key_separator!r}; with --key-separator each line is "
+                        f"KEY{self.key_separator}VALUE."
+                    )
+            yield number, key, self._value(line, number)
+
+    def _value(self, text: str, number: int) -> Any:
+        if self.value_format == "text":
+            return text
         try:
-            yield number, strict_json(line)
+            return strict_json(text)
         except ValueError as exc:
-            raise OptionError(
-                f"--ndjson {source} line {number} is not valid JSON: {exc}."
-            ) from exc
+            if self.value_format == "auto":
+                return text
+            raise OptionError(f"{self.label} line {number} is not valid JSON: {exc}.") from exc
 
 
 def batches(
-    numbered: Iterator[tuple[int, Any]], size: int
-) -> Iterator[tuple[list[Any], int]]:
-    """Values in lists of ``size``, each with the number of its last line."""
-    batch: list[Any] = []
+    numbered: Iterator[tuple[int, str | None, Any]], size: int
+) -> Iterator[tuple[list[tuple[str | None, Any]], int]]:
+    """``(key, value)`` pairs in lists of ``size``, each with the number of its last line."""
+    batch: list[tuple[str | None, Any]] = []
     number = 0
-    for number, value in numbered:
-        batch.append(value)
+    for number, key, value in numbered:
+        batch.append((key, value))
         if len(batch) >= size:
             yield batch, number
             batch = []
@@ -92,15 +124,18 @@ def batches(
         yield batch, number
 
 
-def write_ndjson(
-    args: Any,
+def write_lines(
+    lines: Lines,
+    *,
+    batch_size: int,
+    as_json: bool,
     command: str,
     verb: str,
-    write_batch: Callable[[list[Any]], None],
+    write_batch: Callable[[list[tuple[str | None, Any]]], None],
     committed: Callable[[], str],
 ) -> None:
-    """Read ``args.ndjson`` in batches of ``args.batch_size``, each written by ``write_batch``
-    in its own transaction, with progress on a terminal.
+    """Read ``lines`` in batches of ``batch_size``, each written by ``write_batch`` in its own
+    transaction, with progress on a terminal.
 
     When a line or a write fails after earlier batches committed, those stay:
     the error (or, for Ctrl-C, a line on stderr) says which lines they were,
@@ -108,10 +143,12 @@ def write_ndjson(
     the whole file would store them twice.
     """
     lines_done = written = 0
-    progress = NdjsonProgress(watching(args.json), command, verb)
-    with open_input(args.ndjson) as stream:
+    progress = NdjsonProgress(watching(as_json), command, verb)
+    if lines.name == "-" and sys.stdin.isatty() and not as_json:
+        print(f"sqliteq {command}: reading lines from stdin (Ctrl-D to end)", file=sys.stderr)
+    with open_input(lines.name) as stream:
         try:
-            for batch, last_line in batches(ndjson_values(stream, args.ndjson), args.batch_size):
+            for batch, last_line in batches(lines.items(stream), batch_size):
                 write_batch(batch)
                 lines_done, written = last_line, written + len(batch)
                 progress.update(written)
@@ -119,7 +156,7 @@ def write_ndjson(
             progress.finish()
             if not written:
                 raise
-            note = _resume_note(args.ndjson, lines_done, committed())
+            note = _resume_note(lines.source, lines_done, committed())
             if not isinstance(exc, Exception):
                 print(f"sqliteq {command}: interrupted. {note}", file=sys.stderr)
                 raise
@@ -128,11 +165,37 @@ def write_ndjson(
     progress.finish()
 
 
-def _resume_note(name: str, lines_done: int, committed: str) -> str:
-    source = "stdin" if name == "-" else name
+def _resume_note(source: str, lines_done: int, committed: str) -> str:
     return (
         f"Lines 1-{lines_done} of {source} were already committed ({committed}) and stay; "
         f"nothing after line {lines_done} was stored. Resume from line {lines_done + 1} "
         f"(e.g. `tail -n +{lines_done + 1} FILE | ... --ndjson -`), not from the start, or "
         "those lines are stored twice."
     )
+
+
+def choose_input(
+    command: str,
+    *,
+    value: str | None,
+    ndjson: str | None,
+    value_format: str | None,
+    key_separator: str | None = None,
+    batch_size: int | None = None,
+) -> Lines | None:
+    """The lines to read (``--ndjson FILE``, or stdin when no VALUE is given), or None for one
+    VALUE. A flag that only means something for lines is refused with a VALUE, never ignored."""
+    if value is not None and ndjson is not None:
+        raise OptionError(f"{command} takes a VALUE or --ndjson FILE, not both.")
+    if value is not None:
+        for flag, given in (("--batch-size", batch_size), ("--key-separator", key_separator)):
+            if given is not None:
+                raise OptionError(
+                    f"{flag} applies to lines (--ndjson FILE, or stdin when no VALUE is "
+                    "given); it cannot go with a VALUE."
+                )
+        return None
+    if ndjson is None:
+        return Lines("-", "stdin", value_format or "auto", key_separator)
+    label = "--ndjson " + ("stdin" if ndjson == "-" else repr(ndjson))
+    return Lines(ndjson, label, value_format or "json", key_separator)

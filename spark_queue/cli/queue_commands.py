@@ -11,8 +11,9 @@ from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
     VALUE_FORMATS,
+    choose_input,
     parse_value,
-    write_ndjson,
+    write_lines,
 )
 from spark_queue.cli.names import require_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
@@ -90,11 +91,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "add", help="enqueue one job, or NDJSON lines (--create: create the queue too)"
     )
     common(p)
-    p.add_argument("queue")
-    p.add_argument("value", nargs="?", help="the payload (omit with --ndjson)")
+    p.add_argument("queue", help="the queue (it must exist unless --create)")
     p.add_argument(
-        "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
+        "value", nargs="?", help="the payload; without it, each line of stdin is one job"
     )
+    p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "queue")
     p.add_argument(
         "--priority", type=numbers.priority, default=0, help="higher runs first (default 0)"
@@ -118,8 +119,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--batch-size",
         type=numbers.positive,
-        default=defaults.CLI_BATCH_SIZE,
-        help=f"lines per transaction with --ndjson (default {defaults.CLI_BATCH_SIZE})",
+        metavar="N",
+        help=f"lines per transaction (default {defaults.CLI_BATCH_SIZE}); lines only",
     )
     p.add_argument(
         "--wait-ms",
@@ -271,8 +272,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_queue_add(args: argparse.Namespace) -> int:
     from spark_queue.store import NewJob
 
-    if (args.value is None) == (args.ndjson is None):
-        raise OptionError("queue add takes either a VALUE or --ndjson FILE, not both or neither.")
+    lines = choose_input("queue add", value=args.value, ndjson=args.ndjson,
+                         value_format=args.value_format, batch_size=args.batch_size)
 
     def job(payload: Any) -> NewJob:
         return NewJob(
@@ -284,29 +285,33 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
             args.ttl_ms,
         )
 
-    if args.ndjson is not None and args.idempotency_key is not None:
-        raise OptionError("--idempotency-key names one job; it cannot go with --ndjson.")
+    if lines is not None and args.idempotency_key is not None:
+        raise OptionError("--idempotency-key names one job; it cannot go with lines "
+                          "(--ndjson, or stdin without VALUE).")
     with open_for_write(args, "queue add") as store:
         if not args.create:
             require_queue(store, args.queue, create_hint=(
                 f"make it with `sqliteq queue config {args.path} {args.queue}` or add "
                 "--create"))
         q = store.queue(args.queue)
-        if args.ndjson is None:
+        if lines is None:
             [job_id] = q.enqueue_many(
-                [job(parse_value(args.value, args.value_format))], wait_ms=args.wait_ms
+                [job(parse_value(args.value, args.value_format or "auto"))],
+                wait_ms=args.wait_ms,
             )
             emit_object({"queue": args.queue, "id": job_id}, as_json=args.json)
             return 0
         ids: list[int] = []
 
-        def write(batch: list) -> None:
-            ids.extend(q.enqueue_many([job(v) for v in batch], wait_ms=args.wait_ms))
+        def write(batch: list[tuple[str | None, Any]]) -> None:
+            ids.extend(q.enqueue_many([job(v) for _, v in batch], wait_ms=args.wait_ms))
 
         def committed() -> str:
             return f"{len(ids)} jobs of queue {args.queue!r}, ids {ids[0]}..{ids[-1]}"
 
-        write_ndjson(args, "queue add", "enqueued", write, committed)
+        write_lines(lines, batch_size=args.batch_size or defaults.CLI_BATCH_SIZE,
+                    as_json=args.json, command="queue add", verb="enqueued",
+                    write_batch=write, committed=committed)
     emit_object(
         {"queue": args.queue, "enqueued": len(ids), "first_id": ids[0] if ids else None},
         as_json=args.json,

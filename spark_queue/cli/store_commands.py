@@ -15,8 +15,10 @@ from spark_queue.cli import numbers
 from spark_queue.cli.inputs import (
     VALUE_FORMAT_HELP,
     VALUE_FORMATS,
+    Lines,
+    choose_input,
     parse_value,
-    write_ndjson,
+    write_lines,
 )
 from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
@@ -44,26 +46,38 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_topics)
 
     p = sub.add_parser(
-        "publish", help="publish a value, or NDJSON lines from a file or stdin"
+        "publish",
+        help="publish a value, or one event per line of stdin or a file",
+        description="Publish VALUE, or without VALUE each line of stdin (of FILE with "
+        "--ndjson) as one event, in transactions of --batch-size lines.",
+        epilog="examples: sqliteq publish app.sqlite orders '{\"id\": 1}' --key c-7 | "
+        "printf 'c-7:hello\\n' | sqliteq publish app.sqlite orders --key-separator : | "
+        "sqliteq publish app.sqlite orders --ndjson orders.ndjson",
     )
     common(p)
-    p.add_argument("topic")
-    p.add_argument("value", nargs="?", help="the value to publish (omit with --ndjson)")
+    p.add_argument("topic", help="the topic (it must exist unless --create)")
     p.add_argument(
-        "--value-format", choices=VALUE_FORMATS, default="auto", help=VALUE_FORMAT_HELP
+        "value", nargs="?",
+        help="the value to publish; without it, each line of stdin is one event",
     )
+    p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "topic")
-    p.add_argument("--key", help="the event key")
+    p.add_argument("--key", help="the event key (with lines: the key of every line)")
     p.add_argument(
-        "--header", action="append", default=[], metavar="NAME=VALUE", help="a header (repeatable)"
+        "--key-separator", metavar="SEP",
+        help="lines are KEY<SEP>VALUE: each line's key before the first SEP (kcat -K)",
+    )
+    p.add_argument(
+        "--header", action="append", default=[], metavar="NAME=VALUE",
+        help="a header (repeatable; with lines: on every event)",
     )
     p.add_argument(
         "--ndjson", metavar="FILE",
         help="publish each line of FILE ('-' for stdin) as one JSON value",
     )
     p.add_argument(
-        "--batch-size", type=numbers.positive, default=defaults.CLI_BATCH_SIZE,
-        help=f"lines per transaction with --ndjson (default {defaults.CLI_BATCH_SIZE})",
+        "--batch-size", type=numbers.positive, metavar="N",
+        help=f"lines per transaction (default {defaults.CLI_BATCH_SIZE}); lines only",
     )
     p.set_defaults(func=cmd_publish)
 
@@ -161,37 +175,52 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    if (args.value is None) == (args.ndjson is None):
-        raise OptionError("publish takes either a VALUE or --ndjson FILE, not both or neither.")
+    lines = choose_input("publish", value=args.value, ndjson=args.ndjson,
+                         value_format=args.value_format, key_separator=args.key_separator,
+                         batch_size=args.batch_size)
+    if args.key is not None and args.key_separator is not None:
+        raise OptionError("give --key (one key for every line) or --key-separator (a key "
+                          "per line), not both.")
+    headers = _headers(args.header)
     with open_for_write(args, "publish") as store:
         if not args.create:
             require_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
-        if args.ndjson is not None:
-            return _publish_ndjson(args, store)
-        value = parse_value(args.value, args.value_format)
-        offset = store.publish(args.topic, value, key=args.key, headers=_headers(args.header))
+        if lines is not None:
+            summary = _publish_lines(store, args.topic, lines, key=args.key, headers=headers,
+                                     batch_size=args.batch_size or defaults.CLI_BATCH_SIZE,
+                                     as_json=args.json)
+            emit_object(summary, as_json=args.json)
+            return 0
+        value = parse_value(args.value, args.value_format or "auto")
+        offset = store.publish(args.topic, value, key=args.key, headers=headers)
     emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
     return 0
 
 
-def _publish_ndjson(args: argparse.Namespace, store: Store) -> int:
+def _publish_lines(
+    store: Store, topic: str, lines: Lines, *, key: str | None,
+    headers: dict[str, str] | None, batch_size: int, as_json: bool,
+) -> dict[str, Any]:
+    from spark_queue.store import Record
+
     offsets: list[int] = []  # first and last offset published
 
-    def write(batch: list) -> None:
-        published = store.publish_many(args.topic, batch)
+    def write(batch: list[tuple[str | None, Any]]) -> None:
+        records = [Record(value, key if line_key is None else line_key, headers)
+                   for line_key, value in batch]
+        published = store.publish_many(topic, records)
         offsets[:] = [offsets[0] if offsets else published.start, published.stop - 1]
 
     def committed() -> str:
         first, last = offsets
-        return f"offsets {first}..{last} of topic {args.topic!r}, {last - first + 1} events"
+        return f"offsets {first}..{last} of topic {topic!r}, {last - first + 1} events"
 
-    write_ndjson(args, "publish", "published", write, committed)
+    write_lines(lines, batch_size=batch_size, as_json=as_json, command="publish",
+                verb="published", write_batch=write, committed=committed)
     count = offsets[1] - offsets[0] + 1 if offsets else 0
-    emit_object({"topic": args.topic, "published": count,
-                 "first_offset": offsets[0] if offsets else None}, as_json=args.json)
-    return 0
+    return {"topic": topic, "published": count, "first_offset": offsets[0] if offsets else None}
 
 
 def cmd_consumers(args: argparse.Namespace) -> int:

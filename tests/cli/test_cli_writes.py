@@ -91,7 +91,8 @@ def test_value_format_default_is_stated_in_help(capsys):
         with pytest.raises(SystemExit):
             main(argv)
         out = " ".join(capsys.readouterr().out.split())
-        assert "auto (default) stores it as JSON when it parses as JSON" in out
+        assert "auto (the default for VALUE and stdin) stores it as JSON when it parses" in out
+        assert "json (the default with --ndjson)" in out
 
 
 @pytest.mark.parametrize("command", ["publish", "queue add"])

@@ -79,7 +79,7 @@ def test_backup_and_check(capsys, store_path, tmp_path):
     [
         (["topics", "{missing}"], "does not exist; create it with `sqliteq init"),
         (["publish", "{store}", "bad name", "v"], "invalid topic name 'bad name'"),
-        (["publish", "{store}", "t"], "either a VALUE or --ndjson FILE"),
+        (["publish", "{store}", "t", "v", "--ndjson", "-"], "a VALUE or --ndjson FILE, not both"),
         (["publish", "{store}", "t", "{{", "--value-format", "json"], "VALUE is not valid JSON"),
         (["publish", "{store}", "t", "v", "--header", "novalue"], "NAME=VALUE"),
         (["tail", "{store}", "nope"], "topic 'nope' does not exist"),
