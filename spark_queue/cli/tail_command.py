@@ -1,8 +1,10 @@
 """``sqliteq tail``: print a topic's events from an offset, the last N, or a time; follow it.
 
-Plain lines are ``OFFSET<TAB>TIME (UTC)[ key=KEY]<TAB>VALUE``, one event per
-line (text holding a newline or tab is printed as a JSON string); ``--json``
+Plain lines are ``OFFSET<TAB>TIME (UTC)[ key=KEY][ headers={...}]<TAB>VALUE``, one
+event per line (text holding a newline or tab is printed as a JSON string); ``--json``
 prints one object per line with the raw ``timestamp_ms`` and ``value_type``.
+``--group NAME`` reads from consumer NAME's saved offset and saves it as it goes,
+as ``kafka-console-consumer --group`` and ``kcat -G`` do.
 """
 
 from __future__ import annotations
@@ -46,7 +48,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="from the first event at or after a time: a duration back from now (10m, 2h) "
         "or an ISO-8601 time (UTC if no zone)",
     )
-    p.add_argument("--limit", type=numbers.count, help="stop after this many events")
+    p.add_argument("--limit", type=numbers.count, metavar="N",
+                   help="stop after this many events")
+    p.add_argument(
+        "--group", metavar="NAME",
+        help="read as consumer NAME: start at its saved offset (--from/--since apply only "
+        "when it has none) and save the offset after each printed chunk; "
+        "`sqliteq consumers` shows its lag",
+    )
     p.add_argument("-f", "--follow", action="store_true",
                    help="keep waiting for new events (and for the topic and the store file, "
                    "if they do not exist yet)")
@@ -66,13 +75,19 @@ def cmd_tail(args: argparse.Namespace) -> int:
     poll_s = args.poll_ms / 1000
     start: Start = "earliest" if args.start is None else args.start
     since_ms = args.since
-    with _open_when_created(args, poll_s) as store:
+    with _open_when_created(args, poll_s, readonly=args.group is None) as store:
         if args.follow and not store.has_topic(args.topic):
             _say_waiting(f"topic {args.topic!r}")
             while not store.has_topic(args.topic):
                 pause(poll_s)
         require_topic(store, args.topic)
-        position = _first_offset(store, args.topic, start, since_ms)
+        saved = None if args.group is None else store.committed_offsets(args.group).get(
+            args.topic)
+        if saved is not None:
+            position = max(saved, store.bounds(args.topic)[0])
+        else:
+            position = _first_offset(store, args.topic, start, since_ms)
+            _say_if_past_the_end(store, args.topic, start, position, follow=args.follow)
         remaining = args.limit
         while remaining is None or remaining > 0:
             events = store.read(args.topic, position, limit=min(remaining or READ_CHUNK,
@@ -81,6 +96,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 _print_event(event, as_json=args.json)
             if events:
                 position = events[-1].offset + 1
+                if args.group is not None:  # printed, then saved: at least once, as Kafka's
+                    store.commit_offsets(args.group, {args.topic: position})
                 remaining = None if remaining is None else remaining - len(events)
                 continue
             if not args.follow:
@@ -89,12 +106,12 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_when_created(args: argparse.Namespace, poll_s: float) -> Store:
+def _open_when_created(args: argparse.Namespace, poll_s: float, *, readonly: bool) -> Store:
     """The store at PATH; with --follow, once some process has created it (as ``tail -F``)."""
     announced = False
     while True:
         try:
-            return open_store(args, readonly=True)
+            return open_store(args, readonly=readonly)
         except StoreNotFoundError:  # missing, or empty while its creator writes the schema
             if not args.follow:
                 raise
@@ -107,6 +124,19 @@ def _open_when_created(args: argparse.Namespace, poll_s: float) -> Store:
 def _say_waiting(what: str) -> None:
     print(f"sqliteq tail: waiting for {what} to be created (Ctrl-C to stop)",
           file=sys.stderr, flush=True)
+
+
+def _say_if_past_the_end(
+    store: Store, topic: str, start: Start, position: int, *, follow: bool
+) -> None:
+    """A line on stderr when ``--from N`` starts after the newest event: else nothing is
+    printed and nothing says why."""
+    latest = store.bounds(topic)[1]
+    if isinstance(start, int) and start > latest:
+        wait = "waiting for it" if follow else "nothing to print"
+        print(f"sqliteq tail: --from {start} is past the end of topic {topic!r}: its next "
+              f"offset is {latest} ({wait}); `--from -N` prints the last N events.",
+              file=sys.stderr, flush=True)
 
 
 def _first_offset(store: Store, topic: str, start: Start, since_ms: int | None) -> int:
@@ -129,6 +159,8 @@ def _print_event(event: Event, *, as_json: bool) -> None:
                    "headers": event.headers})
         return
     key = "" if event.key is None else f" key={_one_line(event.key)}"
+    if event.headers:
+        key += " headers=" + json.dumps(event.headers, ensure_ascii=False, separators=(",", ":"))
     sys.stdout.write(
         f"{event.offset}\t{show_time(event.timestamp_ms)}{key}\t{_one_line(event.value)}\n"
     )

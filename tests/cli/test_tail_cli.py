@@ -133,3 +133,40 @@ def test_without_follow_a_missing_topic_is_an_error(capsys, store_path):
     Store(store_path).close()
     code, out, err = run(capsys, "tail", store_path, "later")
     assert (code, out) == (1, "") and "topic 'later' does not exist" in err
+
+
+def test_tail_group_starts_at_the_saved_offset_and_saves_it_as_it_goes(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", range(5))
+    assert offsets(capsys, store_path, "t", "--group", "sh", "--limit", "2") == [0, 1]
+    with Store(store_path) as store:
+        assert store.committed_offsets("sh") == {"t": 2}
+    # The saved offset wins over --from; the rest, then nothing new.
+    assert offsets(capsys, store_path, "t", "--group", "sh", "--from", "0") == [2, 3, 4]
+    assert offsets(capsys, store_path, "t", "--group", "sh") == []
+    with Store(store_path) as store:
+        [info] = store.consumers("t")
+        assert (info.consumer, info.next_offset, info.lag) == ("sh", 5, 0)
+    # A new group starts where --from says; a plain tail saves nothing.
+    assert offsets(capsys, store_path, "t", "--group", "new", "--from", "-1") == [4]
+    offsets(capsys, store_path, "t")
+    with Store(store_path) as store:
+        assert {c.consumer for c in store.consumers("t")} == {"sh", "new"}
+
+
+def test_human_output_shows_headers(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", [Record("v", "k", {"trace": "a1", "src": "é"}), "plain"])
+    code, out, _ = run(capsys, "tail", store_path, "t")
+    first, second = out.splitlines()
+    assert first.split("\t")[1].endswith(' key=k headers={"trace":"a1","src":"é"}')
+    assert "headers" not in second
+
+
+def test_from_past_the_end_says_where_the_topic_ends(capsys, store_path):
+    with Store(store_path) as store:
+        store.publish_many("t", range(5))
+    code, out, err = run(capsys, "tail", store_path, "t", "--from", "99")
+    assert (code, out) == (0, "")
+    assert "--from 99 is past the end of topic 't': its next offset is 5" in err
+    assert run(capsys, "tail", store_path, "t", "--from", "5")[2] == ""  # the end: no hint
