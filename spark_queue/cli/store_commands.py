@@ -20,7 +20,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.names import require_topic
+from spark_queue.cli.names import closest, require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
@@ -120,7 +120,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
     from spark_queue.store import Store
 
+    _require_file(args.path)
     return Store(args.path, create=False, **kwargs)
+
+
+def _require_file(path: str) -> None:
+    """A missing PATH as the CLI says it: the store files beside it that look like it, and
+    ``sqliteq init`` (the store's own message gives the Python fix, ``create=True``)."""
+    if os.path.exists(path) or os.path.islink(path):
+        return
+    try:
+        beside = [name for name in os.listdir(os.path.dirname(path) or ".")
+                  if name.endswith((".sqlite", ".sqlite3", ".db"))]
+    except OSError:
+        beside = []
+    near = [os.path.join(os.path.dirname(path), name)
+            for name in closest(os.path.basename(path), beside)]
+    hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+    raise StoreNotFoundError(
+        f"store file {path!r} does not exist{hint}; create it with `sqliteq init {path}`."
+    )
 
 
 def create_flag(parser: argparse.ArgumentParser, what: str = "") -> None:

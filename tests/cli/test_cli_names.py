@@ -89,3 +89,13 @@ def test_sqliteq_queues_lists_queues_as_queue_list_does(capsys, app):
     assert rows("queues") == rows("queue", "list")
     code, out, _ = run(capsys, "queues", app)
     assert code == 0 and out.splitlines()[1].split()[0] == "thumbnails"
+
+
+def test_a_missing_store_file_gets_a_cli_hint_and_the_files_beside_it(capsys, tmp_path):
+    Store(str(tmp_path / "app.sqlite")).close()
+    typo = str(tmp_path / "ap.sqlite")
+    for argv in (["topics", typo], ["queue", "list", typo], ["tail", typo, "t"]):
+        err = one_line_error(capsys, *argv)
+        assert f"store file {typo!r} does not exist" in err
+        assert f"did you mean {str(tmp_path / 'app.sqlite')!r}?" in err
+        assert f"`sqliteq init {typo}`" in err and "create=True" not in err

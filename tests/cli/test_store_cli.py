@@ -77,7 +77,7 @@ def test_backup_and_check(capsys, store_path, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["topics", "{missing}"], "does not exist; create it with `sqliteq init"),
+        (["topics", "{missing}"], "create it with `sqliteq init"),
         (["publish", "{store}", "bad name", "v"], "invalid topic name 'bad name'"),
         (["publish", "{store}", "t", "v", "--ndjson", "-"], "a VALUE or --ndjson FILE, not both"),
         (["publish", "{store}", "t", "{{", "--value-format", "json"], "VALUE is not valid JSON"),
