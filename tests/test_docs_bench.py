@@ -64,3 +64,11 @@ def test_kafka_is_skipped_with_one_line_when_no_broker_is_given(capsys):
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and out.startswith("kafka: skipped")
 
+
+def test_the_kafka_comparisons_are_documented_with_the_broker_script():
+    assert (ROOT / "scripts" / "kafka-broker").stat().st_mode & 0o111
+    assert "## Against Kafka" in BENCHMARKS_MD
+    for name in KAFKA_BENCHMARKS:
+        assert f"python -m spark_queue.bench {name}" in BENCHMARKS_MD
+    kafka_commands = [c for c in COMMAND.findall(BENCHMARKS_MD) if "--kafka-bootstrap" in c]
+    assert {shlex.split(c)[0] for c in kafka_commands} == set(KAFKA_BENCHMARKS)
