@@ -17,6 +17,10 @@ class StoreError(SparkQueueError):
     """The store file cannot be used as asked."""
 
 
+class StoreClosedError(StoreError):
+    """The Store (or the Queue on it) was closed; open a new one."""
+
+
 class StoreNotFoundError(StoreError, FileNotFoundError):
     """The store file does not exist and creating it was not allowed."""
 
@@ -54,7 +58,12 @@ class CorruptStoreError(StoreError):
     """SQLite found the file damaged; ``sqliteq check`` and a backup restore are the way out."""
 
 
-class InvalidNameError(SparkQueueError, ValueError):
+class ArgumentError(SparkQueueError, ValueError):
+    """An argument is outside what is allowed: an integer beyond its range (a store keeps
+    64-bit integers), a negative count. The base of the argument errors below."""
+
+
+class InvalidNameError(ArgumentError):
     """A topic, queue or consumer name breaks the naming rule."""
 
 
@@ -66,7 +75,7 @@ class PayloadTooLargeError(PayloadError):
     """A payload is larger than its queue's or topic's ``max_payload_bytes``; nothing was stored."""
 
 
-class OffsetRangeError(SparkQueueError, ValueError):
+class OffsetRangeError(ArgumentError):
     """An offset or offset range is negative, inverted or otherwise invalid."""
 
 
@@ -86,7 +95,7 @@ class DataLossError(SparkQueueError, LookupError):
     """Offsets that were asked for have been removed by retention."""
 
 
-class OptionError(SparkQueueError, ValueError):
+class OptionError(ArgumentError):
     """A connector or CLI option has a value outside what is allowed."""
 
 
@@ -98,7 +107,7 @@ class UnknownJobError(SparkQueueError, LookupError):
     """No job (or dead letter) with that id exists in the queue."""
 
 
-class QueueConfigError(SparkQueueError, ValueError):
+class QueueConfigError(ArgumentError):
     """A queue setting or job option is outside what is allowed."""
 
 

@@ -79,7 +79,7 @@ from spark_queue.errors import (
     UnknownQueueError,
     WorkerCrashedError,
 )
-from spark_queue.store import Job, QueueStats, Store
+from spark_queue.store import Job, QueueStats, Store, check_int
 
 log = logging.getLogger("spark_queue.worker")
 
@@ -188,12 +188,7 @@ class Worker:
         ):
             if value is None and name in ("lease_ms", "heartbeat_ms"):
                 continue
-            if (isinstance(value, bool) or not isinstance(value, int) or value < low
-                    or (high is not None and value > high)):
-                upper = "" if high is None else f" and <= {high}"
-                raise QueueConfigError(
-                    f"worker {name} must be an integer >= {low}{upper}; got {value!r}."
-                )
+            check_int(value, name, low=low, high=high, error=QueueConfigError, owner="worker")
         self.path = os.fspath(path)
         self.queue = queue
         self.handler = handler

@@ -5,6 +5,7 @@ a producer service or a worker uses on its own.
 """
 
 from spark_queue.defaults import DURABILITY_LEVELS
+from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import CheckReport, check_file
@@ -23,6 +24,7 @@ from spark_queue.store.streams.topics import EncodedChunk, Event, Record, TopicI
 
 __all__ = [
     "BYTES",
+    "MAX_INT64",
     "MAX_NAME_LENGTH",
     "DURABILITY_LEVELS",
     "JSON",
@@ -48,6 +50,7 @@ __all__ = [
     "TopicDeleted",
     "TopicInfo",
     "check_file",
+    "check_int",
     "enqueue_rows",
     "validate_name",
 ]

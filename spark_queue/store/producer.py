@@ -52,6 +52,7 @@ from typing import Any
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
+from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
@@ -60,6 +61,7 @@ from spark_queue.store.queues.jobs import NewJob
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
+_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 
 class Producer:
@@ -87,9 +89,10 @@ class Producer:
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         create: bool = True,
     ) -> None:
-        _check_setting("linger_ms", linger_ms, 0)
-        _check_setting("max_batch", max_batch, 1)
-        _check_setting("max_pending", max_pending, max_batch)
+        # The linger is a thread's wait, which holds at most threading.TIMEOUT_MAX.
+        check_int(linger_ms, "linger_ms", high=_MAX_WAIT_MS, error=StoreError, owner="Producer")
+        check_int(max_batch, "max_batch", low=1, error=StoreError, owner="Producer")
+        check_int(max_pending, "max_pending", low=max_batch, error=StoreError, owner="Producer")
         self._linger_s = linger_ms / 1000
         self._max_batch = max_batch
         self._max_pending = max_pending
@@ -192,6 +195,8 @@ class Producer:
 
         Cuts the linger short. Raises TimeoutError if ``timeout_ms`` passes first.
         """
+        check_optional_int(timeout_ms, "timeout_ms", high=_MAX_WAIT_MS, owner="Producer.flush",
+                           none_means="wait as long as it takes")
         self._not_while_writing("flush")
         deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
         with self._lock:
@@ -470,6 +475,3 @@ class _Reply:
         self.wake.release()
 
 
-def _check_setting(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise StoreError(f"Producer {name} must be an integer >= {low}; got {value!r}.")

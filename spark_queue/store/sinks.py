@@ -20,6 +20,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms, write_transaction
 from spark_queue.store.file.names import validate_name
 
@@ -84,8 +85,7 @@ def commit_batch(
         )
     if sink_id is not None:
         validate_name(sink_id, "sink")
-        if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
-            raise OffsetRangeError(f"batch_id must be an integer >= 0; got {batch_id!r}.")
+        check_int(batch_id, "batch_id", error=OffsetRangeError)
     with write_transaction(conn):
         if sink_id is None or batch_id is None:  # both None (checked above): no ledger entry
             return SinkCommit(None, None, write(conn), False, None)

@@ -25,6 +25,7 @@ from spark_queue.store.file.connection import (
     first_value,
     open_connection,
     translate_errors,
+    translated,
 )
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.queues import admin as queue_admin
@@ -38,6 +39,7 @@ from spark_queue.store.streams import topics as topic_log
 from spark_queue.store.streams.topics import Event, Record, TopicInfo
 
 
+@translated
 class Store:
     """A spark_queue store file, opened with the store's pragmas and schema checks.
 

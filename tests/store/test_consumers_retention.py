@@ -19,7 +19,9 @@ def test_offset_save_is_monotonic(store):
 
 def test_offset_save_beyond_latest_is_rejected(store):
     store.publish_many("t", range(3))
-    with pytest.raises(OffsetRangeError, match="from 0 to the topic's latest offset 3; got 4"):
+    with pytest.raises(
+        OffsetRangeError, match="its latest offset is 3. must be an integer from 0 to 3; got 4"
+    ):
         store.commit_offsets("c", {"t": 4})
     assert store.committed_offsets("c") == {}
 
@@ -94,7 +96,7 @@ def test_stored_retention_applies_and_prune_reports_per_topic(store):
     store.set_retention("a", retention_rows=10)
     results = {r.topic: r.deleted for r in store.prune()}
     assert results == {"a": 40, "b": 0}
-    with pytest.raises(OptionError, match="positive integer"):
+    with pytest.raises(OptionError, match="must be an integer from 1"):
         store.set_retention("a", retention_rows=0)
 
 

@@ -9,26 +9,31 @@ A connection belongs to one process: never use one across a fork.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import time
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import apsw
 
 from spark_queue import defaults
 from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.errors import (
+    ArgumentError,
     CorruptStoreError,
     NotAStoreError,
     PayloadError,
     ReadOnlyStoreError,
     StoreBusyError,
+    StoreClosedError,
     StoreError,
     StoreFullError,
     StoreNotFoundError,
 )
 from spark_queue.store.file import filesystem
+from spark_queue.store.file.arguments import check_int
 
 # SQLite's busy timeout is a C int of milliseconds.
 MAX_BUSY_TIMEOUT_MS = 2**31 - 1
@@ -70,15 +75,7 @@ def open_connection(
         raise StoreError(
             f"durability must be one of {', '.join(DURABILITY_LEVELS)}; got {durability!r}."
         )
-    if (
-        not isinstance(busy_timeout_ms, int)
-        or isinstance(busy_timeout_ms, bool)
-        or not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS
-    ):
-        raise StoreError(
-            f"busy_timeout_ms must be an integer from 0 to {MAX_BUSY_TIMEOUT_MS}; "
-            f"got {busy_timeout_ms!r}."
-        )
+    check_int(busy_timeout_ms, "busy_timeout_ms", high=MAX_BUSY_TIMEOUT_MS, error=StoreError)
     path = os.fspath(path)
     filesystem.check_directory(path)
     if not os.path.exists(path):
@@ -108,9 +105,15 @@ def _create_private_file(path: str) -> None:
     # SQLite gives the -wal and -shm files the main file's mode, so creating
     # the main file 0600 keeps the whole store private to its owner.
     parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError as exc:
+        raise StoreError(
+            f"store file {path!r} cannot be created ({exc.strerror or exc}: "
+            f"{exc.filename or parent!r}); give a path in a directory you can write."
+        ) from exc
 
 
 def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
@@ -229,6 +232,18 @@ def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[
     """
     try:
         yield
+    except apsw.ConnectionClosedError as exc:
+        raise StoreClosedError(
+            f"store{'' if path is None else f' {path!r}'} was closed; open a new Store "
+            "(a Queue lives as long as the Store it came from)."
+        ) from exc
+    except OverflowError as exc:
+        # The net under spark_queue.store.file.arguments.check_int: an integer it was not
+        # asked to check reached SQLite, which holds 64-bit integers only.
+        raise ArgumentError(
+            f"an integer given to the store is outside what SQLite holds (an integer from "
+            f"-2**63 to 2**63 - 1): {exc}. Nothing was written."
+        ) from exc
     except apsw.ReadOnlyError as exc:
         raise ReadOnlyStoreError(
             f"store{'' if path is None else f' {path!r}'} cannot be written: it was opened "
@@ -301,6 +316,29 @@ class StoreConnection:
         """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
         with translate_errors():
             return first_value(self.conn.execute("PRAGMA data_version"))
+
+
+_Class = TypeVar("_Class", bound=type)
+
+
+def translated(cls: _Class) -> _Class:
+    """Run every public method of ``cls`` (which holds a ``db``: a StoreConnection) inside
+    :func:`translate_errors`: the one translation point of the Store's and Queue's public
+    methods, so a closed store, an integer SQLite cannot hold or an I/O error reaches the
+    caller named, whichever path a method takes (``tests/store/test_argument_errors.py``)."""
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(cls, name, _translating(member))
+    return cls
+
+
+def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with translate_errors(self.db.path):
+            return method(self, *args, **kwargs)
+
+    return call
 
 
 class HasStoreConnection(Protocol):

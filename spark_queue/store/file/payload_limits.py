@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import OptionError, PayloadTooLargeError
+from spark_queue.store.file.arguments import check_optional_int
 
 
 def payload_bytes(value: Any) -> int:
@@ -65,14 +66,9 @@ def topic_fix(topic: str) -> str:
 
 
 def validate_limit(value: Any, owner: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise OptionError(
-            f"{owner} max_payload_bytes must be a positive integer or None (no limit); "
-            f"got {value!r}."
-        )
-    return value
+    return check_optional_int(
+        value, "max_payload_bytes", low=1, error=OptionError, owner=owner, none_means="no limit"
+    )
 
 
 def set_topic_limit(conn: apsw.Connection, topic_id: int, max_payload_bytes: int | None) -> None:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import first_value, one_row
 from spark_queue.store.file.connection import now_ms as _clock_ms
@@ -111,12 +112,10 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
     # The upper bound keeps `now + setting` in SQLite's 64-bit integers (see queues._MAX_MS).
     low = SETTINGS[name]
     assert low is not None, "paused, the one setting without a lowest value, returned above"
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_SETTING:
-        raise QueueConfigError(
-            f"queue {queue!r} setting {name} must be an integer >= {SETTINGS[name]} and "
-            f"< 2**62{or_none}; got {value!r}."
-        )
-    return value
+    return check_int(
+        value, name, low=low, high=_MAX_SETTING - 1, error=QueueConfigError,
+        owner=f"queue {queue!r} setting", or_none="no limit" if name in NULLABLE else None,
+    )
 
 
 def configure(
@@ -337,7 +336,7 @@ def requeue_dead(
             )
         ]
     else:
-        ids = list(job_ids)
+        ids = [check_int(job_id, "job id") for job_id in job_ids]
     moved = []
     for job_id in ids:
         row = conn.execute(
@@ -362,7 +361,7 @@ def purge_dead(conn: apsw.Connection, queue: str, job_ids: Iterable[int] | None 
         conn.execute("DELETE FROM sq_dead_jobs WHERE queue_id = ?", (config.id,))
         return conn.changes()
     removed = 0
-    for job_id in job_ids:
+    for job_id in [check_int(job_id, "job id") for job_id in job_ids]:
         conn.execute(
             "DELETE FROM sq_dead_jobs WHERE id = ? AND queue_id = ?", (int(job_id), config.id)
         )

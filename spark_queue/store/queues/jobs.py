@@ -45,6 +45,7 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value, encode_value
 from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.connection import now_ms as _clock_ms
@@ -139,12 +140,10 @@ def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool
 def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool) -> int | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < _MAX_MS:
-        raise QueueConfigError(
-            f"job {job_index} of the batch: {name} must be an integer >= {low}"
-            f"{' or None' if allow_none else ''}; got {value!r}."
-        )
-    return value
+    return check_int(
+        value, name, low=low, high=_MAX_MS - 1, error=QueueConfigError,
+        owner=f"job {job_index} of the batch:", or_none="" if allow_none else None,
+    )
 
 
 def _encode_payload(index: int, payload: Any) -> tuple[Any, int]:
@@ -162,9 +161,8 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
     payload, priority, delay, key, max_attempts, ttl = job
     value, vtype = _encode_payload(index, payload)
     if type(priority) is not int or not -_MAX_MS < priority < _MAX_MS:
-        raise QueueConfigError(
-            f"job {index} of the batch: priority must be an integer; got {priority!r}."
-        )
+        check_int(priority, "priority", low=1 - _MAX_MS, high=_MAX_MS - 1,
+                  error=QueueConfigError, owner=f"job {index} of the batch:")
     if delay:
         delay = int_option(index, "delay_ms", delay, 0, False)
     if ttl is not None:
@@ -328,8 +326,7 @@ def claim(
     A paused queue, one at its ``max_leased`` or one whose rate limit has no
     token left returns fewer jobs or none (:mod:`.controls`).
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise QueueConfigError(f"claim limit must be a positive integer; got {limit!r}.")
+    check_int(limit, "claim limit", low=1, error=QueueConfigError)
     config = get_queue(conn, queue)
     if config is None:
         return []
@@ -396,9 +393,7 @@ def _claim_rows(
 def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
     if lease_ms is None:
         return config.visibility_timeout_ms
-    if isinstance(lease_ms, bool) or not isinstance(lease_ms, int) or not 0 < lease_ms < _MAX_MS:
-        raise QueueConfigError(f"lease_ms must be a positive integer; got {lease_ms!r}.")
-    return lease_ms
+    return check_int(lease_ms, "lease_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError)
 
 
 def bury(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import apsw
 
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.queues.jobs import (
     Job,
@@ -36,7 +37,8 @@ def lease_pairs(leases: Iterable[Lease]) -> list[tuple[int, int]]:
             pairs.append((lease.id, -1 if lease.lease_token is None else lease.lease_token))
         else:
             job_id, token = lease
-            pairs.append((int(job_id), int(token)))
+            pairs.append((check_int(job_id, "job id"),
+                          check_int(token, "lease token")))
     return pairs
 
 

@@ -16,7 +16,8 @@ from spark_queue.errors import (
     QueueFullError,
     StaleLeaseError,
 )
-from spark_queue.store.file.connection import HasStoreConnection
+from spark_queue.store.file.arguments import check_int, check_optional_int
+from spark_queue.store.file.connection import HasStoreConnection, translated
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.queues import admin, controls, leases
 from spark_queue.store.queues import jobs as queue_jobs
@@ -29,6 +30,7 @@ from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, N
 _MAX_WAIT_STEP_S = 0.05
 
 
+@translated
 class Queue:
     """A work queue in a store file: at-least-once jobs with leases, retries and dead letters.
 
@@ -115,8 +117,8 @@ class Queue:
         at once) and then raise :class:`QueueFullError`; a batch larger than
         ``max_size`` raises :class:`QueueBatchTooLargeError` at once.
         """
-        if wait_ms is not None and (not isinstance(wait_ms, int) or wait_ms < 0):
-            raise QueueConfigError(f"wait_ms must be an integer >= 0 or None; got {wait_ms!r}.")
+        check_optional_int(wait_ms, "wait_ms", error=QueueConfigError,
+                           none_means="wait as long as it takes")
         batch = list(jobs)
         deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
         step = 0.001
@@ -219,15 +221,18 @@ class Queue:
             return admin.stats(self.db.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
+        check_int(limit, "peek limit", error=QueueConfigError)
         with self.db.read():
             return admin.peek(self.db.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
+        check_int(job_id, "job id")
         with self.db.read():
             return admin.get_job(self.db.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
+        check_int(job_id, "job id")
         with self.db.write() as conn:
             return admin.remove_job(conn, self.name, job_id)
 
@@ -242,6 +247,8 @@ class Queue:
             return admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
+        check_optional_int(limit, "dead letters limit", error=QueueConfigError,
+                           none_means="all")
         with self.db.read():
             return admin.dead_letters(self.db.conn, self.name, limit)
 

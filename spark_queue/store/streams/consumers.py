@@ -14,6 +14,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OffsetRangeError
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.streams.topics import topic_id
@@ -48,11 +49,8 @@ def commit(
         latest = first_value(
             conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
         )
-        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= latest:
-            raise OffsetRangeError(
-                f"consumer {consumer!r} offset for topic {topic!r} must be an integer from 0 "
-                f"to the topic's latest offset {latest}; got {offset!r}."
-            )
+        check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
+                  high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
         stored[topic] = first_value(
             conn.execute(_RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms()))
         )

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
+from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, first_value, one_row
 from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
 
@@ -31,10 +32,8 @@ def set_retention(
 ) -> None:
     """Store the topic's default retention (None clears a limit)."""
     for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            raise OptionError(
-                f"retention {name} must be a positive integer or None; got {value!r}."
-            )
+        check_optional_int(value, name, low=1, error=OptionError, owner="retention",
+                           none_means="no limit")
     conn.execute(
         "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
         (max_age_ms, max_rows, topic_id(conn, topic)),
@@ -69,8 +68,8 @@ def prune_id(
     max_age_ms = stored_ms if max_age_ms is None else max_age_ms
     max_rows = stored_rows if max_rows is None else max_rows
     for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
-        if value is not None and (not isinstance(value, int) or value < 0):
-            raise OptionError(f"prune {name} must be an integer >= 0; got {value!r}.")
+        check_optional_int(value, name, error=OptionError, owner="prune", none_means="no limit")
+    check_optional_int(at_ms, "at_ms", error=OptionError, owner="prune", none_means="now")
     earliest, latest = bounds_of(conn, tid)
     cut = earliest
     if max_rows is not None:

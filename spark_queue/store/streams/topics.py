@@ -22,6 +22,7 @@ from spark_queue.errors import (
     PayloadError,
     UnknownTopicError,
 )
+from spark_queue.store.file.arguments import MAX_INT64, check_int, check_optional_int
 from spark_queue.store.file.codec import (
     TEXT,
     VALUE_TYPE_NAMES,
@@ -156,7 +157,7 @@ def _encode(tid: int, offset: int, item: Any, ts_ms: int) -> tuple:
         return (
             tid,
             offset,
-            ts_ms if item.timestamp_ms is None else int(item.timestamp_ms),
+            ts_ms if item.timestamp_ms is None else check_int(item.timestamp_ms, "timestamp_ms"),
             encode_key(item.key),
             value,
             vtype,
@@ -343,15 +344,14 @@ def append_routed(
 
 
 def check_range(start: int, end: int | None, limit: int | None) -> None:
-    if not isinstance(start, int) or start < 0:
-        raise OffsetRangeError(f"start offset must be an integer >= 0; got {start!r}.")
-    if end is not None and (not isinstance(end, int) or end < start):
+    check_int(start, "start offset", error=OffsetRangeError)
+    if end is not None and (isinstance(end, int) and not isinstance(end, bool) and end < start):
         raise OffsetRangeError(
             f"end offset must be an integer >= start ({start}); got {end!r}. "
             "Ranges are [start, end): end is exclusive."
         )
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        raise OffsetRangeError(f"limit must be an integer >= 0; got {limit!r}.")
+    check_optional_int(end, "end offset", error=OffsetRangeError, none_means="no end")
+    check_optional_int(limit, "limit", error=OffsetRangeError, none_means="no limit")
 
 
 def range_bounds(start: int, end: int | None, limit: int | None) -> int:
@@ -360,7 +360,7 @@ def range_bounds(start: int, end: int | None, limit: int | None) -> int:
     upper = (1 << 62) if end is None else end
     if limit is not None:
         upper = min(upper, start + limit)
-    return upper
+    return min(upper, MAX_INT64)
 
 
 def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> tuple[int, int]:
@@ -483,7 +483,7 @@ def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -
     tid = topic_id(conn, topic)
     first = first_value(conn.execute(
         "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?",
-        (tid, int(timestamp_ms)),
+        (tid, check_int(timestamp_ms, "timestamp_ms")),
     ))
     return bounds(conn, topic)[1] if first is None else first
 
