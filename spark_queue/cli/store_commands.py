@@ -264,10 +264,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    from spark_queue.store import BackupSource
+
     stream = watching(args.json)
-    with open_store(args) as store:
-        progress = None if stream is None else BackupProgress(stream, store.page_size())
-        pages = store.backup(args.dest, progress)
+    # Read-only and unmigrated: a backup never writes its source, and the copy keeps the
+    # schema version of the release that wrote it (a rollback point before an upgrade).
+    with BackupSource(args.path) as source:
+        progress = None if stream is None else BackupProgress(stream, source.page_size())
+        pages = source.backup(args.dest, progress)
     if progress is not None:
         progress.finish()
     emit_object({"source": args.path, "backup": args.dest, "pages": pages}, as_json=args.json)

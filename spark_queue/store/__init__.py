@@ -8,7 +8,7 @@ from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
-from spark_queue.store.maintenance import CheckReport, check_file
+from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
 from spark_queue.store.queues.admin import JobInfo, QueueStats
 from spark_queue.store.queues.config import QueueConfig
@@ -30,6 +30,7 @@ __all__ = [
     "JSON",
     "TEXT",
     "Admission",
+    "BackupSource",
     "CheckReport",
     "ConsumerInfo",
     "EncodedChunk",
@@ -49,6 +50,7 @@ __all__ = [
     "Store",
     "TopicDeleted",
     "TopicInfo",
+    "backup_file",
     "check_file",
     "check_int",
     "enqueue_rows",

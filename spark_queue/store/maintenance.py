@@ -16,10 +16,22 @@ from typing import NamedTuple
 
 import apsw
 
+from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
-from spark_queue.store.file.connection import open_errors, read_transaction
+from spark_queue.store.file.connection import (
+    first_value,
+    open_connection,
+    open_errors,
+    read_transaction,
+    translate_errors,
+)
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.schema import APPLICATION_ID, latest_version, read_state
+from spark_queue.store.file.schema import (
+    APPLICATION_ID,
+    latest_version,
+    read_state,
+    readable_version,
+)
 from spark_queue.store.streams.topics import offsets_are_unique
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
@@ -33,6 +45,59 @@ BackupProgress = Callable[[int, int], None]
 class CheckReport(NamedTuple):
     ok: bool
     problems: list[str]
+
+
+class BackupSource:
+    """A store file opened for a backup that writes nothing to it and migrates nothing: the copy
+    keeps the source's schema version, so the release that wrote the source opens it,
+    and the source stays byte-identical (``tests/store/test_backup_old_stores.py``)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS
+    ) -> None:
+        self.path = os.fspath(path)
+        # Read-write but query_only, not SQLITE_OPEN_READONLY: a read-only connection to a
+        # WAL file leaves -wal and -shm files behind it, while this one, writing nothing,
+        # lets SQLite remove them on close as for any last connection. (On a read-only
+        # file SQLite opens it read-only by itself.)
+        self.conn = open_connection(self.path, create=False, busy_timeout_ms=busy_timeout_ms)
+        try:
+            with open_errors(self.path):
+                self.conn.execute("PRAGMA query_only=ON")
+            self.version = readable_version(self.conn, self.path)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def page_size(self) -> int:
+        with translate_errors(self.path):
+            return int(first_value(self.conn.execute("PRAGMA page_size")))
+
+    def backup(self, dest_path: str | os.PathLike[str], progress: BackupProgress | None = None
+               ) -> int:
+        """As :meth:`Store.backup <spark_queue.store.Store.backup>`: returns the pages copied."""
+        with translate_errors(self.path):
+            return backup(self.conn, dest_path, progress)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> BackupSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def backup_file(
+    path: str | os.PathLike[str],
+    dest_path: str | os.PathLike[str],
+    progress: BackupProgress | None = None,
+) -> int:
+    """Copy the store file ``path`` to the new file ``dest_path`` without migrating or
+    writing the source (see :class:`BackupSource`); returns the pages copied."""
+    with BackupSource(path) as source:
+        return source.backup(dest_path, progress)
 
 
 def backup(

@@ -216,6 +216,21 @@ def read_state(conn: apsw.Connection) -> FileState:
     return FileState(int(app_id), int(version), int(tables))
 
 
+def readable_version(conn: apsw.Connection, path: str) -> int:
+    """The schema version of a store file opened read-only, migrating nothing: refuses a
+    file that is not a store, an empty one and a newer version (the backup of a store
+    written by an older release reads it as it is)."""
+    with open_errors(path):
+        state = read_state(conn)
+    _refuse_foreign(state, path)
+    if state.is_empty:
+        raise StoreNotCreatedError(
+            f"{path!r} holds no store yet: it is an empty SQLite file (a store being "
+            f"created, or a file made by another tool); create it with `sqliteq init {path}`."
+        )
+    return state.user_version
+
+
 def _refuse_foreign(state: FileState, path: str) -> None:
     if not (state.is_store or state.is_empty):
         raise NotAStoreError(
