@@ -13,7 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spark_queue.connector.source.offsets import Bounds, cap_rows, effective_start, sorted_offsets
+from spark_queue.connector.source.offsets import (
+    Bounds,
+    cap_rows,
+    checkpoint_offsets,
+    effective_start,
+    sorted_offsets,
+)
 from spark_queue.connector.source.options import FORMAT, SourceOptions
 from spark_queue.errors import OffsetRangeError
 
@@ -49,6 +55,7 @@ class TriggerAdmission:
 
     def next_end(self, start: dict[str, int], bounds: Bounds, limits: Limits) -> dict[str, int]:
         """The end of the next batch, or ``start`` itself when no batch should run now."""
+        start = checkpoint_offsets(start)
         latest = {t: b[1] for t, b in bounds.items()}
         self.last_latest = sorted_offsets(latest)
         target = self.available_now_target

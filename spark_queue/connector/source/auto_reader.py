@@ -37,7 +37,11 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.offsets import open_store, subscribed_bounds
+from spark_queue.connector.source.offsets import (
+    checkpoint_offsets,
+    open_store,
+    subscribed_bounds,
+)
 from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
 from spark_queue.connector.source.partition_reader import file_identity, read_ranges
@@ -73,6 +77,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         return state
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
         self._position = end
         self._shipped = None
         store = open_store(self.options)

@@ -58,6 +58,33 @@ def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:
     }
 
 
+def checkpoint_offsets(offsets: object) -> dict[str, int]:
+    """``offsets`` as Spark hands them back from a checkpoint, checked to be this source's
+    form, ``{topic: next_offset}``; anything else was written by another source.
+
+    A checkpoint of Kafka's source holds ``{"t": {"0": n}}``: offsets of Kafka's log,
+    which say nothing about where the same events sit in a store file (sqliteq numbers
+    its own events), so reading from them would skip or repeat events silently. A
+    pipeline swapped from Kafka to sqliteq starts from a new checkpoint location, as
+    docs/kafka.md says (``tests/connector/test_foreign_checkpoints.py``).
+    """
+    if isinstance(offsets, dict) and all(
+        isinstance(topic, str) and type(offset) is int and offset >= 0
+        for topic, offset in offsets.items()
+    ):
+        return offsets
+    kafka = isinstance(offsets, dict) and any(isinstance(v, dict) for v in offsets.values())
+    raise OptionError(
+        f"{FORMAT} source: the checkpoint holds the offsets {offsets!r}, which this source "
+        "never writes"
+        + (" (Kafka's per-partition form {\"topic\": {\"0\": offset}})" if kafka else "")
+        + ": the checkpoint was written by another source. Offsets of another source do not "
+        "say where its events sit in a store file, so a pipeline swapped to "
+        f"format(\"{FORMAT}\") needs a new checkpoint location (checkpointLocation); "
+        "choose where it starts with startingOffsets."
+    )
+
+
 def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:
     return {topic: offsets[topic] for topic in sorted(offsets)}
 

@@ -40,7 +40,12 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import Limits, TriggerAdmission
-from spark_queue.connector.source.offsets import Bounds, open_store, subscribed_bounds
+from spark_queue.connector.source.offsets import (
+    Bounds,
+    checkpoint_offsets,
+    open_store,
+    subscribed_bounds,
+)
 from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import planned_ranges
 from spark_queue.connector.source.partition_reader import read_ranges
@@ -92,6 +97,7 @@ class SqliteQueueSimpleStreamReader(
             raise
 
     def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[pa.RecordBatch]:
+        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
         return iter(self._batches(start, end, read_bounds(self.options)))
 
     def commit(self, end: dict) -> None:

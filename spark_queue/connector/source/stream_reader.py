@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
+    checkpoint_offsets,
     open_store,
     sorted_offsets,
     starting_offsets,
@@ -61,6 +62,7 @@ def initial_offsets(options: SourceOptions) -> dict:
 
 def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
     """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal."""
+    end = checkpoint_offsets(end)
     if options.consumer is None:
         return
     store = open_store(options)
@@ -131,6 +133,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         return sorted_offsets({t: latest for t, (_, latest) in bounds.items()})
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
         self._position = end
         store = open_store(self.options)
         try:
