@@ -14,7 +14,7 @@ from spark_queue.connector import compat
 from spark_queue.connector.source.offsets import check_path_exists
 from spark_queue.connector.source.options import SourceOptions, parse_source_options
 from spark_queue.connector.source.schema import check_user_schema, default_schema
-from spark_queue.errors import OptionError
+from spark_queue.errors import OptionError, SparkQueueError
 
 # Readers, writers and the store are imported by the methods that use them: Spark
 # unpickles this class in a fresh interpreter for every planning process (the
@@ -287,7 +287,14 @@ class SqliteQueueDataSource(DataSource):
         The store is opened at the first trigger, not here. ``latencyMode=low``
         declines, so Spark asks :meth:`simpleStreamReader`.
         """
-        options = self._stream_options(schema)
+        try:
+            options = self._stream_options(schema)
+        except SparkQueueError as exc:
+            from spark_queue.connector.source.refused_reader import (
+                SqliteQueueRefusedStreamReader,
+            )
+
+            return SqliteQueueRefusedStreamReader(exc)
         if options.latency_mode == "low":
             raise PySparkNotImplementedError(
                 errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}

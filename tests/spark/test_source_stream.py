@@ -8,6 +8,8 @@ reads it): the readers keep one contract.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 
@@ -223,10 +225,19 @@ def test_bad_option_fails_the_stream_at_load(spark, store_path):
     Store(store_path).close()
     with pytest.raises(Exception, match="'maxRowsPerTrigger' must be a positive integer; got '0'"):
         stream(spark, store_path, topic="t", maxRowsPerTrigger=0)
-    with pytest.raises(Exception, match="'endingOffsets'.*batch reads"):
-        stream(spark, store_path, topic="t", endingOffsets="latest").writeStream.format(
-            "noop"
-        ).start().awaitTermination(TIMEOUT_S)
+    # Spark's schema() call cannot tell a stream from a batch read, so a batch-only option
+    # fails the stream at start, before any task: alone, without pyspark's runner adding
+    # an UnboundLocalError (connector/source/refused_reader.py).
+    for name, value in (("endingOffsets", "latest"), ("endingTimestamp", "1700000000000")):
+        with pytest.raises(Exception, match=f"'{name}'.*batch reads") as raised:
+            query = stream(spark, store_path, topic="t", **{name: value}).writeStream.format(
+                "noop"
+            ).start()
+            try:
+                query.awaitTermination(TIMEOUT_S)
+            finally:
+                query.stop()
+        assert "UnboundLocalError" not in str(raised.value)
 
 
 def test_bad_option_with_a_user_schema_fails_at_start_before_any_task(spark, store_path, ckpt):
@@ -272,3 +283,21 @@ def test_a_batch_that_failed_replays_exactly_the_same_rows_after_restart(
     replayed = dict(batches)[1]
     assert sorted(offset for _, offset in replayed) == failed
     assert sorted(offsets_of(batches)) == list(range(1_000, 3_000))
+
+
+def test_a_kafka_checkpoint_restarted_on_sqliteq_fails_naming_another_source(
+    spark, store, store_path, ckpt
+):
+    """Kafka's source writes {"t": {"0": n}} to the offsets log; a pipeline swapped to
+    sqliteq on that checkpoint fails saying so (docs/kafka.md), not with a TypeError."""
+    store.publish_many("t", range(5))
+    run_available_now(spark, store_path, ckpt, topic="t")
+    log = os.path.join(ckpt, "offsets", "0")
+    with open(log) as f:
+        lines = f.read().splitlines()
+    assert json.loads(lines[-1]) == {"t": 5}
+    with open(log, "w") as f:
+        f.write("\n".join([*lines[:-1], json.dumps({"t": {"0": 5}})]))
+    store.publish_many("t", range(5))
+    with pytest.raises(Exception, match="written by another source.*new checkpoint location"):
+        run_available_now(spark, store_path, ckpt, topic="t")
