@@ -59,20 +59,8 @@ def check_int(
     return value
 
 
-def check_optional_int(
-    value: Any,
-    name: str,
-    *,
-    low: int | None = 0,
-    high: int | None = MAX_INT64,
-    error: type[SparkQueueError] = ArgumentError,
-    owner: str = "",
-    none_means: str = "",
-) -> int | None:
-    """:func:`check_int` where None is allowed too (``none_means`` says what it means)."""
-    if value is None:
-        return None
-    return check_int(
-        value, name, low=low, high=high, error=error, owner=owner,
-        or_none=none_means,
-    )
+def check_optional_int(value: Any, name: str, *, none_means: str = "", **bounds: Any
+                       ) -> int | None:
+    """:func:`check_int` (``bounds``: its keywords) where None is allowed too
+    (``none_means`` says what it means)."""
+    return None if value is None else check_int(value, name, or_none=none_means, **bounds)
