@@ -31,7 +31,7 @@ def set_retention(
     conn: apsw.Connection, topic: str, *, max_age_ms: int | None, max_rows: int | None
 ) -> None:
     """Store the topic's default retention (None clears a limit)."""
-    for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
+    for name, value in (("retention_ms", max_age_ms), ("retention_rows", max_rows)):
         check_optional_int(value, name, low=1, error=OptionError, owner="retention",
                            none_means="no limit")
     conn.execute(
@@ -67,7 +67,7 @@ def prune_id(
     )
     max_age_ms = stored_ms if max_age_ms is None else max_age_ms
     max_rows = stored_rows if max_rows is None else max_rows
-    for name, value in (("max_age_ms", max_age_ms), ("max_rows", max_rows)):
+    for name, value in (("retention_ms", max_age_ms), ("retention_rows", max_rows)):
         check_optional_int(value, name, error=OptionError, owner="prune", none_means="no limit")
     check_optional_int(at_ms, "at_ms", error=OptionError, owner="prune", none_means="now")
     earliest, latest = bounds_of(conn, tid)
