@@ -439,6 +439,6 @@ def _retention_limits(
         if given[new] is not None:
             raise TypeError(f"{method}() got both {new!r} and its deprecated name {old!r}")
         warnings.warn(f"{method}({old}=...) is deprecated; use {new}=...",
-                      DeprecationWarning, stacklevel=3)
+                      DeprecationWarning, stacklevel=4)  # past the translating wrapper
         given[new] = value
     return given["retention_ms"], given["retention_rows"]
