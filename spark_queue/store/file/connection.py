@@ -335,8 +335,12 @@ def translated(cls: _Class) -> _Class:
 def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with translate_errors(self.db.path):
+        # try/except, not a with-block: free when nothing is raised (the hot paths).
+        try:
             return method(self, *args, **kwargs)
+        except (apsw.Error, OverflowError, UnicodeEncodeError):
+            with translate_errors(self.db.path):
+                raise
 
     return call
 
