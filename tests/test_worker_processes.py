@@ -70,9 +70,9 @@ def handled(workdir) -> list[tuple[int, int, int]]:
     return rows
 
 
-def summary(proc) -> dict:
+def summary(proc, code: int = 0) -> dict:
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == code, err
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -145,16 +145,17 @@ def test_sigterm_lets_the_running_job_finish_and_exits(workdir, store_path):
     assert (stats.ready, stats.leased) == (2, 0)
 
 
-def test_sigterm_releases_a_job_that_outlives_the_grace_period(workdir, store_path):
+def test_sigterm_nacks_a_job_that_outlives_the_grace_period_and_exits_3(workdir, store_path):
     with Store(store_path) as store:
         store.queue("q").enqueue("forever")
     proc = start_worker(workdir, store_path, "block", "--grace-ms", "500")
     assert proc.stdout.readline().startswith("started")
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    result = summary(proc)
+    result = summary(proc, code=3)
     assert time.monotonic() - sent < 3  # 0.5 s grace plus interpreter exit
-    assert result["released"] == 1 and handled(workdir) == []
+    assert result["interrupted"] == 1 and result["released"] == 0 and handled(workdir) == []
     with Store(store_path) as store:
         [job] = store.queue("q").peek(1)
-    assert (job.state, job.attempts) == ("ready", 1)  # released at once, the attempt counted
+    assert (job.state, job.attempts) == ("ready", 1)  # ready at once, the attempt counted
+    assert "the grace period of 500ms ended" in job.last_error

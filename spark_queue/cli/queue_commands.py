@@ -25,6 +25,7 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OptionError, WorkerCrashedError
+from spark_queue.times import format_duration_ms
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -66,6 +67,8 @@ SETTING_TYPES = {
 }
 # Threads and jobs per claim: far beyond any use, small enough to start and to bind.
 MAX_CONCURRENCY = 1024
+# `worker`: stopped, but handlers were still running when the grace period ended.
+EXIT_JOBS_INTERRUPTED = 3
 MAX_BATCH_SIZE = 100_000
 # Limits a --no-... flag switches off.
 LIMIT_OFF_FLAGS = {
@@ -252,14 +255,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--grace-ms",
         type=numbers.wait_ms,
         default=defaults.WORKER_GRACE_MS,
-        help="on SIGTERM/SIGINT, how long running jobs may finish "
-        f"(default {defaults.WORKER_GRACE_MS})",
+        help="on SIGTERM/SIGINT, how long running jobs may finish (default "
+        f"{format_duration_ms(defaults.WORKER_GRACE_MS)}); jobs still running then are nacked "
+        "with an error saying so and the worker exits 3",
     )
     p.add_argument(
         "--idle-poll-max-ms",
         type=numbers.positive_wait_ms,
         default=500,
-        help="when idle, look for due jobs at least this often (default 500)",
+        help="when idle, look for due jobs at least this often (default 500ms)",
     )
     p.add_argument(
         "--until-empty",
@@ -495,7 +499,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         emit_object({"queue": args.queue} | worker.stats.as_dict(), as_json=args.json)
         raise
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
-    return 0
+    # Handlers still running when the grace period ended: their jobs were nacked, not done.
+    return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
 
 
 def _delayed_jobs_wait(args: argparse.Namespace) -> DelayedJobsWait | None:
