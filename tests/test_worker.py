@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -146,7 +147,7 @@ def test_stop_after_the_grace_period_releases_running_jobs(store, store_path):
     assert time.monotonic() - started < 2
     release.set()
     [job] = store.queue("q").peek(1)
-    assert (job.state, job.attempts) == ("ready", 1)  # released, the attempt counted
+    assert (job.state, job.attempts) == ("ready", 1)  # nacked at once, the attempt counted
 
 
 def test_bad_worker_settings_and_handler_specs_fail_clearly(store_path):
@@ -157,3 +158,11 @@ def test_bad_worker_settings_and_handler_specs_fail_clearly(store_path):
     with pytest.raises(QueueConfigError, match="cannot import"):
         load_handler("no_such_module_xyz:run")
     assert load_handler("json:dumps") is __import__("json").dumps
+
+
+def test_the_worker_logs_durations_as_the_flags_and_tables_write_them(store, store_path, caplog):
+    store.queue("q", visibility_timeout_ms=30_000).enqueue("x")
+    with caplog.at_level(logging.INFO, logger="spark_queue.worker"):
+        Worker(store_path, "q", lambda job: None, until_empty=True).run()
+    assert "worker on queue 'q': 1 slots, lease 30s, heartbeat every 10s" in caplog.text
+    assert " ms" not in caplog.text

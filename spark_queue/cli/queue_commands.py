@@ -245,11 +245,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--lease-ms", type=numbers.positive_duration_ms,
-        help="lease length (default: the queue's visibility timeout)",
+        help="lease length, a duration such as 30s or 1500ms (default: the queue's "
+        "visibility timeout)",
     )
     p.add_argument(
         "--heartbeat-ms", type=numbers.positive_wait_ms,
-        help="lease extension interval (default lease/3)",
+        help="lease extension interval, a duration such as 10s (default lease/3)",
     )
     p.add_argument(
         "--grace-ms",
