@@ -115,6 +115,16 @@ def test_sigkilled_workers_jobs_return_after_the_lease_and_complete(workdir, sto
     assert len(held) == 5
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
+    # Its registration outlives it, listed as lost once its heartbeats stop coming.
+    deadline = time.monotonic() + 60
+    while True:
+        with Store(store_path) as store:
+            [listed] = store.queue("q").workers()
+        if not listed.alive:
+            break
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.05)
+    assert listed.pid == victim.pid and listed.jobs_held in (0, 5)
 
     rescuer = start_worker(workdir, store_path, "record", "--batch-size", "5", "--until-empty")
     assert summary(rescuer)["acked"] == 20
@@ -128,6 +138,8 @@ def test_sigkilled_workers_jobs_return_after_the_lease_and_complete(workdir, sto
     assert {n for i, n in attempts.items() if i not in held} == {1}
     with Store(store_path) as store:
         assert store.queue("q").stats()[1:] == (0, 0, 0, 0, None)
+        # The rescuer unregistered when it stopped; the victim stays listed as lost.
+        assert [(w.pid, w.alive) for w in store.queue("q").workers()] == [(victim.pid, False)]
 
 
 def test_sigterm_lets_the_running_job_finish_and_exits(workdir, store_path):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any
 
 from spark_queue import defaults
@@ -29,6 +30,9 @@ from spark_queue.times import format_duration_ms
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
+]
+WORKER_COLUMNS = [
+    "queue", "id", "host", "pid", "concurrency", "alive", "jobs_held", "started_ms", "seen_ms",
 ]
 JOB_COLUMNS = [
     "id",
@@ -176,6 +180,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue", nargs="?", help="only this queue (default: all)")
     p.set_defaults(func=cmd_queue_stats)
+
+    p = queue.add_parser(
+        "workers",
+        help="the workers of a queue (or of all): alive or lost, jobs held, since when",
+    )
+    common(p)
+    p.add_argument("queue", nargs="?", help="only this queue (default: all)")
+    p.set_defaults(func=cmd_queue_workers)
 
     p = queue.add_parser("peek", help="jobs in queue order with their state; leases nothing")
     common(p)
@@ -403,6 +415,16 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
             s._asdict() | {"paused": paused[s.queue]} | _controls(store, s.queue) for s in stats
         ]
     emit(rows, as_json=args.json, columns=STATS_COLUMNS)
+    return 0
+
+
+def cmd_queue_workers(args: argparse.Namespace) -> int:
+    with open_store(args, readonly=True) as store, store.snapshot():
+        if args.queue is not None:
+            store.queue(args.queue).config()  # UnknownQueueError names the queue
+        names = [args.queue] if args.queue is not None else [c.name for c in store.queues()]
+        rows = [asdict(w) for name in names for w in store.queue(name).workers()]
+    emit(rows, as_json=args.json, columns=WORKER_COLUMNS)
     return 0
 
 

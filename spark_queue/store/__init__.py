@@ -14,6 +14,7 @@ from spark_queue.store.queues.config import QueueConfig
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.jobs import Job, LeaseResult, NackResult, NewJob, enqueue_rows
 from spark_queue.store.queues.queue import Queue
+from spark_queue.store.queues.workers import WorkerInfo
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.admin import TopicDeleted
@@ -47,6 +48,7 @@ __all__ = [
     "Store",
     "TopicDeleted",
     "TopicInfo",
+    "WorkerInfo",
     "check_file",
     "enqueue_rows",
     "validate_name",

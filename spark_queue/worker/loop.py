@@ -38,6 +38,8 @@ _IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
+# A worker is listed alive for 3 heartbeat intervals after its last one, at least this.
+_MIN_ALIVE_MS = 1_000
 
 
 class Worker:
@@ -91,6 +93,8 @@ class Worker:
         self._done_lock = threading.Lock()
         self._slots_done = 0
         self._crash: tuple[str, BaseException] | None = None
+        self._worker_id = 0
+        self._alive_ms = _MIN_ALIVE_MS
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -116,6 +120,15 @@ class Worker:
         config = self._open_queue()
         lease = self.lease_ms or config.visibility_timeout_ms
         heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
+        # Listed alive while heartbeats come; a few may be late on a busy store.
+        self._alive_ms = max(3 * heartbeat_ms, _MIN_ALIVE_MS)
+        self._register()
+        try:
+            return self._run(lease, heartbeat_ms)
+        finally:
+            self._unregister()
+
+    def _run(self, lease: int, heartbeat_ms: int) -> WorkerStats:
         with self._signals_installed():
             slots = [
                 threading.Thread(target=self._slot, args=(i,), name=f"sq-worker-{i}", daemon=True)
@@ -172,10 +185,10 @@ class Worker:
                         "the name, or let the worker create it (`sqliteq worker --create`, "
                         "Worker(create_queue=True))."
                     )
-                # A write (it deletes jobs past their TTL) that proves the store writable
-                # before any job is claimed.
+                config = self._retry(q.config)
+                # A write that proves the store writable before any job is claimed.
                 self._retry(q.sweep_expired)
-                return self._retry(q.config)
+                return config
             except ReadOnlyStoreError as exc:
                 raise ReadOnlyStoreError(
                     f"worker on queue {self.queue!r} cannot start: store {self.path!r} cannot "
@@ -183,6 +196,23 @@ class Worker:
                     "and a worker writes every claim, ack and heartbeat. Run it where the store "
                     "is writable."
                 ) from exc
+
+    def _register(self) -> None:
+        """Show this worker in ``sqliteq queue workers`` (its row lives while it beats)."""
+        with self._open_store() as store:
+            self._worker_id = self._retry(partial(
+                store.queue(self.queue).register_worker, host=socket.gethostname(),
+                pid=os.getpid(), concurrency=self.concurrency, ttl_ms=self._alive_ms,
+            ))
+
+    def _unregister(self) -> None:
+        """Remove this worker's row; a store that fails here is said, not raised (the row
+        then shows the worker as lost once its heartbeat expires)."""
+        try:
+            with self._open_store() as store:
+                self._retry(partial(store.queue(self.queue).unregister_worker, self._worker_id))
+        except Exception as exc:
+            log.error("could not unregister the worker: %s", one_line(exc))
 
     def _give_back_after(self) -> int | None:
         """Give back what is still held; after a crash a store that fails again is said, not
@@ -441,6 +471,10 @@ class Worker:
                             log.info("swept %d jobs past their TTL", swept)
                         next_sweep = time.monotonic() + _SWEEP_EVERY_S
                     jobs = self._inflight.jobs()
+                    self._retry(partial(
+                        q.worker_heartbeat, self._worker_id, jobs_held=len(jobs),
+                        ttl_ms=self._alive_ms,
+                    ))
                     if not jobs:
                         continue
                     result = self._retry(partial(q.extend, jobs, lease_ms=self.lease_ms))
