@@ -21,7 +21,7 @@ def test_every_metric_line_is_valid_prometheus_text(store):
     for line in text.splitlines():
         if line.startswith("# TYPE "):
             name, kind = line.split()[2:]
-            assert kind == "gauge"
+            assert kind == ("counter" if name.endswith("_total") else "gauge")
             declared.add(name)
         elif not line.startswith("# HELP "):
             assert _SAMPLE.match(line), line
@@ -43,3 +43,22 @@ def test_queue_worker_and_metrics_modules_never_import_pyspark():
         "assert not [m for m in sys.modules if m.startswith('pyspark')], 'pyspark imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_published_counts_every_event_ever_published_and_workers_count_the_alive(store):
+    q = store.queue("q")
+    q.configure()
+    q.register_worker(host="h", pid=1, concurrency=1, ttl_ms=60_000)
+    for value in range(5):
+        store.publish("t", value)
+    # A foreign writer through the publish view counts too; retention never lowers it.
+    store.conn.execute(
+        "INSERT INTO sq_publish (topic, value, value_type) VALUES ('t', 'x', 1)"
+    )
+    store.set_retention("t", retention_rows=1)
+    store.prune("t")
+    text = render(store)
+    assert 'sqliteq_topic_published_total{topic="t"} 6' in text
+    assert 'sqliteq_topic_earliest_offset{topic="t"} 5' in text  # pruned to one row
+    assert "# TYPE sqliteq_topic_published_total counter" in text
+    assert 'sqliteq_queue_workers{queue="q"} 1' in text
