@@ -14,6 +14,10 @@ Metrics (gauges unless said; labels in brackets):
 - ``sqliteq_queue_max_leased{queue}``, ``sqliteq_queue_rate_limit_per_second{queue}``,
   ``sqliteq_queue_rate_tokens{queue}``, ``sqliteq_queue_max_payload_bytes{queue}``,
   ``sqliteq_topic_max_payload_bytes{topic}``: the limits, for queues and topics that set them
+- ``sqliteq_queue_acked_total{queue}``, ``sqliteq_queue_failed_total{queue}``,
+  ``sqliteq_queue_dead_lettered_total{queue}`` (counters): jobs ever acked, nacked (handler
+  failures) and moved to the dead letters, by spark_queue's ack, nack and claim (a client
+  writing the tables with its own SQL is not counted)
 - ``sqliteq_queue_workers{queue}``: workers registered alive (a heartbeat within their
   last 3 intervals)
 - ``sqliteq_topic_latest_offset{topic}``: the next offset the topic will assign
@@ -37,7 +41,10 @@ from spark_queue.store import Store
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # Metrics that only grow (Prometheus counters); the others are gauges.
-_COUNTERS = frozenset({"sqliteq_topic_published_total"})
+_COUNTERS = frozenset({
+    "sqliteq_topic_published_total", "sqliteq_queue_acked_total", "sqliteq_queue_failed_total",
+    "sqliteq_queue_dead_lettered_total",
+})
 
 _HELP = {
     "sqliteq_queue_jobs": "Jobs in a queue by state (ready, leased, delayed, dead).",
@@ -49,6 +56,9 @@ _HELP = {
     "sqliteq_queue_rate_limit_per_second": "The queue's claim rate limit (jobs per second).",
     "sqliteq_queue_rate_tokens": "Jobs the queue's rate limit would let a claim take now.",
     "sqliteq_queue_max_payload_bytes": "The largest payload the queue accepts.",
+    "sqliteq_queue_acked_total": "Jobs of the queue ever acked.",
+    "sqliteq_queue_failed_total": "Jobs of the queue ever nacked (handler failures).",
+    "sqliteq_queue_dead_lettered_total": "Jobs of the queue ever moved to the dead letters.",
     "sqliteq_queue_workers": "Workers of the queue registered alive (recent heartbeat).",
     "sqliteq_topic_latest_offset": "The next offset a topic will assign.",
     "sqliteq_topic_published_total": "Events ever published to the topic (any writer).",
@@ -119,6 +129,11 @@ def render(store: Store) -> str:
 
 def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None:
     labels = {"queue": config.name}
+    counted = store.queue(config.name).counters()
+    for name, value in (("sqliteq_queue_acked_total", counted.acked),
+                        ("sqliteq_queue_failed_total", counted.failed),
+                        ("sqliteq_queue_dead_lettered_total", counted.dead_lettered)):
+        samples[name].append(_sample(name, labels, value))
     alive = sum(w.alive for w in store.queue(config.name).workers())
     samples["sqliteq_queue_workers"].append(_sample("sqliteq_queue_workers", labels, alive))
     admission = store.queue(config.name).admission()

@@ -9,7 +9,7 @@ from spark_queue.store.file.codec import BYTES, JSON, TEXT
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import CheckReport, check_file
 from spark_queue.store.producer import Producer
-from spark_queue.store.queues.admin import JobInfo, QueueStats
+from spark_queue.store.queues.admin import JobInfo, QueueCounters, QueueStats
 from spark_queue.store.queues.config import QueueConfig
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.jobs import Job, LeaseResult, NackResult, NewJob, enqueue_rows
@@ -42,6 +42,7 @@ __all__ = [
     "PruneResult",
     "Queue",
     "QueueConfig",
+    "QueueCounters",
     "QueueStats",
     "Record",
     "SinkCommit",

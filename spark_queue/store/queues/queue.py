@@ -256,6 +256,11 @@ class Queue:
         with self.db.write() as conn:
             return admin.purge_dead(conn, self.name, job_ids)
 
+    def counters(self) -> admin.QueueCounters:
+        """Jobs ever acked, failed and dead-lettered (one read); UnknownQueueError if missing."""
+        with self.db.read() as conn:
+            return admin.counters(conn, self.name)
+
     # -- workers -------------------------------------------------------------
     def register_worker(self, *, host: str, pid: int, concurrency: int, ttl_ms: int) -> int:
         """Record a running worker, alive for ``ttl_ms`` unless it beats (one transaction);
