@@ -26,7 +26,6 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OptionError, WorkerCrashedError
-from spark_queue.times import format_duration_ms
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -269,7 +268,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=numbers.wait_ms,
         default=defaults.WORKER_GRACE_MS,
         help="on SIGTERM/SIGINT, how long running jobs may finish (default "
-        f"{format_duration_ms(defaults.WORKER_GRACE_MS)}); jobs still running then are nacked "
+        f"{defaults.WORKER_GRACE_MS // 1000}s); jobs still running then are nacked "
         "with an error saying so and the worker exits 3",
     )
     p.add_argument(
