@@ -4,7 +4,7 @@
 answers ``GET /metrics`` (and ``/``) over HTTP on 127.0.0.1, opening a
 read-only store per request so no connection crosses threads.
 
-Metrics (all gauges; labels in brackets):
+Metrics (gauges unless said; labels in brackets):
 
 - ``sqliteq_queue_jobs{queue, state}``: jobs ready / leased / delayed / dead
 - ``sqliteq_queue_oldest_ready_age_seconds{queue}``: how long the oldest claimable job waited
@@ -14,7 +14,16 @@ Metrics (all gauges; labels in brackets):
 - ``sqliteq_queue_max_leased{queue}``, ``sqliteq_queue_rate_limit_per_second{queue}``,
   ``sqliteq_queue_rate_tokens{queue}``, ``sqliteq_queue_max_payload_bytes{queue}``,
   ``sqliteq_topic_max_payload_bytes{topic}``: the limits, for queues and topics that set them
+- ``sqliteq_queue_acked_total{queue}``, ``sqliteq_queue_failed_total{queue}``,
+  ``sqliteq_queue_dead_lettered_total{queue}`` (counters): jobs ever acked, nacked (handler
+  failures) and moved to the dead letters, by spark_queue's ack, nack and claim (a client
+  writing the tables with its own SQL is not counted)
+- ``sqliteq_queue_workers{queue}``: workers registered alive (a heartbeat within their
+  last 3 intervals)
 - ``sqliteq_topic_latest_offset{topic}``: the next offset the topic will assign
+- ``sqliteq_topic_published_total{topic}`` (a counter): events ever published to the topic,
+  by spark_queue or by any client through the ``sq_publish`` view (offsets are dense, so it
+  is the next offset: retention never lowers it; deleting the topic resets it)
 - ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
 - ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
 - ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset
@@ -31,6 +40,12 @@ from spark_queue.store import Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
+# Metrics that only grow (Prometheus counters); the others are gauges.
+_COUNTERS = frozenset({
+    "sqliteq_topic_published_total", "sqliteq_queue_acked_total", "sqliteq_queue_failed_total",
+    "sqliteq_queue_dead_lettered_total",
+})
+
 _HELP = {
     "sqliteq_queue_jobs": "Jobs in a queue by state (ready, leased, delayed, dead).",
     "sqliteq_queue_oldest_ready_age_seconds": "Age of the oldest claimable job (0 if none).",
@@ -41,7 +56,12 @@ _HELP = {
     "sqliteq_queue_rate_limit_per_second": "The queue's claim rate limit (jobs per second).",
     "sqliteq_queue_rate_tokens": "Jobs the queue's rate limit would let a claim take now.",
     "sqliteq_queue_max_payload_bytes": "The largest payload the queue accepts.",
+    "sqliteq_queue_acked_total": "Jobs of the queue ever acked.",
+    "sqliteq_queue_failed_total": "Jobs of the queue ever nacked (handler failures).",
+    "sqliteq_queue_dead_lettered_total": "Jobs of the queue ever moved to the dead letters.",
+    "sqliteq_queue_workers": "Workers of the queue registered alive (recent heartbeat).",
     "sqliteq_topic_latest_offset": "The next offset a topic will assign.",
+    "sqliteq_topic_published_total": "Events ever published to the topic (any writer).",
     "sqliteq_topic_earliest_offset": "The first offset a topic still stores.",
     "sqliteq_consumer_offset": "A consumer's saved next offset.",
     "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
@@ -82,6 +102,9 @@ def render(store: Store) -> str:
             samples["sqliteq_topic_latest_offset"].append(
                 _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest)
             )
+            samples["sqliteq_topic_published_total"].append(
+                _sample("sqliteq_topic_published_total", {"topic": topic.name}, topic.latest)
+            )
             samples["sqliteq_topic_earliest_offset"].append(
                 _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest)
             )
@@ -106,6 +129,13 @@ def render(store: Store) -> str:
 
 def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None:
     labels = {"queue": config.name}
+    counted = store.queue(config.name).counters()
+    for name, value in (("sqliteq_queue_acked_total", counted.acked),
+                        ("sqliteq_queue_failed_total", counted.failed),
+                        ("sqliteq_queue_dead_lettered_total", counted.dead_lettered)):
+        samples[name].append(_sample(name, labels, value))
+    alive = sum(w.alive for w in store.queue(config.name).workers())
+    samples["sqliteq_queue_workers"].append(_sample("sqliteq_queue_workers", labels, alive))
     admission = store.queue(config.name).admission()
     throttled = admission.held_by is not None and admission.held_by != "paused"
     values = {
@@ -123,7 +153,8 @@ def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None
 
 def _lines(samples: dict[str, list[str]]) -> Iterator[str]:
     for name, lines in samples.items():
-        yield f"# HELP {name} {_HELP[name]}\n# TYPE {name} gauge\n"
+        kind = "counter" if name in _COUNTERS else "gauge"
+        yield f"# HELP {name} {_HELP[name]}\n# TYPE {name} {kind}\n"
         for line in lines:
             yield line + "\n"
 

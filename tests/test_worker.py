@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 
@@ -146,7 +148,7 @@ def test_stop_after_the_grace_period_releases_running_jobs(store, store_path):
     assert time.monotonic() - started < 2
     release.set()
     [job] = store.queue("q").peek(1)
-    assert (job.state, job.attempts) == ("ready", 1)  # released, the attempt counted
+    assert (job.state, job.attempts) == ("ready", 1)  # nacked at once, the attempt counted
 
 
 def test_bad_worker_settings_and_handler_specs_fail_clearly(store_path):
@@ -157,3 +159,39 @@ def test_bad_worker_settings_and_handler_specs_fail_clearly(store_path):
     with pytest.raises(QueueConfigError, match="cannot import"):
         load_handler("no_such_module_xyz:run")
     assert load_handler("json:dumps") is __import__("json").dumps
+
+
+def test_the_worker_logs_durations_as_the_flags_and_tables_write_them(store, store_path, caplog):
+    store.queue("q", visibility_timeout_ms=30_000).enqueue("x")
+    with caplog.at_level(logging.INFO, logger="spark_queue.worker"):
+        Worker(store_path, "q", lambda job: None, until_empty=True).run()
+    assert "worker on queue 'q': 1 slots, lease 30s, heartbeat every 10s" in caplog.text
+    assert " ms" not in caplog.text
+
+
+def test_a_running_worker_is_listed_with_the_jobs_it_holds_and_unlisted_when_it_stops(
+    store, store_path
+):
+    q = store.queue("q")
+    q.enqueue("x")
+    entered, release = threading.Event(), threading.Event()
+
+    def handler(job):
+        entered.set()
+        release.wait(30)
+
+    worker = Worker(store_path, "q", handler, concurrency=3, heartbeat_ms=5, until_empty=True)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert entered.wait(30)
+        deadline = time.monotonic() + 30
+        while not [w for w in q.workers() if w.jobs_held == 1]:
+            assert time.monotonic() < deadline, q.workers()
+            time.sleep(0.01)
+        [info] = q.workers()
+        assert info.alive and info.concurrency == 3 and info.pid == os.getpid()
+    finally:
+        release.set()
+        thread.join(30)
+    assert q.workers() == [] and worker.stats.acked == 1

@@ -70,9 +70,9 @@ def handled(workdir) -> list[tuple[int, int, int]]:
     return rows
 
 
-def summary(proc) -> dict:
+def summary(proc, code: int = 0) -> dict:
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == code, err
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -115,6 +115,16 @@ def test_sigkilled_workers_jobs_return_after_the_lease_and_complete(workdir, sto
     assert len(held) == 5
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
+    # Its registration outlives it, listed as lost once its heartbeats stop coming.
+    deadline = time.monotonic() + 60
+    while True:
+        with Store(store_path) as store:
+            [listed] = store.queue("q").workers()
+        if not listed.alive:
+            break
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.05)
+    assert listed.pid == victim.pid and listed.jobs_held in (0, 5)
 
     rescuer = start_worker(workdir, store_path, "record", "--batch-size", "5", "--until-empty")
     assert summary(rescuer)["acked"] == 20
@@ -128,6 +138,8 @@ def test_sigkilled_workers_jobs_return_after_the_lease_and_complete(workdir, sto
     assert {n for i, n in attempts.items() if i not in held} == {1}
     with Store(store_path) as store:
         assert store.queue("q").stats()[1:] == (0, 0, 0, 0, None)
+        # The rescuer unregistered when it stopped; the victim stays listed as lost.
+        assert [(w.pid, w.alive) for w in store.queue("q").workers()] == [(victim.pid, False)]
 
 
 def test_sigterm_lets_the_running_job_finish_and_exits(workdir, store_path):
@@ -145,16 +157,17 @@ def test_sigterm_lets_the_running_job_finish_and_exits(workdir, store_path):
     assert (stats.ready, stats.leased) == (2, 0)
 
 
-def test_sigterm_releases_a_job_that_outlives_the_grace_period(workdir, store_path):
+def test_sigterm_nacks_a_job_that_outlives_the_grace_period_and_exits_3(workdir, store_path):
     with Store(store_path) as store:
         store.queue("q").enqueue("forever")
     proc = start_worker(workdir, store_path, "block", "--grace-ms", "500")
     assert proc.stdout.readline().startswith("started")
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    result = summary(proc)
+    result = summary(proc, code=3)
     assert time.monotonic() - sent < 3  # 0.5 s grace plus interpreter exit
-    assert result["released"] == 1 and handled(workdir) == []
+    assert result["interrupted"] == 1 and result["released"] == 0 and handled(workdir) == []
     with Store(store_path) as store:
         [job] = store.queue("q").peek(1)
-    assert (job.state, job.attempts) == ("ready", 1)  # released at once, the attempt counted
+    assert (job.state, job.attempts) == ("ready", 1)  # ready at once, the attempt counted
+    assert "the grace period of 500ms ended" in job.last_error

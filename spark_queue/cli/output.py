@@ -17,7 +17,7 @@ from typing import Any
 # Fields that hold a point in time as epoch milliseconds.
 TIME_FIELDS = frozenset({
     "timestamp_ms", "created_ms", "updated_ms", "enqueued_ms", "available_at_ms",
-    "lease_expires_ms", "expires_ms", "dead_ms",
+    "lease_expires_ms", "expires_ms", "dead_ms", "started_ms", "seen_ms",
 })
 # Fields that hold a span of time in milliseconds.
 DURATION_FIELDS = frozenset({

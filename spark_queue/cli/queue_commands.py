@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any
 
 from spark_queue import defaults
@@ -28,6 +29,9 @@ from spark_queue.errors import OptionError, WorkerCrashedError
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
+]
+WORKER_COLUMNS = [
+    "queue", "id", "host", "pid", "concurrency", "alive", "jobs_held", "started_ms", "seen_ms",
 ]
 JOB_COLUMNS = [
     "id",
@@ -66,6 +70,8 @@ SETTING_TYPES = {
 }
 # Threads and jobs per claim: far beyond any use, small enough to start and to bind.
 MAX_CONCURRENCY = 1024
+# `worker`: stopped, but handlers were still running when the grace period ended.
+EXIT_JOBS_INTERRUPTED = 3
 MAX_BATCH_SIZE = 100_000
 # Limits a --no-... flag switches off.
 LIMIT_OFF_FLAGS = {
@@ -174,6 +180,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("queue", nargs="?", help="only this queue (default: all)")
     p.set_defaults(func=cmd_queue_stats)
 
+    p = queue.add_parser(
+        "workers",
+        help="the workers of a queue (or of all): alive or lost, jobs held, since when",
+    )
+    common(p)
+    p.add_argument("queue", nargs="?", help="only this queue (default: all)")
+    p.set_defaults(func=cmd_queue_workers)
+
     p = queue.add_parser("peek", help="jobs in queue order with their state; leases nothing")
     common(p)
     p.add_argument("queue")
@@ -242,24 +256,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--lease-ms", type=numbers.positive_duration_ms,
-        help="lease length (default: the queue's visibility timeout)",
+        help="lease length, a duration such as 30s or 1500ms (default: the queue's "
+        "visibility timeout)",
     )
     p.add_argument(
         "--heartbeat-ms", type=numbers.positive_wait_ms,
-        help="lease extension interval (default lease/3)",
+        help="lease extension interval, a duration such as 10s (default lease/3)",
     )
     p.add_argument(
         "--grace-ms",
         type=numbers.wait_ms,
         default=defaults.WORKER_GRACE_MS,
-        help="on SIGTERM/SIGINT, how long running jobs may finish "
-        f"(default {defaults.WORKER_GRACE_MS})",
+        help="on SIGTERM/SIGINT, how long running jobs may finish (default "
+        f"{defaults.WORKER_GRACE_MS // 1000}s); jobs still running then are nacked "
+        "with an error saying so and the worker exits 3",
     )
     p.add_argument(
         "--idle-poll-max-ms",
         type=numbers.positive_wait_ms,
         default=500,
-        help="when idle, look for due jobs at least this often (default 500)",
+        help="when idle, look for due jobs at least this often (default 500ms)",
     )
     p.add_argument(
         "--until-empty",
@@ -401,6 +417,16 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_queue_workers(args: argparse.Namespace) -> int:
+    with open_store(args, readonly=True) as store, store.snapshot():
+        if args.queue is not None:
+            store.queue(args.queue).config()  # UnknownQueueError names the queue
+        names = [args.queue] if args.queue is not None else [c.name for c in store.queues()]
+        rows = [asdict(w) for name in names for w in store.queue(name).workers()]
+    emit(rows, as_json=args.json, columns=WORKER_COLUMNS)
+    return 0
+
+
 def cmd_queue_peek(args: argparse.Namespace) -> int:
     with open_store(args, readonly=True) as store:
         require_queue(store, args.queue)
@@ -495,7 +521,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         emit_object({"queue": args.queue} | worker.stats.as_dict(), as_json=args.json)
         raise
     emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
-    return 0
+    # Handlers still running when the grace period ended: their jobs were nacked, not done.
+    return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
 
 
 def _delayed_jobs_wait(args: argparse.Namespace) -> DelayedJobsWait | None:

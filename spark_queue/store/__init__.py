@@ -10,11 +10,12 @@ from spark_queue.store.file.codec import BYTES, JSON, TEXT
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
-from spark_queue.store.queues.admin import JobInfo, QueueStats
+from spark_queue.store.queues.admin import JobInfo, QueueCounters, QueueStats
 from spark_queue.store.queues.config import QueueConfig
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.jobs import Job, LeaseResult, NackResult, NewJob, enqueue_rows
 from spark_queue.store.queues.queue import Queue
+from spark_queue.store.queues.workers import WorkerInfo
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.admin import TopicDeleted
@@ -44,12 +45,14 @@ __all__ = [
     "PruneResult",
     "Queue",
     "QueueConfig",
+    "QueueCounters",
     "QueueStats",
     "Record",
     "SinkCommit",
     "Store",
     "TopicDeleted",
     "TopicInfo",
+    "WorkerInfo",
     "backup_file",
     "check_file",
     "check_int",

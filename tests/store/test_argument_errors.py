@@ -94,6 +94,16 @@ QUEUE_CALLS = {
     "dead_letters": lambda s, q, n: q.dead_letters(n),
     "requeue_dead": lambda s, q, n: q.requeue_dead([n]),
     "purge_dead": lambda s, q, n: q.purge_dead([n]),
+    "register_worker": lambda s, q, n: q.register_worker(host="h", pid=n, concurrency=1,
+                                                         ttl_ms=1000),
+    "register_worker.slots": lambda s, q, n: q.register_worker(host="h", pid=1, concurrency=n,
+                                                               ttl_ms=1000),
+    "register_worker.ttl": lambda s, q, n: q.register_worker(host="h", pid=1, concurrency=1,
+                                                             ttl_ms=n),
+    "worker_heartbeat": lambda s, q, n: q.worker_heartbeat(n, jobs_held=0, ttl_ms=1000),
+    "worker_heartbeat.held": lambda s, q, n: q.worker_heartbeat(1, jobs_held=n, ttl_ms=1000),
+    "worker_heartbeat.ttl": lambda s, q, n: q.worker_heartbeat(1, jobs_held=0, ttl_ms=n),
+    "unregister_worker": lambda s, q, n: q.unregister_worker(n),
 }
 QUEUE_NO_INTEGER = {
     "pause": lambda q: q.pause(),
@@ -104,6 +114,8 @@ QUEUE_NO_INTEGER = {
     "stats": lambda q: q.stats(),
     "purge": lambda q: q.purge(),
     "sweep_expired": lambda q: q.sweep_expired(),
+    "counters": lambda q: q.counters(),
+    "workers": lambda q: q.workers(),
 }
 PRODUCER_CALLS = {
     "__init__": lambda path, p, n: Producer(path, linger_ms=n),

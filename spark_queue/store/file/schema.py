@@ -178,7 +178,35 @@ CREATE TABLE sq_queue_leases (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW]
+# Workers (spark_queue/store/queues/workers.py) and queue counters. One row per running
+# worker, written at its start, refreshed at each heartbeat with the jobs it holds,
+# deleted when it stops. A row past expires_ms is a worker that died without stopping. An operator's
+# view only: leases never depend on it.
+_V5_WORKERS = """
+CREATE TABLE sq_workers (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue_id    INTEGER NOT NULL REFERENCES sq_queues(id) ON DELETE CASCADE,
+    host        TEXT NOT NULL,
+    pid         INTEGER NOT NULL,
+    concurrency INTEGER NOT NULL,
+    started_ms  INTEGER NOT NULL,
+    seen_ms     INTEGER NOT NULL,
+    expires_ms  INTEGER NOT NULL,
+    jobs_held   INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE INDEX sq_workers_queue ON sq_workers (queue_id, expires_ms);
+
+-- Counters for rates (spark_queue/metrics.py): jobs acked, nacked (failed) and moved to
+-- the dead letters, added to inside the transaction that does it, one row update per
+-- transaction. Only spark_queue's own ack/nack/claim count; a client writing the tables
+-- with its own SQL does not.
+ALTER TABLE sq_queues ADD COLUMN acked_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sq_queues ADD COLUMN failed_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sq_queues ADD COLUMN dead_total INTEGER NOT NULL DEFAULT 0;
+"""
+
+MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS]
 
 
 def latest_version() -> int:

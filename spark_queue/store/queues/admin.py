@@ -400,3 +400,23 @@ def remove_job(conn: apsw.Connection, queue: str, job_id: int) -> str:
         if conn.changes():
             return state
     raise UnknownJobError(f"queue {queue!r} has no job with id {job_id}.")
+
+
+class QueueCounters(NamedTuple):
+    """Jobs a queue ever acked, nacked (``failed``: handler failures, retried or dead) and
+    moved to the dead letters (by a nack at max attempts or an expired last lease). Counted
+    by spark_queue's own ack, nack and claim; deleting the queue resets them."""
+
+    queue: str
+    acked: int
+    failed: int
+    dead_lettered: int
+
+
+def counters(conn: apsw.Connection, queue: str) -> QueueCounters:
+    config = require_queue(conn, queue)
+    row = conn.execute(
+        "SELECT acked_total, failed_total, dead_total FROM sq_queues WHERE id = ?", (config.id,)
+    ).fetchone()
+    assert row is not None
+    return QueueCounters(queue, *row)

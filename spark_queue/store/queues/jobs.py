@@ -383,7 +383,7 @@ def _claim_rows(
             error = f"the lease of attempt {attempts} expired without ack or nack"
             if last_error:
                 error += f"; last error before it: {last_error}"
-            bury(conn, [id_], error, now, attempts=attempts)
+            bury(conn, config.id, [id_], error, now, attempts=attempts)
         if len(rows) < limit:
             break
     jobs.sort(key=lambda j: (-j.priority, j.id))
@@ -398,6 +398,7 @@ def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
 
 def bury(
     conn: apsw.Connection,
+    queue_id: int,
     job_ids: Iterable[int],
     error: str | None,
     now: int,
@@ -417,4 +418,20 @@ def bury(
         )
         conn.execute("DELETE FROM sq_jobs WHERE id = ?", (job_id,))
         moved += conn.changes()
+    if moved:
+        count(conn, queue_id, "dead_total", moved)
     return moved
+
+
+# The queue's counters (schema version 5), each a column of its sq_queues row.
+_COUNT = {
+    "acked_total": "UPDATE sq_queues SET acked_total = acked_total + ? WHERE id = ?",
+    "failed_total": "UPDATE sq_queues SET failed_total = failed_total + ? WHERE id = ?",
+    "dead_total": "UPDATE sq_queues SET dead_total = dead_total + ? WHERE id = ?",
+}
+
+
+def count(conn: apsw.Connection, queue_id: int, column: str, n: int) -> None:
+    """Add ``n`` to one of the queue's counters, inside the caller's transaction: one row
+    update per transaction, not per job."""
+    conn.execute(_COUNT[column], (n, queue_id))

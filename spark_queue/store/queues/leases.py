@@ -23,6 +23,7 @@ from spark_queue.store.queues.jobs import (
     NackResult,
     QueueConfig,
     bury,
+    count,
     get_queue,
     int_option,
     lease_duration_ms,
@@ -51,12 +52,15 @@ def ack(conn: apsw.Connection, queue: str, leases: Iterable[Lease]) -> LeaseResu
     """Delete the jobs whose token still matches; the others are reported as rejected."""
     pairs = lease_pairs(leases)
     qid = _queue_id(conn, queue)
-    return _each_lease(
+    result = _each_lease(
         conn,
         "DELETE FROM sq_jobs WHERE id = ? AND lease_token = ? AND queue_id = ?",
         pairs,
         lambda job_id, token: (job_id, token, qid),
     )
+    if result.done:
+        count(conn, qid, "acked_total", len(result.done))
+    return result
 
 
 def _each_lease(
@@ -130,7 +134,7 @@ def nack(
             continue
         attempts, allowed = row
         if attempts >= allowed:
-            bury(conn, [job_id], error, now)
+            bury(conn, config.id, [job_id], error, now)
             dead.append(job_id)
             continue
         wait = backoff_ms(config, attempts) if delay_ms is None else delay_ms
@@ -141,6 +145,8 @@ def nack(
         )
         retried.append(job_id)
         retry_at.append(now + wait)
+    if retried or dead:
+        count(conn, config.id, "failed_total", len(retried) + len(dead))
     return NackResult(retried, dead, _rejected(pairs, retried + dead), tuple(retry_at))
 
 

@@ -17,17 +17,23 @@ from spark_queue.errors import (
     StaleLeaseError,
 )
 from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.file.connection import HasStoreConnection, translated
+from spark_queue.store.file.connection import HasStoreConnection, now_ms, translated
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.queues import admin, controls, leases
 from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store.queues import workers as queue_workers
 from spark_queue.store.queues.admin import JobInfo, QueueStats
 from spark_queue.store.queues.config import QueueConfig, QueueSettings
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
+from spark_queue.store.queues.workers import WorkerInfo
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
 _MAX_WAIT_STEP_S = 0.05
+
+
+# A worker's ttl is added to the clock in SQL: it must leave that sum within 64 bits.
+_MAX_TTL_MS = 2**62
 
 
 @translated
@@ -260,3 +266,43 @@ class Queue:
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
         with self.db.write() as conn:
             return admin.purge_dead(conn, self.name, job_ids)
+
+    def counters(self) -> admin.QueueCounters:
+        """Jobs ever acked, failed and dead-lettered (one read); UnknownQueueError if missing."""
+        with self.db.read() as conn:
+            return admin.counters(conn, self.name)
+
+    # -- workers -------------------------------------------------------------
+    def register_worker(self, *, host: str, pid: int, concurrency: int, ttl_ms: int) -> int:
+        """Record a running worker, alive for ``ttl_ms`` unless it beats (one transaction);
+        its id. UnknownQueueError if the queue does not exist."""
+        check_int(pid, "worker pid")
+        check_int(concurrency, "worker concurrency", low=1)
+        check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
+        with self.db.write() as conn:
+            return queue_workers.register(
+                conn, self.name, host=host, pid=pid, concurrency=concurrency, ttl_ms=ttl_ms,
+                now=now_ms(),
+            )
+
+    def worker_heartbeat(self, worker_id: int, *, jobs_held: int, ttl_ms: int) -> bool:
+        """A worker is alive for ``ttl_ms`` more, holding ``jobs_held`` jobs (one transaction);
+        False if its row is gone."""
+        check_int(worker_id, "worker id")
+        check_int(jobs_held, "worker jobs_held")
+        check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
+        with self.db.write() as conn:
+            return queue_workers.beat(
+                conn, worker_id, jobs_held=jobs_held, ttl_ms=ttl_ms, now=now_ms()
+            )
+
+    def unregister_worker(self, worker_id: int) -> None:
+        """A worker stopped: forget its row (one transaction)."""
+        check_int(worker_id, "worker id")
+        with self.db.write() as conn:
+            queue_workers.unregister(conn, worker_id)
+
+    def workers(self) -> list[WorkerInfo]:
+        """The queue's registered workers, alive or lost (one read)."""
+        with self.db.read() as conn:
+            return queue_workers.list_workers(conn, self.name, now=now_ms())

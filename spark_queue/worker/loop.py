@@ -1,0 +1,503 @@
+"""The worker: slot threads that claim and ack, a heartbeat thread, and the main thread
+that supervises them and shuts them down (see :mod:`spark_queue.worker`)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
+
+from spark_queue import defaults
+from spark_queue.errors import (
+    ReadOnlyStoreError,
+    StoreBusyError,
+    UnknownQueueError,
+    WorkerCrashedError,
+)
+from spark_queue.store import Job, Queue, QueueConfig, QueueStats, Store
+from spark_queue.times import format_duration_ms
+from spark_queue.worker.inflight import InFlight
+from spark_queue.worker.settings import MAX_WAIT_MS, check_settings
+from spark_queue.worker.stats import Tally, WorkerStats
+from spark_queue.worker.task import Failure, Handler, one_line, outcome_text, run_task, storable
+
+log = logging.getLogger("spark_queue.worker")
+
+T = TypeVar("T")
+
+_IDLE_STEP_MIN_S = 0.001
+_IDLE_STEP_MAX_S = 0.05
+_BUSY_STEP_MAX_S = 1.0
+# How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
+_SWEEP_EVERY_S = 30.0
+# A worker is listed alive for 3 heartbeat intervals after its last one, at least this.
+_MIN_ALIVE_MS = 1_000
+
+
+class Worker:
+    """A consumer loop over one queue of one store file (see :mod:`spark_queue.worker`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        queue: str,
+        handler: Handler,
+        *,
+        concurrency: int = 1,
+        batch_size: int = 1,
+        lease_ms: int | None = None,
+        heartbeat_ms: int | None = None,
+        grace_ms: int = defaults.WORKER_GRACE_MS,
+        idle_poll_max_ms: int = 500,
+        until_empty: bool = False,
+        on_wait: Callable[[QueueStats], None] | None = None,
+        durability: str = defaults.DURABILITY,
+        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+        create_queue: bool = False,
+    ) -> None:
+        check_settings(
+            concurrency=concurrency, batch_size=batch_size, grace_ms=grace_ms,
+            idle_poll_max_ms=idle_poll_max_ms, lease_ms=lease_ms, heartbeat_ms=heartbeat_ms,
+        )
+        self.path = os.fspath(path)
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.lease_ms = lease_ms
+        self.heartbeat_ms = heartbeat_ms
+        self.grace_ms = grace_ms
+        self.idle_poll_max_ms = idle_poll_max_ms
+        self.until_empty = until_empty
+        self.create_queue = create_queue
+        # Called from idle slots (any thread) with the stats that kept
+        # until_empty from exiting: the CLI shows delayed jobs waited for.
+        self.on_wait = on_wait
+        self._durability = durability
+        self._busy_timeout_ms = busy_timeout_ms
+        self._tally = Tally()
+        self.stats = self._tally.stats
+        self._stopping = threading.Event()
+        self._finished = threading.Event()
+        self._signal: int | None = None
+        self._signals_seen = 0
+        self._inflight = InFlight()
+        self._done_lock = threading.Lock()
+        self._slots_done = 0
+        self._crash: tuple[str, BaseException] | None = None
+        self._worker_id = 0
+        self._alive_ms = _MIN_ALIVE_MS
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+
+    # -- public --------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the worker to stop (thread-safe): stop claiming, finish within the grace period."""
+        self._stopping.set()
+        self._wake()
+
+    def run(self) -> WorkerStats:
+        """Run until stopped (signal or :meth:`stop`) or, with ``until_empty``, the queue is empty.
+
+        Installs SIGTERM/SIGINT handlers when called from the main thread and
+        restores the previous ones on return. Refuses to start, before any
+        thread runs, on a store it cannot write (:class:`ReadOnlyStoreError`) or
+        an unknown queue (:class:`UnknownQueueError` listing the store's
+        queues, unless ``create_queue``). If a slot or the heartbeat thread
+        crashes, the worker stops as for a signal, gives back every lease it
+        holds and raises :class:`WorkerCrashedError` (its ``stats`` say what was
+        done). ``stats.interrupted`` counts handlers still running at the end.
+        """
+        config = self._open_queue()
+        lease = self.lease_ms or config.visibility_timeout_ms
+        heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
+        # Listed alive while heartbeats come; a few may be late on a busy store.
+        self._alive_ms = max(3 * heartbeat_ms, _MIN_ALIVE_MS)
+        self._register()
+        try:
+            return self._run(lease, heartbeat_ms)
+        finally:
+            self._unregister()
+
+    def _run(self, lease: int, heartbeat_ms: int) -> WorkerStats:
+        with self._signals_installed():
+            slots = [
+                threading.Thread(target=self._slot, args=(i,), name=f"sq-worker-{i}", daemon=True)
+                for i in range(self.concurrency)
+            ]
+            beat = threading.Thread(
+                target=self._heartbeat, args=(heartbeat_ms / 1000,), name="sq-heartbeat",
+                daemon=True,
+            )
+            for thread in slots:
+                thread.start()
+            beat.start()
+            log.info(
+                "worker on queue %r: %d slots, lease %s, heartbeat every %s",
+                self.queue, len(slots), format_duration_ms(lease), format_duration_ms(heartbeat_ms),
+            )
+            clean = self._supervise(slots)
+            given_back: int | None = 0
+            self._finished.set()
+            if clean:
+                beat.join()
+            # After a crash the dead slot's jobs are still held: give them back too.
+            if not clean or self._crash is not None:
+                given_back = self._give_back_after()
+        if self._crash is not None:
+            where, exc = self._crash
+            said = (
+                f"{given_back} leased jobs were released (back to ready), the others finished "
+                "first" if given_back is not None else
+                "its leases could not be released and will expire"
+            )
+            raise WorkerCrashedError(
+                f"worker on queue {self.queue!r} stopped: {where} crashed with "
+                f"{one_line(exc)}; {said}. Rerun with -v for the traceback.",
+                self.stats,
+            ) from exc
+        return self.stats
+
+    def _open_queue(self) -> QueueConfig:
+        """The queue's settings, after checking that the worker can run on it at all."""
+        with self._open_store() as store:
+            q = store.queue(self.queue)
+            try:
+                if self.create_queue:
+                    # Creates the queue with the defaults if missing, so stats and metrics
+                    # show it.
+                    return self._retry(q.configure)
+                if not self._retry(q.exists):
+                    names = [c.name for c in self._retry(store.queues)]
+                    known = f"its queues are {', '.join(map(repr, names))}" if names else (
+                        "it has no queues yet")
+                    raise UnknownQueueError(
+                        f"queue {self.queue!r} does not exist in {self.path!r} ({known}); check "
+                        "the name, or let the worker create it (`sqliteq worker --create`, "
+                        "Worker(create_queue=True))."
+                    )
+                config = self._retry(q.config)
+                # A write that proves the store writable before any job is claimed.
+                self._retry(q.sweep_expired)
+                return config
+            except ReadOnlyStoreError as exc:
+                raise ReadOnlyStoreError(
+                    f"worker on queue {self.queue!r} cannot start: store {self.path!r} cannot "
+                    "be written (a read-only file, directory or mount, or no write permission) "
+                    "and a worker writes every claim, ack and heartbeat. Run it where the store "
+                    "is writable."
+                ) from exc
+
+    def _register(self) -> None:
+        """Show this worker in ``sqliteq queue workers`` (its row lives while it beats)."""
+        with self._open_store() as store:
+            self._worker_id = self._retry(partial(
+                store.queue(self.queue).register_worker, host=socket.gethostname(),
+                pid=os.getpid(), concurrency=self.concurrency, ttl_ms=self._alive_ms,
+            ))
+
+    def _unregister(self) -> None:
+        """Remove this worker's row; a store that fails here is said, not raised (the row
+        then shows the worker as lost once its heartbeat expires)."""
+        try:
+            with self._open_store() as store:
+                self._retry(partial(store.queue(self.queue).unregister_worker, self._worker_id))
+        except Exception as exc:
+            log.error("could not unregister the worker: %s", one_line(exc))
+
+    def _give_back_after(self) -> int | None:
+        """Give back what is still held; after a crash a store that fails again is said, not
+        raised (the crash is the error to report). None if that failed."""
+        try:
+            return self._give_back_leftovers()
+        except Exception as exc:
+            if self._crash is None:
+                raise
+            log.error("could not give the leases back at shutdown: %s", one_line(exc))
+            return None
+
+    # -- main thread -----------------------------------------------------------
+    def _supervise(self, slots: list[threading.Thread]) -> bool:
+        """Wait for the slots to end, or the grace period after a stop; True if they all ended."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        deadline: float | None = None
+        try:
+            while True:
+                if self._signal is not None and not self._stopping.is_set():
+                    log.info(
+                        "signal %d: stopping, grace %s", self._signal,
+                        format_duration_ms(self.grace_ms),
+                    )
+                    self._stopping.set()
+                if self._stopping.is_set() and deadline is None:
+                    deadline = time.monotonic() + self.grace_ms / 1000
+                if self._signals_seen > 1:
+                    deadline = time.monotonic()
+                # A counter, not is_alive(): a slot wakes us just before its thread ends.
+                with self._done_lock:
+                    if self._slots_done == len(slots):
+                        return True
+                timeout = None if deadline is None else deadline - time.monotonic()
+                if timeout is not None and timeout <= 0:
+                    log.warning(
+                        "grace period of %s ended with jobs running",
+                        format_duration_ms(self.grace_ms),
+                    )
+                    return False
+                selector.select(timeout)
+                with contextlib.suppress(BlockingIOError):
+                    while self._wake_r.recv(4096):
+                        pass
+        finally:
+            selector.close()
+
+    @contextlib.contextmanager
+    def _signals_installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        old_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
+
+        def on_signal(signum: int, frame: Any) -> None:
+            # Only set flags: the supervisor loop (woken through the wakeup fd) acts.
+            self._signal = signum
+            self._signals_seen += 1
+
+        try:
+            for sig in previous:
+                signal.signal(sig, on_signal)
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            signal.set_wakeup_fd(old_fd)
+
+    def _give_back_leftovers(self) -> int:
+        """Give back every lease still held; the number given back.
+
+        Jobs claimed but never started are released (their attempt not counted); jobs
+        whose handler returned but whose ack was not written are released with the
+        attempt counted (they run again). Jobs whose handler is still running are
+        nacked with an error saying so, at once (no backoff): the attempt counts, and
+        a job that hangs every time dies at max attempts with that error, not a lease
+        expiry's.
+        """
+        held = self._inflight.take_all()
+        running = held["running"]
+        total = sum(map(len, held.values()))
+        if not total:
+            return 0
+        given_back = 0
+        with self._open_store() as store:
+            q = store.queue(self.queue)
+            for jobs, counted in ((held["claimed"], False), (held["finished"], True)):
+                if jobs:
+                    result = self._retry(partial(q.release, jobs, count_attempt=counted))
+                    self._tally.count(released=len(result.done))
+                    given_back += len(result.done)
+            if running:
+                error = storable(self._interrupted_error())
+                nacked = self._retry(partial(q.nack_many, running, error, delay_ms=0))
+                self._tally.nacked(nacked, failed=0, interrupted=len(running))
+                given_back += len(nacked.retried) + len(nacked.dead)
+                for job in running:
+                    log.warning(
+                        "job %d of queue %r was still running at shutdown (attempt %d); %s",
+                        job.id, self.queue, job.attempts,
+                        "dead-lettered" if job.id in nacked.dead else "ready again",
+                    )
+        log.warning("gave back %d leases at shutdown (%d were running)", total, len(running))
+        return given_back
+
+    def _interrupted_error(self) -> str:
+        why = (
+            f"{self._crash[0]} crashed with {one_line(self._crash[1])}"
+            if self._crash is not None else
+            f"the grace period of {format_duration_ms(self.grace_ms)} ended"
+        )
+        return (
+            f"the handler was still running when the worker stopped ({why}; worker pid "
+            f"{os.getpid()} on {socket.gethostname()})"
+        )
+
+    def _crashed(self, where: str, exc: BaseException) -> None:
+        """A thread died: stop the worker as for a signal; run() gives back and raises."""
+        with self._done_lock:
+            if self._crash is None:
+                self._crash = (where, exc)
+        log.error("%s crashed: %s; stopping the worker", where, one_line(exc))
+        log.debug("%s traceback", where, exc_info=exc)
+        self.stop()
+
+    # -- slot threads ----------------------------------------------------------
+    def _slot(self, index: int) -> None:
+        try:
+            with self._open_store() as store:
+                self._slot_loop(store, index)
+        except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
+            self._crashed(f"worker slot {index}", exc)
+        finally:
+            with self._done_lock:
+                self._slots_done += 1
+            self._wake()
+
+    def _slot_loop(self, store: Store, index: int) -> None:
+        q = store.queue(self.queue)
+        jobs: list[Job] = []
+        while not self._stopping.is_set():
+            if not jobs:
+                jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
+            if not jobs:
+                if self._held_wait(store, q):
+                    continue
+                if self.until_empty and self._queue_drained(q):
+                    return
+                self._idle_wait(store)
+                continue
+            self._inflight.add(jobs)
+            done: list[Job] = []
+            for position, job in enumerate(jobs):
+                if self._stopping.is_set():
+                    rest = jobs[position:]
+                    result = self._retry(partial(q.release, rest))
+                    self._inflight.discard(rest)
+                    self._tally.count(released=len(result.done))
+                    break
+                self._inflight.mark(job, "running")
+                failure = run_task(self.handler, job)
+                if failure is None:
+                    self._inflight.mark(job, "finished")
+                    done.append(job)
+                else:
+                    self._settle_failure(q, job, failure)
+            jobs = []
+            if done:
+                jobs = self._ack(q, done)
+        if jobs:  # claimed together with the last ack, then asked to stop: never started
+            result = self._retry(lambda: q.release(jobs))
+            self._tally.count(released=len(result.done))
+
+    def _settle_failure(self, q: Queue, job: Job, failure: Failure) -> None:
+        """Nack a failed job with its error (a retry after backoff, or the dead letters)."""
+        nacked = self._retry(partial(q.nack_many, [job], failure.error))
+        self._inflight.discard([job])
+        self._tally.nacked(nacked)
+        log.warning(
+            "job %d of queue %r failed (attempt %d): %s; %s",
+            job.id, self.queue, job.attempts, failure.line, outcome_text(nacked),
+        )
+
+    def _ack(self, q: Queue, done: list[Job]) -> list[Job]:
+        """Ack a finished batch and, unless stopping, claim the next in the same transaction."""
+        claimed: list[Job] = []
+        if self._stopping.is_set():
+            result = self._retry(partial(q.ack_many, done))
+        else:
+            # One commit instead of two.
+            result, claimed = self._retry(
+                partial(q.ack_and_claim, done, self.batch_size, lease_ms=self.lease_ms)
+            )
+        self._inflight.discard(done)
+        self._tally.count(acked=len(result.done), lost=len(result.rejected))
+        if result.rejected:
+            log.warning(
+                "lost the lease of jobs %s before ack: they will run again", result.rejected
+            )
+        return claimed
+
+    def _queue_drained(self, q: Queue) -> bool:
+        stats = self._retry(q.stats)
+        drained = stats.ready + stats.leased + stats.delayed == 0
+        if not drained and self.on_wait is not None:
+            self.on_wait(stats)
+        return drained
+
+    def _held_wait(self, store: Store, q: Queue) -> bool:
+        """If the queue holds claims back, wait until that may have changed; True if it did."""
+        admission = self._retry(q.admission)
+        if admission.held_by is None:
+            return False
+        self._tally.count(held=1)
+        # A pause is an operator's act worth a line; limits are hit all the time.
+        log.log(
+            logging.INFO if admission.held_by == "paused" else logging.DEBUG,
+            "queue %r holds claims back (%s): waiting",
+            self.queue,
+            admission.held_by,
+        )
+        while admission.held_by is not None and not self._stopping.is_set():
+            wait_ms = self.idle_poll_max_ms
+            if admission.retry_after_ms is not None:
+                wait_ms = min(wait_ms, admission.retry_after_ms)
+            self._wait_for_commit(store, wait_ms / 1000)
+            admission = self._retry(q.admission)
+        return True
+
+    def _wait_for_commit(self, store: Store, timeout_s: float) -> None:
+        """Sleep until another connection commits or ``timeout_s`` passes (or a stop)."""
+        version = store.data_version()
+        step = _IDLE_STEP_MIN_S
+        end = time.monotonic() + timeout_s
+        while not self._stopping.wait(min(step, max(0.0, end - time.monotonic()))):
+            if store.data_version() != version or time.monotonic() >= end:
+                return
+            step = min(step * 2, _IDLE_STEP_MAX_S)
+
+    def _idle_wait(self, store: Store) -> None:
+        """Sleep until another connection commits, with back-off, at most idle_poll_max_ms."""
+        self._wait_for_commit(store, self.idle_poll_max_ms / 1000)
+
+    # -- heartbeat thread ------------------------------------------------------
+    def _heartbeat(self, every_s: float) -> None:
+        try:
+            with self._open_store() as store:
+                q = store.queue(self.queue)
+                next_sweep = time.monotonic() + _SWEEP_EVERY_S
+                while not self._finished.wait(every_s):
+                    if time.monotonic() >= next_sweep:
+                        swept = self._retry(q.sweep_expired)
+                        if swept:
+                            log.info("swept %d jobs past their TTL", swept)
+                        next_sweep = time.monotonic() + _SWEEP_EVERY_S
+                    jobs = self._inflight.jobs()
+                    self._retry(partial(
+                        q.worker_heartbeat, self._worker_id, jobs_held=len(jobs),
+                        ttl_ms=self._alive_ms,
+                    ))
+                    if not jobs:
+                        continue
+                    result = self._retry(partial(q.extend, jobs, lease_ms=self.lease_ms))
+                    if result.rejected:
+                        log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
+        except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
+            self._crashed("the heartbeat thread", exc)
+
+    # -- helpers -------------------------------------------------------------
+    def _open_store(self) -> Store:
+        return Store(self.path, durability=self._durability, busy_timeout_ms=self._busy_timeout_ms)
+
+    def _retry(self, operation: Callable[[], T]) -> T:
+        """Run ``operation``, retrying with back-off while the store is busy or locked."""
+        step = 0.01
+        while True:
+            try:
+                return operation()
+            except StoreBusyError:
+                log.warning("store busy; retrying in %s", format_duration_ms(round(step * 1000)))
+                time.sleep(step)
+                step = min(step * 2, _BUSY_STEP_MAX_S)
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            self._wake_w.send(b"\0")
