@@ -32,6 +32,8 @@ REVIEWED_SQL_INTERPOLATIONS = {
     ("store/queues/admin.py", "_JOB_COLUMNS"),
     ("store/queues/admin.py", "_DEAD_COLUMNS"),
     ("store/queues/admin.py", "table"),  # one of two table-name literals
+    ("store/streams/packed_insert.py", "_INSERT"),  # the INSERT column list, a constant
+    ("store/streams/packed_insert.py", "key_sql"),  # one of four literal key expressions
 }
 
 

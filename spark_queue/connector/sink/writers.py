@@ -20,7 +20,6 @@ Writers hold parsed options and the column layout only (both picklable).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from spark_queue.connector.sink.encode import encode_batch
 from spark_queue.connector.sink.options import FORMAT, SinkOptions
 from spark_queue.connector.sink.schema import JSON, SinkLayout
 from spark_queue.errors import SparkQueueError
-from spark_queue.store import EncodedChunk, NewJob, SinkCommit, Store
+from spark_queue.store import Encoded, EncodedChunk, NewJob, SinkCommit, Store
 
 logger = logging.getLogger(__name__)
 
@@ -218,15 +217,16 @@ def _chunk(batch: pa.RecordBatch, value_type: int) -> EncodedChunk:
 
 
 def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[NewJob]:
-    # enqueue_rows stores a str payload as text: JSON rows are parsed back so
-    # the codec stores them as JSON (value_type 2), which workers decode.
-    parse = layout.value_type == JSON
+    # enqueue_rows stores a str payload as text: JSON rows, already JSON text
+    # from the executors, go in as Encoded (stored as is with value_type 2,
+    # which workers decode), not parsed here to be encoded again.
+    as_json = layout.value_type == JSON
     for batch in batches:
         n = batch.num_rows
         names = batch.schema.names
         values = batch.column("value").to_pylist()
-        if parse:
-            values = [None if v is None else json.loads(v) for v in values]
+        if as_json:
+            values = [None if v is None else Encoded(v, JSON) for v in values]
 
         def column(name: str, default=None, n=n, names=names, batch=batch):
             return batch.column(name).to_pylist() if name in names else repeat(default, n)

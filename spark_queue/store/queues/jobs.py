@@ -45,6 +45,7 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
+from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value, encode_value
 from spark_queue.store.file.connection import Row, first_value
@@ -182,6 +183,11 @@ def check_job(job: NewJob | Any) -> None:
     _encode_row(0, job, 0, 0)
 
 
+_INSERT_PACKED = (
+    "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
+    "idempotency_key, enqueued_ms, value_type, value) "
+    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, value FROM carray(?9)"
+)
 _INSERT = (
     "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
     "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -219,7 +225,7 @@ def enqueue_rows(
         # No RETURNING (it materializes every row and halved enqueue throughput):
         # sq_jobs is AUTOINCREMENT and we hold the write lock, so the batch's
         # ids are consecutive and end at last_insert_rowid().
-        conn.executemany(_INSERT, encoded)
+        _insert_without_keys(conn, encoded)
         last = conn.last_insert_rowid()
         return list(range(last - len(encoded) + 1, last + 1))
     ids = []
@@ -240,6 +246,25 @@ def enqueue_rows(
                 (config.id, key, job_id, now),
             )
     return ids
+
+
+def _insert_without_keys(conn: apsw.Connection, encoded: list[tuple]) -> None:
+    """Insert rows that carry no idempotency key, in order.
+
+    When a chunk's rows differ only in their payloads (bare payloads, or jobs
+    with the same options) its payloads go in as one carray: one statement per
+    chunk instead of one step per row (see :mod:`spark_queue.store.streams.packed_insert`).
+    """
+    for start in range(0, len(encoded), carray.CHUNK):
+        chunk = encoded[start : start + carray.CHUNK]
+        shared = chunk[0][:7] + chunk[0][8:]
+        array = None
+        if all(row[:7] + row[8:] == shared for row in chunk):
+            array = carray.value_array([row[7] for row in chunk])
+        if array is None:
+            conn.executemany(_INSERT, chunk)
+        else:
+            conn.execute(_INSERT_PACKED, (*shared, array))
 
 
 def _job_id_for_key(conn: apsw.Connection, config: QueueConfig, key: str, now: int) -> int | None:

@@ -8,10 +8,9 @@ fills); ``tests/store/test_concurrency.py`` guards this with several processes.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import islice, repeat
 from typing import Any, NamedTuple
 
 import apsw
@@ -22,6 +21,7 @@ from spark_queue.errors import (
     PayloadError,
     UnknownTopicError,
 )
+from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import MAX_INT64, check_int, check_optional_int
 from spark_queue.store.file.codec import (
     TEXT,
@@ -34,7 +34,8 @@ from spark_queue.store.file.codec import (
 )
 from spark_queue.store.file.connection import Row, first_value, now_ms, one_row
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.payload_limits import check_sizes, checked_rows, topic_fix
+from spark_queue.store.file.payload_limits import check_sizes, topic_fix
+from spark_queue.store.streams import packed_insert
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,38 +134,43 @@ _OPEN_TOPIC = (
 )
 
 
-def _rows(
-    tid: int, first: int, items: Iterable[Any], ts_ms: int, counter: list[int]
-) -> Iterator[tuple]:
-    offset = first
-    for item in items:
-        # Plain ASCII text is the hot case (the benchmark's and Spark's): skip the calls.
-        if type(item) is str and item.isascii():
-            yield (tid, offset, ts_ms, None, item, TEXT, None)
-        else:
-            try:
-                row = _encode(tid, offset, item, ts_ms)
-            except PayloadError as exc:
-                raise PayloadError(f"item {offset - first} of the batch: {exc}") from exc
-            yield row
-        offset += 1
-    counter[0] = offset
+def _encode_chunk(items: list[Any], index: int, ts_ms: int) -> tuple:
+    """``(values, value_types, ts_ms, keys, headers)`` of ``items`` in their stored form.
+
+    Plain ASCII text is the hot case (the benchmark's and Spark's): the whole
+    chunk passes as is after two C-speed scans, with no call per item.
+    ``index`` is the chunk's first item in the batch, for error messages.
+    """
+    if set(map(type, items)) == {str} and all(map(str.isascii, items)):
+        return items, TEXT, ts_ms, None, None
+    rows = []
+    for position, item in enumerate(items, start=index):
+        try:
+            rows.append(_encode(item, ts_ms))
+        except PayloadError as exc:
+            raise PayloadError(f"item {position} of the batch: {exc}") from exc
+    values, vtypes, stamps, keys, headers = (list(column) for column in zip(*rows, strict=True))
+    return (
+        values,
+        vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes,
+        ts_ms if stamps.count(ts_ms) == len(stamps) else stamps,
+        None if keys.count(None) == len(keys) else keys,
+        None if headers.count(None) == len(headers) else headers,
+    )
 
 
-def _encode(tid: int, offset: int, item: Any, ts_ms: int) -> tuple:
+def _encode(item: Any, ts_ms: int) -> tuple:
     if type(item) is Record:
         value, vtype = encode_value(item.value)
         return (
-            tid,
-            offset,
-            ts_ms if item.timestamp_ms is None else check_int(item.timestamp_ms, "timestamp_ms"),
-            encode_key(item.key),
             value,
             vtype,
+            ts_ms if item.timestamp_ms is None else check_int(item.timestamp_ms, "timestamp_ms"),
+            encode_key(item.key),
             encode_headers(item.headers),
         )
     value, vtype = encode_value(item)
-    return (tid, offset, ts_ms, None, value, vtype, None)
+    return (value, vtype, ts_ms, None, None)
 
 
 def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
@@ -172,23 +178,21 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
 
     The caller holds the write lock.
 
-    Returns the assigned offsets. Items are encoded while they stream into
-    SQLite, so a large batch is never copied into an intermediate list. A
-    value over the topic's ``max_payload_bytes`` raises
-    :class:`PayloadTooLargeError` naming its row (the caller's transaction
-    then stores nothing).
+    Returns the assigned offsets. Items are encoded and inserted a chunk of
+    :data:`~spark_queue.store.file.carray.CHUNK` at a time, one
+    statement per chunk, so a large batch is never copied whole. A value over
+    the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
+    naming its row (the caller's transaction then stores nothing).
     """
     tid, first, limit = open_topic(conn, topic)
-    counter = [first]
-    rows = _rows(tid, first, items, now_ms(), counter)
-    if limit is not None:
-        rows = checked_rows(rows, 4, limit, f"topic {topic!r}", topic_fix(topic))
-    conn.executemany(
-        "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
-    end = counter[0]
+    ts_ms = now_ms()
+    end = first
+    source = iter(items)
+    while chunk := list(islice(source, carray.CHUNK)):
+        values, vtypes, stamps, keys, headers = _encode_chunk(chunk, end - first, ts_ms)
+        if limit is not None:
+            check_sizes(values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
+        end = packed_insert.insert_events(conn, tid, end, values, vtypes, stamps, keys, headers)
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
     return range(first, end)
@@ -221,38 +225,30 @@ def append_encoded(
 ) -> range:
     """Append pre-encoded chunks at the topic's next offsets; caller holds the write lock.
 
-    Returns the assigned offsets. Rows stream from the chunks into one
-    ``executemany``: nothing is copied into an intermediate list. A value over
-    the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
-    naming its row in the whole batch.
+    Returns the assigned offsets. Each chunk goes in as it is, one statement
+    per :data:`~spark_queue.store.file.carray.CHUNK` rows: nothing
+    is copied into an intermediate list. A value over the topic's
+    ``max_payload_bytes`` raises :class:`PayloadTooLargeError` naming its row
+    in the whole batch.
     """
     tid, first, limit = open_topic(conn, topic)
     ts = now_ms() if ts_ms is None else int(ts_ms)
-    counter = [first]
-
-    def chunk_rows() -> Iterator[Iterator[tuple]]:
-        for chunk in chunks:
-            if chunk.value_type not in VALUE_TYPE_NAMES:
-                raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
-            n = len(chunk.values)
-            start = counter[0]
-            if limit is not None:
-                owner = f"topic {topic!r}"
-                check_sizes(chunk.values, limit, owner, topic_fix(topic), start - first)
-            counter[0] = start + n
-            yield zip(
-                repeat(tid, n),
-                range(start, start + n),
-                repeat(ts, n),
-                repeat(None, n) if chunk.keys is None else chunk.keys,
-                chunk.values,
-                repeat(chunk.value_type, n),
-                repeat(None, n) if chunk.headers is None else chunk.headers,
-                strict=True,
-            )
-
-    conn.executemany(_INSERT_EVENT, chain.from_iterable(chunk_rows()))
-    end = counter[0]
+    end = first
+    for chunk in chunks:
+        if chunk.value_type not in VALUE_TYPE_NAMES:
+            raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
+        n = len(chunk.values)
+        for column in (chunk.keys, chunk.headers):
+            if column is not None and len(column) != n:
+                raise PayloadError(
+                    f"a chunk holds {n} values but {len(column)} keys or headers; "
+                    "every column of a chunk needs one entry per row."
+                )
+        if limit is not None:
+            check_sizes(chunk.values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
+        end = packed_insert.insert_events(
+            conn, tid, end, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers
+        )
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
     return range(first, end)
@@ -266,30 +262,22 @@ def insert_stored(
 
     The caller holds the write lock and took ``tid`` and ``first`` from
     :func:`open_topic` in the same transaction; payload limits are its to check.
-    Rows go in as multi-row INSERTs of up to ``_ROWS_PER_INSERT``: one
-    statement step each, where ``executemany`` steps (and hands the GIL to
+    The rows are turned into columns (one C-speed transpose) and go in through
+    :func:`~spark_queue.store.streams.packed_insert.insert_events`: one
+    statement per chunk, where ``executemany`` steps (and hands the GIL to
     other threads) once per row.
     """
-    end = first + len(rows)
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        chunk = rows[start : start + _ROWS_PER_INSERT]
-        offset = first + start
-        params: list[Any] = []
-        for value, value_type, key, headers in chunk:
-            params += (tid, offset, ts_ms, key, value, value_type, headers)
-            offset += 1
-        conn.execute(_multi_insert(len(chunk)), params)
-    if end != first:
-        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    if not rows:
+        return first
+    values, vtypes, keys, headers = (list(column) for column in zip(*rows, strict=True))
+    end = packed_insert.insert_events(
+        conn, tid, first, values,
+        vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes, ts_ms,
+        None if keys.count(None) == len(keys) else keys,
+        None if headers.count(None) == len(headers) else headers,
+    )
+    conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
     return end
-
-
-_ROWS_PER_INSERT = 64
-
-
-@functools.cache
-def _multi_insert(rows: int) -> str:
-    return _INSERT_EVENT + ", (?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
 
 
 def append_routed(
