@@ -21,6 +21,7 @@ from spark_queue.cli import (
     tail_command,
     topic_commands,
 )
+from spark_queue.cli.examples import add_examples
 from spark_queue.errors import SparkQueueError
 
 EXIT_ERROR = 1
@@ -47,6 +48,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.add_commands(sub if only is None else _OnlyCommand(sub, only))
+    add_examples(parser)
     return parser
 
 

@@ -1,0 +1,54 @@
+"""One example per command, shown at the end of its ``--help`` (``tests/cli/test_cli_examples.py``
+parses every one, so an example can never name a flag the command lacks)."""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES: dict[str, str] = {
+    "init": "sqliteq init app.sqlite --durability full",
+    "topics": "sqliteq topics app.sqlite --json",
+    "publish": "printf 'c-7:{\"id\": 1}\\n' | sqliteq publish app.sqlite orders --key-separator :",
+    "consumers": "sqliteq consumers app.sqlite --topic orders",
+    "prune": "sqliteq prune app.sqlite --topic orders --retention 7d",
+    "backup": "sqliteq backup app.sqlite /backups/app-$(date +%F).sqlite",
+    "check": "sqliteq check app.sqlite",
+    "topic create": "sqliteq topic create app.sqlite orders --retention 7d --retention-rows 100000",
+    "topic config": "sqliteq topic config app.sqlite orders --retention 30d",
+    "topic delete": "sqliteq topic delete app.sqlite orders --yes",
+    "consumer reset": "sqliteq consumer reset app.sqlite billing --topic orders --to-time 1h",
+    "consumer delete": "sqliteq consumer delete app.sqlite billing --topic orders",
+    "tail": "sqliteq tail app.sqlite orders --group audit -f",
+    "queue add": "sqliteq queue add app.sqlite emails '{\"to\": \"a@example.com\"}' --delay-ms 30s",
+    "queue list": "sqliteq queue list app.sqlite",
+    "queue show": "sqliteq queue show app.sqlite emails",
+    "queue config": "sqliteq queue config app.sqlite emails --visibility-timeout-ms 2m "
+                    "--max-attempts 8",
+    "queue pause": "sqliteq queue pause app.sqlite emails",
+    "queue resume": "sqliteq queue resume app.sqlite emails",
+    "queue stats": "sqliteq queue stats app.sqlite emails --json",
+    "queue workers": "sqliteq queue workers app.sqlite emails",
+    "queue peek": "sqliteq queue peek app.sqlite emails --limit 5",
+    "queue purge": "sqliteq queue purge app.sqlite emails --expired",
+    "queues": "sqliteq queues app.sqlite",
+    "dlq list": "sqliteq dlq list app.sqlite emails --limit 20",
+    "dlq requeue": "sqliteq dlq requeue app.sqlite emails 17 18",
+    "dlq purge": "sqliteq dlq purge app.sqlite emails",
+    "job get": "sqliteq job get app.sqlite emails 17",
+    "job remove": "sqliteq job remove app.sqlite emails 17",
+    "worker": "sqliteq worker app.sqlite myapp.jobs:send_email --queue emails --concurrency 4",
+    "metrics": "sqliteq metrics app.sqlite --serve 9464",
+    "demo": "sqliteq demo --events 20000",
+}
+
+
+def add_examples(parser: argparse.ArgumentParser, path: str = "") -> None:
+    """Put each built command's example in its epilog (a command's own epilog stays)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                add_examples(command, f"{path} {name}".strip())
+            return
+    example = EXAMPLES.get(path)
+    if example is not None and parser.epilog is None:
+        parser.epilog = f"example: {example}"

@@ -1,0 +1,36 @@
+"""Every command's --help ends with an example, and every example parses as written."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import pytest
+
+from spark_queue.cli import build_parser
+from spark_queue.cli.examples import EXAMPLES
+
+
+def commands(parser: argparse.ArgumentParser, path: str = ""):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield from commands(command, f"{path} {name}".strip())
+            return
+    yield path, parser
+
+
+ALL = dict(commands(build_parser()))
+
+
+def test_every_command_has_an_example_and_every_example_a_command():
+    assert sorted(EXAMPLES) == sorted(ALL)
+
+
+@pytest.mark.parametrize("path", sorted(ALL))
+def test_the_example_is_in_the_help_and_parses(path):
+    assert "example" in (ALL[path].epilog or "")
+    line = EXAMPLES[path].split("|")[-1]  # what sqliteq runs, after a shell pipe
+    argv = shlex.split(line.replace("$(date +%F)", "2026-01-01"))[1:]
+    args = build_parser(only=argv[0]).parse_args(argv)
+    assert args.command == argv[0]
