@@ -146,12 +146,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = queue.add_parser("show", help="one queue's settings and counts")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.set_defaults(func=cmd_queue_show)
 
     p = queue.add_parser("config", help="create a queue or change its settings")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     for setting, flag in SETTING_FLAGS.items():
         metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
         p.add_argument(
@@ -167,12 +167,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = queue.add_parser("pause", help="stop claims (enqueues still land, leased jobs finish)")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.set_defaults(func=cmd_queue_pause, paused=True)
 
     p = queue.add_parser("resume", help="let claims take jobs again")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.set_defaults(func=cmd_queue_pause, paused=False)
 
     p = queue.add_parser("stats", help="ready/leased/delayed/dead counts and oldest ready age")
@@ -190,13 +190,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = queue.add_parser("peek", help="jobs in queue order with their state; leases nothing")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.add_argument("--limit", type=numbers.count, default=10, help="how many (default 10)")
     p.set_defaults(func=cmd_queue_peek)
 
     p = queue.add_parser("purge", help="delete ready and delayed jobs (or only expired ones)")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.add_argument(
         "--include-leased", action="store_true", help="also delete jobs that workers hold right now"
     )
@@ -210,30 +210,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "list", help="dead letters with the last line of their error (all of it with --json)"
     )
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.add_argument("--limit", type=numbers.count, help="at most this many")
     p.set_defaults(func=cmd_dlq_list)
     p = dlq.add_parser("requeue", help="move dead letters back to ready (all, or these ids)")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.add_argument("ids", nargs="*", type=numbers.job_id, help="job ids (default: all)")
     p.set_defaults(func=cmd_dlq_requeue)
     p = dlq.add_parser("purge", help="delete dead letters (all, or these ids)")
     common(p)
-    p.add_argument("queue")
+    p.add_argument("queue", help="the queue's name")
     p.add_argument("ids", nargs="*", type=numbers.job_id, help="job ids (default: all)")
     p.set_defaults(func=cmd_dlq_purge)
 
     job = _group(sub, "job", "one job by id")
     p = job.add_parser("get", help="show a job (queued, leased or dead)")
     common(p)
-    p.add_argument("queue")
-    p.add_argument("id", type=numbers.job_id)
+    p.add_argument("queue", help="the queue's name")
+    p.add_argument("id", type=numbers.job_id, help="the job's id (as peek and dlq list show it)")
     p.set_defaults(func=cmd_job_get)
     p = job.add_parser("remove", help="delete a job (queued, leased or dead)")
     common(p)
-    p.add_argument("queue")
-    p.add_argument("id", type=numbers.job_id)
+    p.add_argument("queue", help="the queue's name")
+    p.add_argument("id", type=numbers.job_id, help="the job's id (as peek and dlq list show it)")
     p.set_defaults(func=cmd_job_remove)
 
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")

@@ -38,7 +38,11 @@ def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="create a store file (or migrate an existing one)")
     common(p)
-    p.add_argument("--durability", choices=defaults.DURABILITY_LEVELS, default=defaults.DURABILITY)
+    p.add_argument(
+        "--durability", choices=defaults.DURABILITY_LEVELS, default=defaults.DURABILITY,
+        help="SQLite's synchronous setting for commits: normal survives a process crash, "
+        "full also a power loss (default normal)",
+    )
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("topics", help="list topics with offsets and counts")

@@ -38,7 +38,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "(and for a topic or store file not created yet)",
     )
     common(p)
-    p.add_argument("topic")
+    p.add_argument("topic", help="the topic's name")
     p.add_argument(
         "--from", dest="start", metavar="POSITION", type=numbers.start_position,
         help="an offset, -N for the last N events, 'earliest' (default) or 'latest'",

@@ -53,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = topic_sub.add_parser("create", help="create a topic with its retention and payload limit")
     common(p)
-    p.add_argument("topic")
+    p.add_argument("topic", help="the topic's name")
     _settings_flags(p, clearable=False)
     create_flag(p)
     p.add_argument("--if-not-exists", action="store_true",
@@ -64,7 +64,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "config", help="change a topic's retention or payload limit (--create: create it too)"
     )
     common(p)
-    p.add_argument("topic")
+    p.add_argument("topic", help="the topic's name")
     _settings_flags(p, clearable=True)
     create_flag(p, "topic")
     p.set_defaults(func=cmd_topic_config)
@@ -72,7 +72,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = topic_sub.add_parser("delete", help="delete a topic, its events and saved offsets",
                              description=DELETE_HELP + ".")
     common(p)
-    p.add_argument("topic")
+    p.add_argument("topic", help="the topic's name")
     p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
     p.set_defaults(func=cmd_topic_delete)
 
@@ -83,7 +83,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = consumer_sub.add_parser("reset", help="move a consumer's saved offset",
                                 description=RESET_HELP + ".")
     common(p)
-    p.add_argument("consumer")
+    p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
     p.add_argument("--topic", help="only this topic (default: every topic it has an offset for)")
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true", help="the oldest event kept")
@@ -102,7 +102,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="forget a consumer's saved offsets, so retention is no longer held back by it",
     )
     common(p)
-    p.add_argument("consumer")
+    p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
     p.add_argument("--topic", help="only this topic (default: every topic)")
     p.set_defaults(func=cmd_consumer_delete)
 

@@ -34,3 +34,10 @@ def test_the_example_is_in_the_help_and_parses(path):
     argv = shlex.split(line.replace("$(date +%F)", "2026-01-01"))[1:]
     args = build_parser(only=argv[0]).parse_args(argv)
     assert args.command == argv[0]
+
+
+@pytest.mark.parametrize("path", sorted(ALL))
+def test_every_argument_has_help_text(path):
+    missing = [a.option_strings or a.dest for a in ALL[path]._actions
+               if not a.help and not isinstance(a, argparse._HelpAction)]
+    assert missing == []
