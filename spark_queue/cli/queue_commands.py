@@ -107,11 +107,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--priority", type=numbers.priority, default=0, help="higher runs first (default 0)"
     )
     p.add_argument(
-        "--delay-ms", type=numbers.duration_ms, default=0, help="hold the job back this long"
+        "--delay-ms", type=numbers.duration_ms, default=0, metavar="DURATION",
+        help="hold the job back this long: 30s, 5m, 1500ms (a bare number is ms)",
     )
     p.add_argument(
-        "--ttl-ms", type=numbers.positive_duration_ms,
-        help="drop the job if not done this long after enqueue",
+        "--ttl-ms", type=numbers.positive_duration_ms, metavar="DURATION",
+        help="drop the job if not done this long after enqueue: 1h, 7d",
     )
     p.add_argument("--idempotency-key", help="a duplicate key returns the original job id")
     p.add_argument(
@@ -132,7 +133,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--wait-ms",
         type=numbers.wait_ms,
         default=0,
-        help="when the queue is at max_size, wait this long for room (default: fail)",
+        metavar="DURATION",
+        help="when the queue is at max_size, wait this long for room, e.g. 10s (default: fail)",
     )
     p.set_defaults(func=cmd_queue_add)
 
@@ -255,17 +257,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="jobs each thread claims (and acks) per transaction (default 1)",
     )
     p.add_argument(
-        "--lease-ms", type=numbers.positive_duration_ms,
+        "--lease-ms", type=numbers.positive_duration_ms, metavar="DURATION",
         help="lease length, a duration such as 30s or 1500ms (default: the queue's "
         "visibility timeout)",
     )
     p.add_argument(
-        "--heartbeat-ms", type=numbers.positive_wait_ms,
+        "--heartbeat-ms", type=numbers.positive_wait_ms, metavar="DURATION",
         help="lease extension interval, a duration such as 10s (default lease/3)",
     )
     p.add_argument(
         "--grace-ms",
         type=numbers.wait_ms,
+        metavar="DURATION",
         default=defaults.WORKER_GRACE_MS,
         help="on SIGTERM/SIGINT, how long running jobs may finish (default "
         f"{defaults.WORKER_GRACE_MS // 1000}s); jobs still running then are nacked "
@@ -274,6 +277,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--idle-poll-max-ms",
         type=numbers.positive_wait_ms,
+        metavar="DURATION",
         default=500,
         help="when idle, look for due jobs at least this often (default 500ms)",
     )

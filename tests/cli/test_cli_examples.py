@@ -41,3 +41,11 @@ def test_every_argument_has_help_text(path):
     missing = [a.option_strings or a.dest for a in ALL[path]._actions
                if not a.help and not isinstance(a, argparse._HelpAction)]
     assert missing == []
+
+
+@pytest.mark.parametrize("path", sorted(ALL))
+def test_every_flag_ending_in_ms_takes_and_says_a_duration(path):
+    """One unit vocabulary: the -ms flags read 30s or 1500ms, and their usage says so."""
+    flags = [a for a in ALL[path]._actions if a.option_strings[-1:] and
+             a.option_strings[-1].endswith("-ms")]
+    assert [a.option_strings for a in flags if a.metavar != "DURATION"] == []
