@@ -324,7 +324,7 @@ class Producer:
                     self._lock.release()
                     committed = False
                     try:
-                        committed = write_batch(self._store.db, batch)
+                        committed = write_batch(self._store.file, batch)
                     finally:
                         self._lock.acquire()
                         self._writing_in = 0

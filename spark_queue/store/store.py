@@ -71,16 +71,18 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        self.db = StoreConnection(self.path, conn)
+        # The open file: its path, its transactions (read(), write()); ``conn`` is its raw
+        # apsw connection.
+        self.file = StoreConnection(self.path, conn)
 
     @property
     def conn(self) -> apsw.Connection:
         """The apsw connection, for SQL of your own (prefer :meth:`write`/:meth:`snapshot`)."""
-        return self.db.conn
+        return self.file.conn
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
-        self.db.close()
+        self.file.close()
 
     def __enter__(self) -> Store:
         return self
@@ -94,13 +96,13 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE) around the block: all of it commits or none."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             yield conn
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Store]:
         """Run the block's reads against one consistent snapshot of the file."""
-        with self.db.read():
+        with self.file.read():
             yield self
 
     # -- topics ----------------------------------------------------------
@@ -143,7 +145,7 @@ class Store:
         SQLite client stored against the format raises CorruptStoreError naming
         topic and offset.
         """
-        with self.db.read():
+        with self.file.read():
             return topic_log.read(self.conn, topic, start, end, limit)
 
     def read_arrow(
@@ -156,7 +158,7 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow (payloads undecoded), from one snapshot;
         offsets and headers verified as in :meth:`read`."""
-        with self.db.read():
+        with self.file.read():
             return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
 
     def read_arrow_payloads(
@@ -169,14 +171,14 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
         bulk read), from one snapshot; offsets verified dense, headers (when asked) checked."""
-        with self.db.read():
+        with self.file.read():
             return arrow_read.read_arrow_payloads(
                 self.conn, topic, start, end, payload_format, headers
             )
 
     def bounds(self, topic: str) -> tuple[int, int]:
         """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
-        with self.db.read():
+        with self.file.read():
             return topic_log.bounds(self.conn, topic)
 
     def earliest_offset(self, topic: str) -> int:
@@ -187,12 +189,12 @@ class Store:
 
     def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
         """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
-        with self.db.read():
+        with self.file.read():
             return topic_log.offset_for_timestamp(self.conn, topic, timestamp_ms)
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its earliest and latest offsets and event count."""
-        with self.db.read():
+        with self.file.read():
             return topic_log.list_topics(self.conn)
 
     def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
@@ -230,7 +232,7 @@ class Store:
 
     def has_topic(self, topic: str) -> bool:
         """Whether ``topic`` exists (one read)."""
-        with self.db.read() as conn:
+        with self.file.read() as conn:
             return topic_log.find_id(conn, topic) is not None
 
     # -- consumers -------------------------------------------------------
@@ -259,12 +261,12 @@ class Store:
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
-        with self.db.read():
+        with self.file.read():
             return consumer_offsets.committed(self.conn, consumer)
 
     def consumers(self, topic: str | None = None) -> list[consumer_offsets.ConsumerInfo]:
         """Consumers with their offsets and lag, from one snapshot."""
-        with self.db.read():
+        with self.file.read():
             return consumer_offsets.list_consumers(self.conn, topic)
 
     def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
@@ -312,7 +314,7 @@ class Store:
         else:
             # By id, not by name: a topic a foreign writer named against the
             # rule is pruned like any other, and never stops the rest.
-            with self.db.read():
+            with self.file.read():
                 ids = retention.topic_ids(self.conn)
         results = []
         for tid, name in ids:
@@ -387,7 +389,7 @@ class Store:
 
         Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
         """
-        return self.db.data_version()
+        return self.file.data_version()
 
     # -- queues (spark_queue/store/queues/) -----------
     def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:
@@ -403,12 +405,12 @@ class Store:
 
     def queues(self) -> list[queue_admin.QueueConfig]:
         """Every queue's settings, by name."""
-        with self.db.read():
+        with self.file.read():
             return queue_admin.list_queues(self.conn)
 
     def queue_stats(self) -> list[queue_admin.QueueStats]:
         """Ready/leased/delayed/dead counts and oldest ready age of each queue (one snapshot)."""
-        with self.db.read():
+        with self.file.read():
             return queue_admin.stats(self.conn)
 
     def delete_queue(self, name: str) -> int:

@@ -228,7 +228,7 @@ def test_stray_rows_above_next_offset_fail_the_batch_and_nothing_is_written(stor
         for future in futures:
             with pytest.raises(CorruptStoreError, match="at or above its next_offset 1"):
                 future.result()
-    with Store(store_path) as store, store.db.read() as conn:
+    with Store(store_path) as store, store.file.read() as conn:
         rows = conn.execute("SELECT offset FROM sq_events ORDER BY offset").fetchall()
         assert rows == [(0,), (3,)]
         assert conn.execute("SELECT next_offset FROM sq_topics").fetchall() == [(1,)]

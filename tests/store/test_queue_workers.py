@@ -29,12 +29,12 @@ def test_a_worker_whose_heartbeat_expired_is_listed_as_lost_then_forgotten_a_day
     q = store.queue("q")
     q.configure()
     now = now_ms()
-    with store.db.write() as conn:
+    with store.file.write() as conn:
         lost = workers.register(conn, "q", host="h", pid=1, concurrency=1, ttl_ms=10,
                                 now=now - 1000)
     [info] = q.workers()
     assert info.id == lost and not info.alive
-    with store.db.write() as conn:
+    with store.file.write() as conn:
         workers.register(conn, "q", host="h", pid=2, concurrency=1, ttl_ms=10,
                          now=now + workers.LOST_KEPT_MS)
     assert [w.pid for w in q.workers()] == [2]  # the first one's row was forgotten

@@ -322,7 +322,7 @@ _Class = TypeVar("_Class", bound=type)
 
 
 def translated(cls: _Class) -> _Class:
-    """Run every public method of ``cls`` (which holds a ``db``: a StoreConnection) inside
+    """Run every public method of ``cls`` (which holds a ``file``: a StoreConnection) inside
     :func:`translate_errors`: the one translation point of the Store's and Queue's public
     methods, so a closed store, an integer SQLite cannot hold or an I/O error reaches the
     caller named, whichever path a method takes (``tests/store/test_argument_errors.py``)."""
@@ -339,7 +339,7 @@ def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(self, *args, **kwargs)
         except (apsw.Error, OverflowError, UnicodeEncodeError):
-            with translate_errors(self.db.path):
+            with translate_errors(self.file.path):
                 raise
 
     return call
@@ -348,4 +348,4 @@ def _translating(method: Callable[..., Any]) -> Callable[..., Any]:
 class HasStoreConnection(Protocol):
     """What a :class:`~spark_queue.store.Queue` is opened on: a Store (or anything holding one)."""
 
-    db: StoreConnection
+    file: StoreConnection

@@ -46,16 +46,16 @@ class Queue:
     """
 
     def __init__(self, store: HasStoreConnection, name: str) -> None:
-        self.db = store.db
+        self.file = store.file
         self.name = validate_name(name, "queue")
 
     def __repr__(self) -> str:
-        return f"Queue({self.db.path!r}, {self.name!r})"
+        return f"Queue({self.file.path!r}, {self.name!r})"
 
     # -- settings ----------------------------------------------------------
     def configure(self, **settings: Unpack[QueueSettings]) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.configure(conn, self.name, settings)
 
     def pause(self) -> QueueConfig:
@@ -76,20 +76,20 @@ class Queue:
         (paused, at ``max_leased``, or out of rate-limit tokens) without taking
         the write lock.
         """
-        with self.db.read():
-            config = queue_jobs.get_queue(self.db.conn, self.name)
+        with self.file.read():
+            config = queue_jobs.get_queue(self.file.conn, self.name)
             if config is None:  # like a claim: an unknown queue has no jobs, and no controls
                 return controls.OPEN
-            return controls.admission(self.db.conn, config, self.db.now_ms())
+            return controls.admission(self.file.conn, config, self.file.now_ms())
 
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
-        with self.db.read():
-            return admin.require_queue(self.db.conn, self.name)
+        with self.file.read():
+            return admin.require_queue(self.file.conn, self.name)
 
     def exists(self) -> bool:
-        with self.db.read():
-            return queue_jobs.get_queue(self.db.conn, self.name) is not None
+        with self.file.read():
+            return queue_jobs.get_queue(self.file.conn, self.name) is not None
 
     # -- enqueue -----------------------------------------------------------
     def enqueue(
@@ -130,7 +130,7 @@ class Queue:
         step = 0.001
         while True:
             try:
-                with self.db.write() as conn:
+                with self.file.write() as conn:
                     return queue_jobs.enqueue_rows(conn, self.name, batch)
             except QueueBatchTooLargeError:
                 raise
@@ -143,10 +143,10 @@ class Queue:
             step = min(step * 2, _MAX_WAIT_STEP_S)
 
     def _wait_for_change(self, timeout_s: float) -> None:
-        version = self.db.data_version()
+        version = self.file.data_version()
         end = time.monotonic() + timeout_s
         pause = 0.0005
-        while time.monotonic() < end and self.db.data_version() == version:
+        while time.monotonic() < end and self.file.data_version() == version:
             time.sleep(min(pause, max(0.0, end - time.monotonic())))
             pause = min(pause * 2, 0.01)
 
@@ -159,7 +159,7 @@ class Queue:
         A paused queue returns nothing; ``max_leased`` and the rate limit may
         cut the batch short (:meth:`admission` says why).
         """
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
 
     def ack(self, job: Lease) -> None:
@@ -170,7 +170,7 @@ class Queue:
 
     def ack_many(self, jobs: Iterable[Lease]) -> LeaseResult:
         """Ack many leases in ONE transaction; stale ones are listed in ``rejected``, unchanged."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return leases.ack(conn, self.name, jobs)
 
     def ack_and_claim(
@@ -181,7 +181,7 @@ class Queue:
         For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
         the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
         """
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             acked = leases.ack(conn, self.name, done)
             return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
 
@@ -199,17 +199,17 @@ class Queue:
         self, jobs: Iterable[Lease], error: str | None = None, *, delay_ms: int | None = None
     ) -> NackResult:
         """Nack many leases in ONE transaction (see :meth:`nack`)."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return leases.nack(conn, self.name, jobs, error, delay_ms=delay_ms)
 
     def release(self, jobs: Iterable[Lease], *, count_attempt: bool = False) -> LeaseResult:
         """Give leases back to ready at once (one transaction); the attempt is not counted."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
     def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
         """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
@@ -223,53 +223,53 @@ class Queue:
     # -- inspection and admin ---------------------------------------------
     def stats(self) -> QueueStats:
         """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
-        with self.db.read():
-            return admin.stats(self.db.conn, self.name)[0]
+        with self.file.read():
+            return admin.stats(self.file.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
         check_int(limit, "peek limit", error=QueueConfigError)
-        with self.db.read():
-            return admin.peek(self.db.conn, self.name, limit)
+        with self.file.read():
+            return admin.peek(self.file.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
         check_int(job_id, "job id")
-        with self.db.read():
-            return admin.get_job(self.db.conn, self.name, job_id)
+        with self.file.read():
+            return admin.get_job(self.file.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
         check_int(job_id, "job id")
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.remove_job(conn, self.name, job_id)
 
     def purge(self, *, include_leased: bool = False) -> int:
         """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
         """Delete jobs past their TTL that no live lease holds (one transaction)."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
         check_optional_int(limit, "dead letters limit", error=QueueConfigError,
                            none_means="all")
-        with self.db.read():
-            return admin.dead_letters(self.db.conn, self.name, limit)
+        with self.file.read():
+            return admin.dead_letters(self.file.conn, self.name, limit)
 
     def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
         """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.requeue_dead(conn, self.name, job_ids)
 
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return admin.purge_dead(conn, self.name, job_ids)
 
     def counters(self) -> admin.QueueCounters:
         """Jobs ever acked, failed and dead-lettered (one read); UnknownQueueError if missing."""
-        with self.db.read() as conn:
+        with self.file.read() as conn:
             return admin.counters(conn, self.name)
 
     # -- workers -------------------------------------------------------------
@@ -279,7 +279,7 @@ class Queue:
         check_int(pid, "worker pid")
         check_int(concurrency, "worker concurrency", low=1)
         check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return queue_workers.register(
                 conn, self.name, host=host, pid=pid, concurrency=concurrency, ttl_ms=ttl_ms,
                 now=now_ms(),
@@ -291,7 +291,7 @@ class Queue:
         check_int(worker_id, "worker id")
         check_int(jobs_held, "worker jobs_held")
         check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             return queue_workers.beat(
                 conn, worker_id, jobs_held=jobs_held, ttl_ms=ttl_ms, now=now_ms()
             )
@@ -299,10 +299,10 @@ class Queue:
     def unregister_worker(self, worker_id: int) -> None:
         """A worker stopped: forget its row (one transaction)."""
         check_int(worker_id, "worker id")
-        with self.db.write() as conn:
+        with self.file.write() as conn:
             queue_workers.unregister(conn, worker_id)
 
     def workers(self) -> list[WorkerInfo]:
         """The queue's registered workers, alive or lost (one read)."""
-        with self.db.read() as conn:
+        with self.file.read() as conn:
             return queue_workers.list_workers(conn, self.name, now=now_ms())
