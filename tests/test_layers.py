@@ -236,3 +236,18 @@ def test_the_defaults_module_imports_nothing_of_spark_queue():
     """Every layer imports spark_queue.defaults, so it may import none of them."""
     found = [m for m, _ in imports(MODULES["spark_queue.defaults"]) if within(m, "spark_queue")]
     assert found == []
+
+
+def test_only_the_cli_entry_functions_take_the_argparse_namespace():
+    """Below a command's entry function (cmd_*) the CLI passes values, not the Namespace,
+    so what a flag means is read in one place; main()'s command_name reads it too."""
+    takers = []
+    for name, path in MODULES.items():
+        if not within(name, "spark_queue.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("cmd_"):
+                for arg in node.args.args + node.args.kwonlyargs:
+                    if arg.annotation is not None and "Namespace" in ast.unparse(arg.annotation):
+                        takers.append(f"{name}.{node.name}")
+    assert takers == ["spark_queue.cli.command_name"]

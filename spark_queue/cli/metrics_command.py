@@ -29,7 +29,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from spark_queue.metrics import MetricsServer, render
 
-    with open_store(args, readonly=True) as store:  # fails early on a missing or foreign file
+    with open_store(args.path, readonly=True) as store:  # fails early on a missing or foreign file
         text = render(store)
     if args.serve is None:
         sys.stdout.write(text)

@@ -308,7 +308,7 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     if lines is not None and args.idempotency_key is not None:
         raise OptionError("--idempotency-key names one job; it cannot go with lines "
                           "(--ndjson, or stdin without VALUE).")
-    with open_for_write(args, "queue add") as store:
+    with open_for_write(args.path, "queue add", create=args.create) as store:
         if not args.create:
             require_queue(store, args.queue, create_hint=(
                 f"make it with `sqliteq queue config {args.path} {args.queue}` or add "
@@ -366,7 +366,7 @@ def _settings_and_stats(store, name: str | None = None) -> list[dict[str, Any]]:
 
 
 def cmd_queue_list(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         rows = _settings_and_stats(store)
     emit(
         rows,
@@ -378,7 +378,7 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_show(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         [row] = _settings_and_stats(store, args.queue)
     emit_object(row, as_json=args.json)
@@ -392,14 +392,14 @@ def cmd_queue_config(args: argparse.Namespace) -> int:
             if setting in settings:
                 raise OptionError(f"give {SETTING_FLAGS[setting]} or {flag}, not both.")
             settings[setting] = None
-    with open_for_write(args, "queue config") as store:
+    with open_for_write(args.path, "queue config", create=args.create) as store:
         config = store.queue(args.queue).configure(**settings)
     emit_object(_settings(config), as_json=args.json)
     return 0
 
 
 def cmd_queue_pause(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_queue(store, args.queue)  # a typo must not create one
         q = store.queue(args.queue)
         config = q.pause() if args.paused else q.resume()
@@ -408,7 +408,7 @@ def cmd_queue_pause(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_stats(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store, store.snapshot():
+    with open_store(args.path, readonly=True) as store, store.snapshot():
         one = args.queue is not None
         if one:
             require_queue(store, args.queue)
@@ -422,7 +422,7 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_workers(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store, store.snapshot():
+    with open_store(args.path, readonly=True) as store, store.snapshot():
         if args.queue is not None:
             store.queue(args.queue).config()  # UnknownQueueError names the queue
         names = [args.queue] if args.queue is not None else [c.name for c in store.queues()]
@@ -432,7 +432,7 @@ def cmd_queue_workers(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_peek(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
     emit(rows, as_json=args.json, columns=JOB_COLUMNS)
@@ -442,7 +442,7 @@ def cmd_queue_peek(args: argparse.Namespace) -> int:
 def cmd_queue_purge(args: argparse.Namespace) -> int:
     if args.expired and args.include_leased:
         raise OptionError("--expired sweeps only expired jobs; it cannot go with --include-leased.")
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_queue(store, args.queue)
         q = store.queue(args.queue)
         deleted = q.sweep_expired() if args.expired else q.purge(include_leased=args.include_leased)
@@ -451,7 +451,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
     if not args.json:
@@ -463,7 +463,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_requeue(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_queue(store, args.queue)
         ids = store.queue(args.queue).requeue_dead(args.ids or None)
     emit_object({"queue": args.queue, "requeued": len(ids), "ids": ids}, as_json=args.json)
@@ -471,7 +471,7 @@ def cmd_dlq_requeue(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_purge(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_queue(store, args.queue)
         deleted = store.queue(args.queue).purge_dead(args.ids or None)
     emit_object({"queue": args.queue, "deleted": deleted}, as_json=args.json)
@@ -479,7 +479,7 @@ def cmd_dlq_purge(args: argparse.Namespace) -> int:
 
 
 def cmd_job_get(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         info = store.queue(args.queue).get(args.id)
     emit_object(info._asdict(), as_json=args.json)
@@ -487,7 +487,7 @@ def cmd_job_get(args: argparse.Namespace) -> int:
 
 
 def cmd_job_remove(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_queue(store, args.queue)
         state = store.queue(args.queue).remove(args.id)
     emit_object({"queue": args.queue, "id": args.id, "removed_from": state}, as_json=args.json)
@@ -500,7 +500,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from spark_queue.worker import Worker, load_handler
 
     handler = load_handler(args.handler)
-    open_store(args).close()  # a missing file fails here with the store's message
+    open_store(args.path).close()  # a missing file fails here with the store's message
     # Each failure, a crash and a pause are one line on stderr; -v adds tracebacks.
     level = logging.DEBUG if args.verbose else logging.INFO
     logging.getLogger("spark_queue.worker").setLevel(level)
@@ -516,7 +516,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
         create_queue=args.create,
-        on_wait=_delayed_jobs_wait(args),
+        on_wait=_delayed_jobs_wait(args.queue, until_empty=args.until_empty, as_json=args.json),
     )
     try:
         stats = worker.run()
@@ -529,7 +529,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
 
 
-def _delayed_jobs_wait(args: argparse.Namespace) -> DelayedJobsWait | None:
+def _delayed_jobs_wait(queue: str, *, until_empty: bool, as_json: bool
+                       ) -> DelayedJobsWait | None:
     """A line on stderr each time ``--until-empty`` waits for a changed number of delayed jobs."""
-    stream = watching(args.json) if args.until_empty else None
-    return None if stream is None else DelayedJobsWait(stream, args.queue)
+    stream = watching(as_json) if until_empty else None
+    return None if stream is None else DelayedJobsWait(stream, queue)

@@ -121,11 +121,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_check)
 
 
-def open_store(args: argparse.Namespace, **kwargs: Any) -> Store:
+def open_store(path: str, **kwargs: Any) -> Store:
     from spark_queue.store import Store
 
-    _require_file(args.path)
-    return Store(args.path, create=False, **kwargs)
+    _require_file(path)
+    return Store(path, create=False, **kwargs)
 
 
 def _require_file(path: str) -> None:
@@ -156,18 +156,18 @@ def create_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
     )
 
 
-def open_for_write(args: argparse.Namespace, command: str, **kwargs: Any) -> Store:
-    """The store at PATH for a write: it must exist, unless ``--create`` (or ``init``) said so.
+def open_for_write(path: str, command: str, *, create: bool, **kwargs: Any) -> Store:
+    """The store at ``path`` for a write: it must exist, unless ``create`` (``--create``, or
+    ``init``) says so.
 
     A typo in PATH must not leave a new store behind (issue 12): creating one is
     asked for, its directory must already exist, and it is said on stderr.
     """
     from spark_queue.store import Store
 
-    path = args.path
     if os.path.exists(path) or os.path.islink(path):
         return Store(path, create=False, **kwargs)
-    if not getattr(args, "create", False) and command != "init":
+    if not create:
         raise StoreNotFoundError(
             f"store file {path!r} does not exist; create it with `sqliteq init {path}`, "
             f"or add --create to `sqliteq {command}`."
@@ -184,13 +184,13 @@ def open_for_write(args: argparse.Namespace, command: str, **kwargs: Any) -> Sto
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    with open_for_write(args, "init", durability=args.durability) as store:
+    with open_for_write(args.path, "init", create=True, durability=args.durability) as store:
         emit_object({"path": store.path, "topics": len(store.topics())}, as_json=args.json)
     return 0
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         rows = [info._asdict() for info in store.topics()]
     emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
                                            "retention_ms", "retention_rows", "max_payload_bytes"])
@@ -205,7 +205,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise OptionError("give --key (one key for every line) or --key-separator (a key "
                           "per line), not both.")
     headers = _headers(args.header)
-    with open_for_write(args, "publish") as store:
+    with open_for_write(args.path, "publish", create=args.create) as store:
         if not args.create:
             require_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
@@ -247,7 +247,7 @@ def _publish_lines(
 
 
 def cmd_consumers(args: argparse.Namespace) -> int:
-    with open_store(args, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store:
         if args.topic is not None:
             require_topic(store, args.topic)
         rows = [info._asdict() for info in store.consumers(args.topic)]
@@ -257,7 +257,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         if args.topic is not None:
             require_topic(store, args.topic)
         results = store.prune(args.topic, retention_ms=args.retention_ms,

@@ -75,7 +75,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
     poll_s = args.poll_ms / 1000
     start: Start = "earliest" if args.start is None else args.start
     since_ms = args.since
-    with _open_when_created(args, poll_s, readonly=args.group is None) as store:
+    with _open_when_created(args.path, poll_s, readonly=args.group is None,
+                            follow=args.follow) as store:
         if args.follow and not store.has_topic(args.topic):
             _say_waiting(f"topic {args.topic!r}")
             while not store.has_topic(args.topic):
@@ -106,17 +107,17 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_when_created(args: argparse.Namespace, poll_s: float, *, readonly: bool) -> Store:
+def _open_when_created(path: str, poll_s: float, *, readonly: bool, follow: bool) -> Store:
     """The store at PATH; with --follow, once some process has created it (as ``tail -F``)."""
     announced = False
     while True:
         try:
-            return open_store(args, readonly=readonly)
+            return open_store(path, readonly=readonly)
         except StoreNotFoundError:  # missing, or empty while its creator writes the schema
-            if not args.follow:
+            if not follow:
                 raise
             if not announced:
-                _say_waiting(f"store file {args.path!r}")
+                _say_waiting(f"store file {path!r}")
                 announced = True
             pause(poll_s)
 

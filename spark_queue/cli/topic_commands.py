@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli import numbers
@@ -107,17 +108,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_consumer_delete)
 
 
-def _settings(args: argparse.Namespace) -> dict[str, int | None]:
+def _settings(flags: Mapping[str, Any]) -> dict[str, int | None]:
+    """The topic settings the flags name (argparse's values by dest), None for a --no-*."""
     settings: dict[str, int | None] = {}
-    for name, given in (("retention_ms", args.retention),
-                        ("retention_rows", args.retention_rows),
-                        ("max_payload_bytes", args.max_payload_bytes)):
+    for name, given in (("retention_ms", flags["retention"]),
+                        ("retention_rows", flags["retention_rows"]),
+                        ("max_payload_bytes", flags["max_payload_bytes"])):
         if given is not None:
             settings[name] = given
     for name, flag in (("retention_ms", "--retention"), ("retention_rows", "--retention-rows"),
                        ("max_payload_bytes", "--max-payload-bytes")):
         off = f"no_{name.removesuffix('_ms')}"
-        if getattr(args, off, False):
+        if flags.get(off, False):
             if name in settings:
                 raise OptionError(f"give {flag} or --{off.replace('_', '-')}, not both.")
             settings[name] = None
@@ -125,8 +127,8 @@ def _settings(args: argparse.Namespace) -> dict[str, int | None]:
 
 
 def cmd_topic_create(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    with open_for_write(args, "topic create") as store:
+    settings = _settings(vars(args))
+    with open_for_write(args.path, "topic create", create=args.create) as store:
         if args.if_not_exists and store.has_topic(args.topic):
             info = next(t for t in store.topics() if t.name == args.topic)
         else:
@@ -136,13 +138,13 @@ def cmd_topic_create(args: argparse.Namespace) -> int:
 
 
 def cmd_topic_config(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = _settings(vars(args))
     if not settings:
         raise OptionError(
             "topic config needs a setting to change: --retention DURATION, --retention-rows N, "
             "--max-payload-bytes N, or one of their --no-... flags."
         )
-    with open_for_write(args, "topic config") as store:
+    with open_for_write(args.path, "topic config", create=args.create) as store:
         if not args.create:
             require_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
@@ -153,7 +155,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
 
 
 def cmd_topic_delete(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         require_topic(store, args.topic)
         if not args.yes:
             earliest, latest = store.bounds(args.topic)  # UnknownTopicError names it
@@ -170,25 +172,26 @@ def cmd_topic_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _target(store: Store, args: argparse.Namespace, topic: str) -> int:
+def _target(store: Store, topic: str, *, to_earliest: bool, to_latest: bool,
+            to_time: int | None, to_offset: int) -> int:
     earliest, latest = store.bounds(topic)
-    if args.to_earliest:
+    if to_earliest:
         return earliest
-    if args.to_latest:
+    if to_latest:
         return latest
-    if args.to_time is not None:
-        return store.offset_for_timestamp(topic, args.to_time)
-    if not earliest <= args.to_offset <= latest:
+    if to_time is not None:
+        return store.offset_for_timestamp(topic, to_time)
+    if not earliest <= to_offset <= latest:
         raise OffsetRangeError(
-            f"--to-offset {args.to_offset} is outside topic {topic!r}: it holds offsets "
+            f"--to-offset {to_offset} is outside topic {topic!r}: it holds offsets "
             f"{earliest} to {latest} (latest is the next offset to be published); "
             f"give an offset from {earliest} to {latest}."
         )
-    return args.to_offset
+    return to_offset
 
 
 def cmd_consumer_reset(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         before = store.committed_offsets(args.consumer)
         if args.topic is not None:
             require_topic(store, args.topic)
@@ -198,7 +201,9 @@ def cmd_consumer_reset(args: argparse.Namespace) -> int:
                 f"consumer {args.consumer!r} has no saved offsets; name the topic to "
                 "reset it on with --topic T."
             )
-        store.reset_offsets(args.consumer, topics, lambda topic: _target(store, args, topic))
+        store.reset_offsets(args.consumer, topics, lambda topic: _target(
+            store, topic, to_earliest=args.to_earliest, to_latest=args.to_latest,
+            to_time=args.to_time, to_offset=args.to_offset))
         rows = _consumer_rows(store, args.consumer, before, topics)
     emit(rows, as_json=args.json, columns=CONSUMER_COLUMNS)
     return 0
@@ -218,7 +223,7 @@ def _consumer_rows(
 
 
 def cmd_consumer_delete(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args.path) as store:
         deleted = store.delete_consumer(args.consumer, args.topic)
     if not deleted:
         where = "" if args.topic is None else f" for topic {args.topic!r}"
