@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from typing import Any
 
 from spark_queue import defaults
@@ -422,11 +421,13 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_workers(args: argparse.Namespace) -> int:
+    import dataclasses  # here: its import (inspect, dis) is most of a bare --help's
+
     with open_store(args.path, readonly=True) as store, store.snapshot():
         if args.queue is not None:
             store.queue(args.queue).config()  # UnknownQueueError names the queue
         names = [args.queue] if args.queue is not None else [c.name for c in store.queues()]
-        rows = [asdict(w) for name in names for w in store.queue(name).workers()]
+        rows = [dataclasses.asdict(w) for name in names for w in store.queue(name).workers()]
     emit(rows, as_json=args.json, columns=WORKER_COLUMNS)
     return 0
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 HEAVY = ("pyarrow", "pyspark", "numpy", "apsw", "spark_queue.store", "spark_queue.worker",
-         "spark_queue.connector", "logging", "datetime", "threading")
+         "spark_queue.connector", "logging", "datetime", "threading", "dataclasses", "inspect")
 
 PROBE = """
 import sys
