@@ -298,6 +298,11 @@ def test_a_kafka_checkpoint_restarted_on_sqliteq_fails_naming_another_source(
     assert json.loads(lines[-1]) == {"t": 5}
     with open(log, "w") as f:
         f.write("\n".join([*lines[:-1], json.dumps({"t": {"0": 5}})]))
+    # Hadoop's local file system keeps a checksum beside each log file; as Kafka's source
+    # wrote the file, there is none of ours.
+    crc = os.path.join(ckpt, "offsets", ".0.crc")
+    if os.path.exists(crc):
+        os.remove(crc)
     store.publish_many("t", range(5))
     with pytest.raises(Exception, match="written by another source.*new checkpoint location"):
         run_available_now(spark, store_path, ckpt, topic="t")
