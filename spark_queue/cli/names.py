@@ -4,7 +4,7 @@ names (``thumbnail`` beside ``thumbnails``), and the hint is a command, not a Py
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from spark_queue.errors import UnknownQueueError, UnknownTopicError
 
@@ -30,23 +30,22 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 def require_topic(store: Store, topic: str, *, create_hint: str | None = None) -> None:
     """Raise :class:`UnknownTopicError` unless ``topic`` exists: the closest topic names,
     ``sqliteq topics PATH`` to list them, and ``create_hint`` (how to create it), if given."""
-    if store.has_topic(topic):
-        return
-    known = [t.name for t in store.topics()]
-    create = f", or {create_hint}" if create_hint else ""
-    raise UnknownTopicError(
-        f"topic {topic!r} does not exist in {store.path!r}{did_you_mean(topic, known)}; "
-        f"list topics with `sqliteq topics {store.path}`{create}."
-    )
+    if not store.has_topic(topic):
+        _missing(store, "topic", topic, [t.name for t in store.topics()], "topics",
+                 UnknownTopicError, create_hint)
 
 
 def require_queue(store: Store, queue: str, *, create_hint: str | None = None) -> None:
     """Raise :class:`UnknownQueueError` unless ``queue`` exists, as :func:`require_topic`."""
-    if store.queue(queue).exists():
-        return
-    known = [q.name for q in store.queues()]
+    if not store.queue(queue).exists():
+        _missing(store, "queue", queue, [q.name for q in store.queues()], "queues",
+                 UnknownQueueError, create_hint)
+
+
+def _missing(store: Store, kind: str, name: str, known: list[str], listing: str,
+             error: type[Exception], create_hint: str | None) -> NoReturn:
     create = f", or {create_hint}" if create_hint else ""
-    raise UnknownQueueError(
-        f"queue {queue!r} does not exist in {store.path!r}{did_you_mean(queue, known)}; "
-        f"list queues with `sqliteq queues {store.path}`{create}."
+    raise error(
+        f"{kind} {name!r} does not exist in {store.path!r}{did_you_mean(name, known)}; "
+        f"list {listing} with `sqliteq {listing} {store.path}`{create}."
     )
