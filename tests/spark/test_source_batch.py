@@ -157,3 +157,13 @@ def test_load_path_argument_and_explicit_register(spark, store, store_path):
     assert df.count() == 3
     offsets = json.loads(json.dumps(sorted(r.offset for r in df.collect())))
     assert offsets == [0, 1, 2]
+
+
+def test_a_null_value_is_null_in_spark_both_ways(spark, store, store_path):
+    store.publish_many("t", [Record(None, key="gone"), {"a": 1}])
+    rows = read(spark, store_path, topic="t", valueFormat="string").orderBy("offset").collect()
+    assert [(r.key, r.value) for r in rows] == [(b"gone", None), (None, '{"a":1}')]
+    df = spark.createDataFrame([("gone", None)], "key STRING, value STRING")
+    df.write.format("sqliteq").mode("append").option("topic", "u").save(store_path)
+    event = store.read("u")[0]
+    assert (event.key, event.value) == ("gone", None)

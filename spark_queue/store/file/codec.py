@@ -5,11 +5,14 @@ Python value           stored ``value``            ``value_type``      read back
 =====================  ==========================  ==================  ============
 ``bytes``/bytearray    BLOB, as is                 0 (bytes)           ``bytes``
 ``str``                TEXT, as is                 1 (text)            ``str``
+``None``               NULL                        0 (bytes)           ``None``
 anything else          TEXT, compact JSON (UTF-8)  2 (json)            ``json.loads``
 =====================  ==========================  ==================  ============
 
+``None`` is the null value (Kafka's tombstone), as a null ``value`` column
+written through Spark's sink is: SQL NULL, not the JSON text ``null``.
 "Anything else" must be JSON-serializable by the standard library: dict (str
-keys), list, tuple (read back as a list), int, float (finite), bool and None.
+keys), list, tuple (read back as a list), int, float (finite) and bool.
 Keys are ``str``, ``bytes`` or None, stored as TEXT/BLOB/NULL. Headers are a
 mapping of ``str`` to ``str``, stored as a JSON object in TEXT, or NULL.
 Nothing is ever pickled: any SQLite client in any language reads these rows.
@@ -64,6 +67,8 @@ def encode_value(value: Any) -> tuple[Any, int]:
     """Return ``(stored, value_type)`` for ``value``; raise PayloadError if it cannot be stored."""
     if isinstance(value, str):
         return check_text(value, "value"), TEXT
+    if value is None:
+        return None, BYTES
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value), BYTES
     if type(value) is Encoded:
@@ -73,7 +78,7 @@ def encode_value(value: Any) -> tuple[Any, int]:
     except (TypeError, ValueError) as exc:
         raise PayloadError(
             f"value of type {type(value).__name__} cannot be stored: {exc}. Publish str, "
-            "bytes, or a JSON-serializable object (dict, list, int, float, bool, None)."
+            "bytes, None, or a JSON-serializable object (dict, list, int, float, bool)."
         ) from exc
     return check_text(text, "value (as JSON)"), JSON
 
