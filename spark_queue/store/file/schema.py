@@ -4,8 +4,9 @@ A store is marked by ``PRAGMA application_id`` and versioned by
 ``PRAGMA user_version``. Opening migrates every pending version forward in one
 transaction; a file newer than this code refuses to open. Published
 migrations are never edited: a change of format is a new entry at the end,
-and entries only add (tables, columns with defaults, views, triggers), so a
-client written for version N keeps working on a later file.
+and entries only add (tables, columns with defaults, views, triggers) or drop
+an index nothing needs for meaning (version 6: ``sq_events_ts``), so a client
+written for version N keeps working on a later file.
 """
 
 from __future__ import annotations
@@ -206,7 +207,33 @@ ALTER TABLE sq_queues ADD COLUMN failed_total INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sq_queues ADD COLUMN dead_total INTEGER NOT NULL DEFAULT 0;
 """
 
-MIGRATIONS: list[str] = [_V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS]
+# Time marks (spark_queue/store/streams/time_marks.py) in place of the index on
+# (topic_id, ts_ms): one row per run of at least 4096 events with the topic's running
+# maximum timestamp, where the index cost a second B-tree insert per event. The
+# existing events get their marks here, a run per 4096 offsets; the index goes last.
+_V6_TIME_MARKS = """
+CREATE TABLE sq_time_marks (
+    topic_id   INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    offset     INTEGER NOT NULL,
+    end_offset INTEGER NOT NULL CHECK (end_offset > offset),
+    max_ts_ms  INTEGER NOT NULL,
+    PRIMARY KEY (topic_id, offset)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_time_marks_ts ON sq_time_marks (topic_id, max_ts_ms, offset);
+
+INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms)
+SELECT topic_id, min(offset), max(offset) + 1,
+       max(max(ts_ms)) OVER (PARTITION BY topic_id ORDER BY min(offset)
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+FROM sq_events GROUP BY topic_id, offset / 4096;
+
+DROP INDEX sq_events_ts;
+"""
+
+MIGRATIONS: list[str] = [
+    _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
+]
 
 
 def latest_version() -> int:

@@ -16,7 +16,7 @@ import apsw
 from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import one_row
-from spark_queue.store.streams import retention
+from spark_queue.store.streams import retention, time_marks
 from spark_queue.store.streams.topics import (
     TopicInfo,
     bounds_of,
@@ -91,6 +91,7 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     # Spelled out rather than left to ON DELETE CASCADE, so what goes does
     # not hang on the connection's foreign_keys pragma.
     conn.execute("DELETE FROM sq_events WHERE topic_id = ?", (tid,))
+    time_marks.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
     return TopicDeleted(topic, latest - earliest, names)

@@ -14,7 +14,8 @@ import apsw
 
 from spark_queue.errors import OptionError
 from spark_queue.store.file.arguments import check_optional_int
-from spark_queue.store.file.connection import Row, first_value, one_row
+from spark_queue.store.file.connection import Row, one_row
+from spark_queue.store.streams import time_marks
 from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
 
 
@@ -77,9 +78,7 @@ def prune_id(
     if max_age_ms is not None:
         cutoff_ts = (now_ms() if at_ms is None else at_ms) - max_age_ms
         # Everything before the first event that is young enough goes.
-        young = first_value(conn.execute(
-            "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?", (tid, cutoff_ts)
-        ))
+        young = time_marks.first_at_or_after(conn, tid, cutoff_ts)
         cut = max(cut, latest if young is None else young)
     held_by = None
     if not force:
@@ -94,4 +93,5 @@ def prune_id(
     if cut > earliest:
         conn.execute("DELETE FROM sq_events WHERE topic_id = ? AND offset < ?", (tid, cut))
         deleted = conn.changes()
+        time_marks.forget_before(conn, tid, cut)
     return PruneResult(topic, deleted, earliest, max(earliest, cut), held_by)

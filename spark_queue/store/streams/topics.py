@@ -35,7 +35,7 @@ from spark_queue.store.file.codec import (
 from spark_queue.store.file.connection import Row, first_value, now_ms, one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.streams import packed_insert
+from spark_queue.store.streams import packed_insert, time_marks
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,16 +186,25 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     """
     tid, first, limit = open_topic(conn, topic)
     ts_ms = now_ms()
+    newest = 0
     end = first
     source = iter(items)
     while chunk := list(islice(source, carray.CHUNK)):
         values, vtypes, stamps, keys, headers = _encode_chunk(chunk, end - first, ts_ms)
         if limit is not None:
             check_sizes(values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
+        newest = max(newest, stamps if isinstance(stamps, int) else max(stamps))
         end = packed_insert.insert_events(conn, tid, end, values, vtypes, stamps, keys, headers)
+    advance(conn, tid, first, end, newest)
+    return range(first, end)
+
+
+def advance(conn: apsw.Connection, tid: int, first: int, end: int, newest_ts_ms: int) -> None:
+    """Move topic ``tid``'s ``next_offset`` past ``[first, end)``, just inserted, and mark the
+    run's time (``newest_ts_ms``: the highest ``ts_ms`` among them) for timestamp lookups."""
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
-    return range(first, end)
+        time_marks.mark(conn, tid, first, end, newest_ts_ms)
 
 
 class EncodedChunk(NamedTuple):
@@ -249,8 +258,7 @@ def append_encoded(
         end = packed_insert.insert_events(
             conn, tid, end, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers
         )
-    if end != first:
-        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    advance(conn, tid, first, end, ts)
     return range(first, end)
 
 
@@ -276,7 +284,7 @@ def insert_stored(
         None if keys.count(None) == len(keys) else keys,
         None if headers.count(None) == len(headers) else headers,
     )
-    conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+    advance(conn, tid, first, end, ts_ms)
     return end
 
 
@@ -326,8 +334,7 @@ def append_routed(
 
     conn.executemany(_INSERT_EVENT, rows())
     for tid, first, end in state.values():
-        if end != first:
-            conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
+        advance(conn, tid, first, end, ts)
     return {topic: range(first, end) for topic, (_, first, end) in state.items()}
 
 
@@ -469,11 +476,8 @@ def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
 def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -> int:
     """The first offset whose timestamp is at or after ``timestamp_ms`` (latest if none)."""
     tid = topic_id(conn, topic)
-    first = first_value(conn.execute(
-        "SELECT min(offset) FROM sq_events WHERE topic_id = ? AND ts_ms >= ?",
-        (tid, check_int(timestamp_ms, "timestamp_ms")),
-    ))
-    return bounds(conn, topic)[1] if first is None else first
+    first = time_marks.first_at_or_after(conn, tid, check_int(timestamp_ms, "timestamp_ms"))
+    return bounds_of(conn, tid)[1] if first is None else first
 
 
 def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
