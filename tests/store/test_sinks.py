@@ -112,6 +112,35 @@ def test_routed_rows_get_dense_offsets_per_topic(store):
     assert [(e.offset, e.value) for e in store.read("b")] == [(0, "existing"), (1, "2"), (2, "4")]
 
 
+def test_routed_rows_are_stored_as_each_topics_own_append_would_store_them(store):
+    values = ["t0", b"\x00b1", "t2", "t3", b"b4", "t5"]
+    keys = ["k0", "k1", None, "kk3", "k4", "k5"]
+    headers = [None, '{"h":"1"}', None, None, '{"h":"4"}', None]
+    routes = ["a", "b", "a", "a", "b", "c"]
+    with store.write() as conn:
+        ranges = topics.append_routed(conn, [
+            topics.EncodedChunk(values[:3], TEXT, keys=keys[:3], headers=headers[:3],
+                                topics=routes[:3]),
+            topics.EncodedChunk(values[3:], TEXT, keys=keys[3:], headers=headers[3:],
+                                topics=routes[3:]),
+        ], ts_ms=77)
+    assert ranges == {"a": range(0, 3), "b": range(0, 2), "c": range(0, 1)}
+    with store.write() as conn:
+        stored = conn.execute(
+            "SELECT t.name, e.offset, e.ts_ms, e.key, typeof(e.key), e.value, typeof(e.value), "
+            "e.value_type, e.headers FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id "
+            "ORDER BY t.name, e.offset"
+        ).fetchall()
+    expected = []
+    for topic in ("a", "b", "c"):
+        rows = [i for i, route in enumerate(routes) if route == topic]
+        for offset, i in enumerate(rows):
+            expected.append((topic, offset, 77, keys[i], "null" if keys[i] is None else "text",
+                             values[i], "blob" if isinstance(values[i], bytes) else "text",
+                             TEXT, headers[i]))
+    assert stored == expected
+
+
 @pytest.mark.parametrize("bad", [None, "bad name"])
 def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
     with pytest.raises((PayloadError, InvalidNameError)), store.write() as conn:

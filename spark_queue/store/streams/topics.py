@@ -8,9 +8,9 @@ fills); ``tests/store/test_concurrency.py`` guards this with several processes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import islice
 from typing import Any, NamedTuple
 
 import apsw
@@ -223,12 +223,6 @@ class EncodedChunk(NamedTuple):
     topics: Sequence[str | None] | None = None
 
 
-_INSERT_EVENT = (
-    "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-
-
 def append_encoded(
     conn: apsw.Connection, topic: str, chunks: Iterable[EncodedChunk], *, ts_ms: int | None = None
 ) -> range:
@@ -294,48 +288,65 @@ def append_routed(
     """Append pre-encoded rows, each to the topic in ``chunk.topics``; caller holds the write lock.
 
     Topics are created on first use. Returns each topic's assigned offsets
-    (consecutive per topic, as in :func:`append`). A null or invalid topic
-    name, or a value over its topic's ``max_payload_bytes`` (the error names the
-    row's position in the whole batch), raises and, with the caller's
-    transaction, stores nothing.
+    (consecutive per topic in row order, as in :func:`append`). A null or
+    invalid topic name, or a value over its topic's ``max_payload_bytes`` (the
+    error names the row's position in the whole batch), raises and, with the
+    caller's transaction, stores nothing. Each chunk's rows are grouped by
+    topic and go in as one statement per topic, as :func:`append_encoded`'s do.
     """
     ts = now_ms() if ts_ms is None else int(ts_ms)
     state: dict[str, list[int]] = {}  # topic -> [id, first offset, next offset]
     limits: dict[str, int] = {}  # topics that have a max_payload_bytes
-    position = [0]
-
-    def rows() -> Iterator[tuple]:
-        for chunk in chunks:
-            n = len(chunk.values)
-            if chunk.topics is None:
-                raise PayloadError("append_routed needs chunk.topics (one topic per row).")
-            keys = repeat(None, n) if chunk.keys is None else chunk.keys
-            headers = repeat(None, n) if chunk.headers is None else chunk.headers
-            vtype = chunk.value_type
-            rows = zip(chunk.topics, keys, chunk.values, headers, strict=True)
-            for topic, key, value, header in rows:
-                if topic is None:
-                    raise PayloadError(
-                        "a row has a null topic; every row needs its topic column set "
-                        "(or set the sink's 'topic' option)."
-                    )
-                entry = state.get(topic)
-                if entry is None:
+    position = 0
+    for chunk in chunks:
+        if chunk.topics is None:
+            raise PayloadError("append_routed needs chunk.topics (one topic per row).")
+        n = len(chunk.values)
+        for column in (chunk.topics, chunk.keys, chunk.headers):
+            if column is not None and len(column) != n:
+                raise PayloadError(
+                    f"a chunk holds {n} values but {len(column)} topics, keys or headers; "
+                    "every column of a chunk needs one entry per row."
+                )
+        rows_of: dict[str, list[int]] = {}
+        for row, topic in enumerate(chunk.topics):
+            if topic is None:
+                raise PayloadError(
+                    "a row has a null topic; every row needs its topic column set "
+                    "(or set the sink's 'topic' option)."
+                )
+            rows = rows_of.get(topic)
+            if rows is None:
+                rows = rows_of[topic] = []
+                if topic not in state:
                     tid, first, limit = open_topic(conn, topic)
-                    entry = state[topic] = [tid, first, first]
+                    state[topic] = [tid, first, first]
                     if limit is not None:
                         limits[topic] = limit
-                if limits and topic in limits:
-                    check_sizes((value,), limits[topic], f"topic {topic!r}", topic_fix(topic),
-                                position[0])
-                position[0] += 1
-                yield (entry[0], entry[2], ts, key, value, vtype, header)
-                entry[2] += 1
-
-    conn.executemany(_INSERT_EVENT, rows())
+            rows.append(row)
+            if topic in limits:
+                check_sizes((chunk.values[row],), limits[topic], f"topic {topic!r}",
+                            topic_fix(topic), position + row)
+        position += n
+        for topic, rows in rows_of.items():
+            entry = state[topic]
+            values, keys, headers = _rows(chunk, rows, whole=len(rows_of) == 1)
+            entry[2] = packed_insert.insert_events(
+                conn, entry[0], entry[2], values, chunk.value_type, ts, keys, headers
+            )
     for tid, first, end in state.values():
         advance(conn, tid, first, end, ts)
     return {topic: range(first, end) for topic, (_, first, end) in state.items()}
+
+
+def _rows(chunk: EncodedChunk, rows: list[int], *, whole: bool) -> tuple:
+    """The values, keys and headers of ``rows`` of ``chunk`` (the chunk's own when ``whole``)."""
+    def pick(column: Sequence[Any] | None) -> Sequence[Any] | None:
+        if column is None or whole:
+            return column
+        return [column[row] for row in rows]
+
+    return pick(chunk.values), pick(chunk.keys), pick(chunk.headers)
 
 
 def check_range(start: int, end: int | None, limit: int | None) -> None:
