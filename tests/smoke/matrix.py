@@ -9,7 +9,8 @@ Builds the wheel once, then for each pyspark version below: a venv under
 with that pyspark (and delta-spark 4.4.0 where it accepts the version), the
 wheel installed beside it (WITHOUT extras, as on a platform that brings its
 own Spark such as Databricks; on 4.2 with the ``spark`` extra, so its range is
-checked), and ``pytest tests/smoke`` run from a temp directory, so the
+checked), and ``pytest tests/smoke`` run from a temp directory (two versions at a time,
+``SPARK_QUEUE_MATRIX_JOBS`` to change it), so the
 checkout is never importable and Spark's lookup must find the installed
 ``pyspark_sqliteq``. The suite: the contract, the drain of a backlog in bounded
 batches (with a kill), the notebooks cell by cell in the running session,
@@ -27,9 +28,11 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import venv
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The newest patch of each supported minor on PyPI (update with new releases); on 4.2
@@ -40,6 +43,7 @@ DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta
 # Versions that install the wheel with the spark extra, so pip checks the range against them.
 WITH_SPARK_EXTRA = {"4.2"}
 VENVS = ROOT / ".venv-matrix"
+JOBS = int(os.environ.get("SPARK_QUEUE_MATRIX_JOBS", "2"))  # versions smoke-tested at once
 SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s", re.M)
 
 
@@ -84,7 +88,7 @@ def install_wheel(version: str, python: pathlib.Path, wheel: pathlib.Path) -> No
          str(wheel)])
 
 
-def smoke(version: str, python: pathlib.Path) -> tuple[bool, str]:
+def smoke(version: str, python: pathlib.Path) -> tuple[bool, str, str]:
     env = dict(os.environ, SPARK_QUEUE_SMOKE_FROM_WHEEL="1",
                PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
     target = ROOT / "tests" / "smoke"
@@ -98,9 +102,17 @@ def smoke(version: str, python: pathlib.Path) -> tuple[bool, str]:
     found = SUMMARY.search(output)
     summary = found.group(1) if found else "no pytest summary"
     if result.returncode != 0 or not found or " passed" not in summary:
-        sys.stdout.write(output[-20_000:])
-        return False, f"{summary} (exit {result.returncode})"
-    return True, summary
+        return False, f"{summary} (exit {result.returncode})", output
+    return True, summary, output
+
+
+def run_order(versions: list[str]) -> list[str]:
+    """One version with Delta first, then those without, then the other Delta ones: the
+    first Delta session downloads the jars into Ivy's shared cache, which two sessions
+    downloading the same jar at once could corrupt; later ones find them there."""
+    delta = [v for v in versions if minor(v) in DELTA]
+    plain = [v for v in versions if minor(v) not in DELTA]
+    return delta[:1] + plain + delta[1:]
 
 
 def main(argv: list[str]) -> int:
@@ -112,19 +124,30 @@ def main(argv: list[str]) -> int:
             print(f"matrix: pyspark {version}: venv ready ({time.monotonic() - started:.0f} s)",
                   flush=True)
         return 0
-    failed = []
     with tempfile.TemporaryDirectory() as out:
         wheel = build_wheel(sys.executable, pathlib.Path(out))
         print(f"matrix: built {wheel.name}", flush=True)
-        for version in versions:
+
+        def one(version: str) -> bool:
             started = time.monotonic()
             python = prepare_platform(version)
             install_wheel(version, python, wheel)
-            ok, summary = smoke(version, python)
+            ok, summary, output = smoke(version, python)
             took = time.monotonic() - started
-            print(f"matrix: pyspark {version}: {summary} ({took:.0f} s with install)", flush=True)
-            if not ok:
-                failed.append(version)
+            with printing:
+                if not ok:
+                    sys.stdout.write(output[-20_000:])
+                print(f"matrix: pyspark {version}: {summary} ({took:.0f} s with install)",
+                      flush=True)
+            return ok
+
+        # A smoke run keeps the 2-core machine about two thirds busy (query starts,
+        # JVM starts, waits on conditions): two at a time finish sooner than one by one.
+        printing = threading.Lock()
+        with ThreadPoolExecutor(max_workers=JOBS) as pool:
+            order = run_order(versions)
+            results = dict(zip(order, pool.map(one, order), strict=True))
+    failed = [version for version, ok in results.items() if not ok]
     if failed:
         print(f"matrix: FAILED on pyspark {', '.join(failed)}")
         return 1
