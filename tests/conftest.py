@@ -37,7 +37,33 @@ def pytest_collection_modifyitems(config, items):
         (left_out if marker is not None and marker.args[0] != kind else keep).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
-        items[:] = keep
+    # The local-cluster children run in the background from the start of the session
+    # (pytest_collection_finish below): the tests waiting for them go last.
+    waiting = [item for item in keep if _runs_a_child(item)]
+    items[:] = [item for item in keep if not _runs_a_child(item)] + waiting
+
+
+def _runs_a_child(item) -> bool:
+    return item.module.__name__.endswith("test_local_cluster_suites")
+
+
+_BACKGROUND: list = []  # (the module that started them, its children)
+
+
+def pytest_collection_finish(session):
+    """Start the local-cluster children of the selected tests now, to run beside the rest
+    of the suite (tests/spark/test_local_cluster_suites.py); never inside a child."""
+    if spark_master().startswith("local-cluster") or session.config.option.collectonly:
+        return
+    items = [item for item in session.items if _runs_a_child(item)]
+    if items:
+        module = items[0].module  # the copy pytest imported, whose tests will wait
+        _BACKGROUND.append((module, module.start_children([item.name for item in items])))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for module, children in _BACKGROUND:
+        module.stop_children(children)
 
 
 @pytest.fixture

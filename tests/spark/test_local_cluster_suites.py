@@ -4,15 +4,26 @@ One pytest process can hold one SparkContext, so these run in a child pytest
 with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024]: the shared session and
 every driver a crash test starts then have two executor JVMs, each with its
 own Python workers.
+
+The children start when collection ends (tests/conftest.py calls
+:func:`start_children`), one after the other in a background thread, while
+the rest of the suite runs in this process: about nine minutes of Spark work
+that would otherwise wait its turn, on a machine a single Spark test keeps
+only about two thirds busy. Each test here waits for its child's result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 
 import pytest
 
@@ -30,34 +41,96 @@ CRASH_FILES = ["test_source_crash.py", "test_sink_crash.py"]
 LOCAL_CLUSTER_CRASH_TESTS = 2
 
 
-def _pytest_on_local_cluster(tmp_path, *args: str, timeout: float) -> int:
-    """Run pytest on ``args`` in a child; return how many passed (none may fail or skip)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", *args, "-q", "-p", "no:cacheprovider",
-         "--basetemp", str(tmp_path / "inner")],
-        capture_output=True, text=True, timeout=timeout, cwd=HERE.parents[1],
-        env=dict(os.environ, SPARK_QUEUE_TEST_MASTER=MASTER),
-    )
-    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
-    assert "failed" not in summary and "skipped" not in summary, summary
-    return int(re.search(r"(\d+) passed", summary).group(1))
+class Child:
+    """A child pytest on local-cluster, run in the background; ``result()`` waits for it."""
+
+    def __init__(self, args: list[str], timeout: float):
+        self.args, self.timeout = args, timeout
+        self.done = threading.Event()
+        self.outcome: tuple[int, str, str] | None = None
+        self.process: subprocess.Popen | None = None
+
+    def run(self) -> None:
+        basetemp = tempfile.mkdtemp(prefix="spark-queue-local-cluster-")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *self.args, "-q", "-p", "no:cacheprovider",
+                 "--basetemp", basetemp],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                cwd=HERE.parents[1], env=dict(os.environ, SPARK_QUEUE_TEST_MASTER=MASTER),
+                start_new_session=True,
+            )
+            try:
+                out, err = self.process.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                stop(self.process)
+                out, err = self.process.communicate()
+                err += f"\nthe child pytest ran past {self.timeout:.0f} s and was stopped"
+            self.outcome = (self.process.returncode, out, err)
+        finally:
+            shutil.rmtree(basetemp, ignore_errors=True)
+            self.done.set()
+
+    def passed(self) -> int:
+        """How many tests passed in the child (none may fail or skip)."""
+        self.done.wait()
+        assert self.outcome is not None, "the child pytest never ran"
+        code, out, err = self.outcome
+        summary = out.strip().splitlines()[-1] if out.strip() else ""
+        assert code == 0, out[-5000:] + err[-3000:]
+        assert "failed" not in summary and "skipped" not in summary, summary
+        return int(re.search(r"(\d+) passed", summary).group(1))
 
 
-# The child's own limit is the subprocess timeout; the suite-wide pytest-timeout (600 s)
-# must not cut it short first (a loaded machine took longer than 600 s for the crash tests).
+def stop(process: subprocess.Popen) -> None:
+    """SIGKILL the child and every driver and JVM it started (its own process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+CHILDREN = {
+    "test_source_and_sink_acceptance_suites_pass_on_local_cluster": Child(
+        [*(str(HERE / s) for s in SUITES), "-m", "not slow"], timeout=1800),
+    "test_sigkill_acceptance_tests_pass_on_local_cluster": Child(
+        [str(HERE / t) for t in CRASH_FILES], timeout=2400),
+}
+
+
+def start_children(selected: list[str]) -> list[Child]:
+    """Start the children of the ``selected`` tests here, one after the other in a
+    background thread; returns them, for the caller to stop at the session's end."""
+    children = [CHILDREN[name] for name in CHILDREN if name in selected]
+    if not children:
+        return []
+
+    def run_all() -> None:
+        for child in children:
+            child.run()
+
+    threading.Thread(target=run_all, name="local-cluster children", daemon=True).start()
+    return children
+
+
+def stop_children(children: list[Child]) -> None:
+    """At the session's end: stop a child still running (the session failed or was
+    interrupted before its test waited for it)."""
+    for child in children:
+        if child.process is not None and child.process.poll() is None:
+            stop(child.process)
+
+
+# The children's own limits are their timeouts; the suite-wide pytest-timeout (600 s)
+# must not cut the wait short first (a loaded machine took longer than 600 s for the
+# crash tests), and the second child waits for the first before it starts.
 @pytest.mark.timeout(1800 + 60)
-def test_source_and_sink_acceptance_suites_pass_on_local_cluster(tmp_path):
-    passed = _pytest_on_local_cluster(
-        tmp_path, *(str(HERE / s) for s in SUITES), "-m", "not slow", timeout=1800
-    )
-    assert passed >= 60
+def test_source_and_sink_acceptance_suites_pass_on_local_cluster():
+    assert CHILDREN[
+        "test_source_and_sink_acceptance_suites_pass_on_local_cluster"].passed() >= 60
 
 
-@pytest.mark.timeout(2400 + 60)
-def test_sigkill_acceptance_tests_pass_on_local_cluster(tmp_path):
+@pytest.mark.timeout(1800 + 2400 + 60)
+def test_sigkill_acceptance_tests_pass_on_local_cluster():
     """The drivers these tests SIGKILL take their master from SPARK_QUEUE_TEST_MASTER."""
-    passed = _pytest_on_local_cluster(
-        tmp_path, *(str(HERE / t) for t in CRASH_FILES), timeout=2400
-    )
-    assert passed == LOCAL_CLUSTER_CRASH_TESTS
+    assert CHILDREN[
+        "test_sigkill_acceptance_tests_pass_on_local_cluster"].passed() == (
+        LOCAL_CLUSTER_CRASH_TESTS)
