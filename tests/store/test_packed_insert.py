@@ -142,3 +142,36 @@ def test_enqueue_many_stores_each_payload_once_in_order(store: Store, payloads: 
     assert stored == [
         (job_id, *encode_value(p), 0, 1) for job_id, p in zip(ids, payloads, strict=True)
     ]
+
+
+RECORD_BATCHES = {
+    "text values, text keys": [Record(f"v{i}", key=f"k{i % 3}") for i in range(50)],
+    "bytes values, bytes keys": [Record(b"\x00v%d" % i, key=b"k%d" % i) for i in range(50)],
+    "keys of mixed kinds and none": [Record("v", key=k) for k in ("a", b"b", None, "cc", None)],
+    "no keys": [Record(f"v{i}") for i in range(20)],
+    "non-ASCII values": [Record("é", key="k"), Record("v", key="k")],
+    "non-ASCII keys": [Record("v", key="ké"), Record("v", key="k")],
+    "a header": [Record("v", key="k"), Record("v", key="k", headers={"h": "1"})],
+    "a timestamp": [Record("v", key="k"), Record("v", key="k", timestamp_ms=5)],
+    "values of mixed kinds": [Record("v"), Record(b"v"), Record({"a": 1}), Record(None)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_BATCHES))
+def test_a_batch_of_records_is_stored_as_record_by_record_publishes_store_it(store, name):
+    """publish_many reads plain keyed Records column by column; every batch is stored
+    byte for byte and type for type as publishing each record alone stores it."""
+    records = RECORD_BATCHES[name]
+    store.publish_many("batch", records)
+    for record in records:
+        store.publish("alone", record.value, key=record.key, headers=record.headers,
+                      timestamp_ms=record.timestamp_ms)
+    rows = {}
+    for topic in ("batch", "alone"):
+        with store.write() as conn:
+            rows[topic] = conn.execute(
+                "SELECT e.offset, e.key, typeof(e.key), e.value, typeof(e.value), "
+                "e.value_type, e.headers, e.ts_ms = 5 FROM sq_events e JOIN sq_topics t "
+                "ON t.id = e.topic_id WHERE t.name = ? ORDER BY e.offset", (topic,)
+            ).fetchall()
+    assert rows["batch"] == rows["alone"]
