@@ -230,6 +230,7 @@ def check(conn: apsw.Connection) -> CheckReport:
         problems.extend(_topic_problems(conn))
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))
+        problems.extend(_time_mark_problems(conn))
     return CheckReport(not problems, problems)
 
 
@@ -309,6 +310,47 @@ def _event_problems(conn: apsw.Connection) -> Iterator[str]:
             f"topic {name!r}: {len(offsets)} event(s) where {problem} (offsets {shown}); "
             "a writer outside spark_queue stored them, and reading them fails with "
             "CorruptStoreError. Republish them correctly (e.g. through the sq_publish view)."
+        )
+
+
+# Each time mark against its run's events and the mark before it (time_marks.py): a
+# maximum below an event of its run, or below the mark before it, would make a lookup
+# skip events; a run that does not start where the one before ended, or ends past the
+# topic's next offset, no longer describes the topic.
+_TIME_MARKS_SQL = """
+SELECT name, offset, end_offset, max_ts_ms, newest, previous, previous_end, next_offset FROM (
+    SELECT t.name, m.offset, m.end_offset, m.max_ts_ms, t.next_offset,
+           (SELECT max(e.ts_ms) FROM sq_events e WHERE e.topic_id = m.topic_id
+            AND e.offset >= m.offset AND e.offset < m.end_offset) AS newest,
+           lag(m.max_ts_ms) OVER w AS previous, lag(m.end_offset) OVER w AS previous_end
+    FROM sq_time_marks m JOIN sq_topics t ON t.id = m.topic_id
+    WINDOW w AS (PARTITION BY m.topic_id ORDER BY m.offset)
+)
+WHERE newest > max_ts_ms OR previous > max_ts_ms OR previous_end != offset
+   OR end_offset > next_offset
+ORDER BY name, offset
+"""
+
+
+def _time_mark_problems(conn: apsw.Connection) -> Iterator[str]:
+    for name, start, end, top, newest, previous, previous_end, latest in conn.execute(
+        _TIME_MARKS_SQL
+    ):
+        if newest is not None and newest > top:
+            why = f"its maximum {top} is below the timestamp {newest} of an event in the run"
+        elif previous is not None and previous > top:
+            why = f"its maximum {top} is below the mark before it ({previous})"
+        elif previous_end is not None and previous_end != start:
+            why = f"the run before it ends at {previous_end}"
+        else:
+            why = f"it ends past the topic's next offset {latest}"
+        yield (
+            f"topic {name!r}: the time mark of offsets {start}..{end - 1} is wrong: {why}; "
+            "timestamp lookups (startingTimestamp, offset_for_timestamp, retention by age) "
+            "could skip events. Another SQLite client changed sq_time_marks; delete the "
+            "topic's marks (DELETE FROM sq_time_marks WHERE topic_id = (SELECT id FROM "
+            f"sq_topics WHERE name = '{name}')): lookups then scan the events, and the next "
+            "publish marks them again."
         )
 
 

@@ -186,3 +186,24 @@ def test_a_large_store_written_by_the_previous_release_migrates_exactly(tmp_path
             assert store.offset_for_timestamp("t", ts) == next(
                 (e.offset for e in events if e.timestamp_ms >= ts), 12_000)
         assert_exact(store, "u")
+
+
+def test_check_finds_a_mark_another_client_broke_and_deleting_the_marks_mends_it(
+    store, short_runs
+):
+    for start in range(0, 40, 10):
+        store.publish_many("t", [Record(i, timestamp_ms=100 + start + i) for i in range(10)])
+    assert store.check().ok
+    with store.write() as conn:  # another client lowers a maximum: lookups would skip
+        conn.execute("UPDATE sq_time_marks SET max_ts_ms = 0 WHERE offset = 10")
+    problems = "\n".join(store.check().problems)
+    assert "topic 't': the time mark of offsets 10..19 is wrong" in problems
+    assert "DELETE FROM sq_time_marks" in problems
+    with store.write() as conn:
+        conn.execute("DELETE FROM sq_time_marks WHERE topic_id = "
+                     "(SELECT id FROM sq_topics WHERE name = 't')")
+    assert store.check().ok
+    assert_exact(store, "t")  # scanned
+    store.publish("t", "again")
+    assert_marks_hold(store)
+    assert_exact(store, "t")

@@ -10,11 +10,12 @@ then lies in the first run whose maximum is ``>= T`` (every event before that
 run is older than ``T``), and a scan of the events from that run's start finds
 it: exact, for any order of timestamps.
 
-Marks are an accelerator that never decides a result: events past the newest
-mark (written through ``sq_publish`` or plain SQL by another client) are
-scanned, and the next write through this package marks them. Retention drops
+Events past the newest mark (written through ``sq_publish`` or plain SQL by
+another client) are scanned, and the next write through this package marks
+them: no writer has to keep marks for a lookup to be right. Retention drops
 the marks of the runs it deleted whole; a run it cut keeps its maximum, which
-can then only make a lookup scan further, never answer wrong.
+can then only make a lookup scan further, never answer wrong. A mark changed
+by hand to a maximum below its events' could; ``check()`` finds that.
 """
 
 from __future__ import annotations
