@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from spark_queue.store import Record, Store
+from spark_queue.store.file import carray
 from spark_queue.store.file.schema import latest_version
 from spark_queue.store.streams import time_marks
 from tests.store.test_backup_old_stores import release
@@ -194,10 +195,13 @@ def test_check_finds_a_mark_another_client_broke_and_deleting_the_marks_mends_it
     for start in range(0, 40, 10):
         store.publish_many("t", [Record(i, timestamp_ms=100 + start + i) for i in range(10)])
     assert store.check().ok
+    start, end = store.conn.execute(
+        "SELECT offset, end_offset FROM sq_time_marks ORDER BY offset LIMIT 1 OFFSET 1"
+    ).fetchall()[0]
     with store.write() as conn:  # another client lowers a maximum: lookups would skip
-        conn.execute("UPDATE sq_time_marks SET max_ts_ms = 0 WHERE offset = 10")
+        conn.execute("UPDATE sq_time_marks SET max_ts_ms = 0 WHERE offset = ?", (start,))
     problems = "\n".join(store.check().problems)
-    assert "topic 't': the time mark of offsets 10..19 is wrong" in problems
+    assert f"topic 't': the time mark of offsets {start}..{end - 1} is wrong" in problems
     assert "DELETE FROM sq_time_marks" in problems
     with store.write() as conn:
         conn.execute("DELETE FROM sq_time_marks WHERE topic_id = "
@@ -205,5 +209,21 @@ def test_check_finds_a_mark_another_client_broke_and_deleting_the_marks_mends_it
     assert store.check().ok
     assert_exact(store, "t")  # scanned
     store.publish("t", "again")
+    assert_marks_hold(store)
+    assert_exact(store, "t")
+
+
+def test_a_large_write_is_marked_in_short_runs(store, short_runs, monkeypatch):
+    """A lookup never scans a whole batch: a batch of 100 gets runs of fewer than 16
+    (RUN 8 here), and with per-record timestamps each chunk's runs carry that chunk's
+    own maximum, not the batch's."""
+    monkeypatch.setattr(carray, "CHUNK", 20)
+    store.publish_many("t", [Record(i, timestamp_ms=1000 + i) for i in range(100)])
+    store.publish_many("t", ["plain"] * 50)
+    runs = store.conn.execute(
+        "SELECT offset, end_offset, max_ts_ms FROM sq_time_marks ORDER BY offset"
+    ).fetchall()
+    assert all(end - start < 16 for start, end, _ in runs[:-1])
+    assert runs[0][2] <= 1000 + 19  # the first chunk's maximum
     assert_marks_hold(store)
     assert_exact(store, "t")

@@ -5,7 +5,7 @@ event written. ``sq_time_marks`` holds one row per run of consecutive offsets
 (at least :data:`RUN` events, except the newest run) with the highest
 timestamp of the topic up to the run's end: a running maximum, so it never
 decreases along the offsets even where timestamps do (a foreign writer's
-clock, a sink's ``timestamp`` column). The first event with ``ts_ms >= T``
+clock, a ``Record``'s own ``timestamp_ms``). The first event with ``ts_ms >= T``
 then lies in the first run whose maximum is ``>= T`` (every event before that
 run is older than ``T``), and a scan of the events from that run's start finds
 it: exact, for any order of timestamps.
@@ -24,7 +24,7 @@ import apsw
 
 from spark_queue.store.file.connection import first_value
 
-RUN = 4096  # events per mark: a lookup scans at most about this plus one write's chunk
+RUN = 4096  # events per mark: runs this package writes hold fewer than 2 * RUN events
 
 _LAST = (
     "SELECT offset, end_offset, max_ts_ms FROM sq_time_marks WHERE topic_id = ? "
@@ -35,9 +35,16 @@ _LAST = (
 def mark(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: int) -> None:
     """Record that offsets ``[first, end)`` of topic ``tid``, just written, reach ``max_ts_ms``.
 
-    The caller holds the write lock. Events another client wrote since the
-    newest mark (before ``first``) are folded in with one scan of just them.
+    The caller holds the write lock. A large write is marked in runs of
+    :data:`RUN` (``max_ts_ms`` bounds each from above), so that a lookup never
+    scans a whole batch. Events another client wrote since the newest mark
+    (before ``first``) are folded in with one scan of just them.
     """
+    for start in range(first, end, RUN):
+        _mark_run(conn, tid, start, min(end, start + RUN), max_ts_ms)
+
+
+def _mark_run(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: int) -> None:
     last = conn.execute(_LAST, (tid,)).fetchone()
     if last is None:
         start, running = first, max_ts_ms

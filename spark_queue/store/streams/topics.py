@@ -226,25 +226,30 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     """
     tid, first, limit = open_topic(conn, topic)
     ts_ms = now_ms()
-    newest = 0
     end = first
     source = iter(items)
     while chunk := list(islice(source, carray.CHUNK)):
         values, vtypes, stamps, keys, headers = _encode_chunk(chunk, end - first, ts_ms)
         if limit is not None:
             check_sizes(values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
-        newest = max(newest, stamps if isinstance(stamps, int) else max(stamps))
+        start = end
         end = packed_insert.insert_events(conn, tid, end, values, vtypes, stamps, keys, headers)
-    advance(conn, tid, first, end, newest)
+        # Per chunk: with per-record timestamps each chunk's own maximum bounds its runs.
+        time_marks.mark(conn, tid, start, end, stamps if isinstance(stamps, int) else max(stamps))
+    advance(conn, tid, first, end, None)
     return range(first, end)
 
 
-def advance(conn: apsw.Connection, tid: int, first: int, end: int, newest_ts_ms: int) -> None:
+def advance(
+    conn: apsw.Connection, tid: int, first: int, end: int, newest_ts_ms: int | None
+) -> None:
     """Move topic ``tid``'s ``next_offset`` past ``[first, end)``, just inserted, and mark the
-    run's time (``newest_ts_ms``: the highest ``ts_ms`` among them) for timestamp lookups."""
+    run's time (``newest_ts_ms``: the highest ``ts_ms`` among them; None when the caller
+    marked them itself) for timestamp lookups."""
     if end != first:
         conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
-        time_marks.mark(conn, tid, first, end, newest_ts_ms)
+        if newest_ts_ms is not None:
+            time_marks.mark(conn, tid, first, end, newest_ts_ms)
 
 
 class EncodedChunk(NamedTuple):
