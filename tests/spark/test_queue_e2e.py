@@ -51,7 +51,11 @@ def test_spark_batch_into_queue_is_processed_exactly_once_by_worker_processes(sp
 
     done = collections.Counter()
     for i in range(2):
-        done.update(int(n) for n in (tmp_path / f"{i}.txt").read_text().split())
+        # A worker that starts after the other has drained the queue (a slow process
+        # start on a loaded machine) handles nothing and writes no file.
+        done_file = tmp_path / f"{i}.txt"
+        if done_file.exists():
+            done.update(int(n) for n in done_file.read_text().split())
     assert sorted(done) == list(range(10_000))
     assert set(done.values()) == {1}
     with Store(path) as store:
