@@ -52,10 +52,7 @@ def _mark_run(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: 
         if unmarked is not None:
             start, older = unmarked
             running = max(running, older)
-        conn.execute(
-            "INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms) "
-            "VALUES (?, ?, ?, ?)", (tid, start, end, running),
-        )
+        _insert(conn, tid, start, end, running)
         return
     offset, marked_end, running = last
     running = max(running, max_ts_ms)
@@ -71,10 +68,14 @@ def _mark_run(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: 
             "WHERE topic_id = ? AND offset = ?", (end, running, tid, offset),
         )
     else:
-        conn.execute(
-            "INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms) "
-            "VALUES (?, ?, ?, ?)", (tid, start, end, running),
-        )
+        _insert(conn, tid, start, end, running)
+
+
+def _insert(conn: apsw.Connection, tid: int, start: int, end: int, running: int) -> None:
+    conn.execute(
+        "INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms) VALUES (?, ?, ?, ?)",
+        (tid, start, end, running),
+    )
 
 
 def _unmarked_max(
