@@ -128,17 +128,20 @@ class SqliteQueueDataSource(DataSource):
       cores bound a parallel read of it; the planner cannot ask Spark for its
       parallelism), with no partition under 50,000 rows: one task per CPU for
       a large range, one task for a small one.
-    - ``readPath`` (default ``auto``): ``executor`` or ``auto``, executors
-      open the store file themselves (fast; local and local-cluster masters,
-      or a single machine); ``driver``: the driver reads each range and
-      ships it inside the partitions as Arrow IPC, for executors that cannot
-      reach the driver's disk. Shipped rows pass through driver memory and
-      task serialization: bound batches with ``maxRowsPerTrigger``.
-      ``auto`` checks on the executor that it sees the driver's very file
-      (same host, same device and inode) and otherwise fails the task with a
-      message to set ``readPath=driver``; ``executor`` skips that check (a
-      shared mount). The Python planner cannot see the executors' hosts, so
-      ``auto`` cannot ship rows by itself.
+    - ``readPath`` (default ``auto``): where rows are read. ``executor``:
+      executors open the store file themselves (fast; they must run on the
+      driver's machine or see its disk through a shared mount). ``driver``:
+      the driver reads each range and ships it inside the partitions as
+      Arrow IPC, for executors that cannot reach the driver's disk; shipped
+      rows pass through driver memory and task serialization, so bound
+      batches with ``maxRowsPerTrigger``. ``auto`` is ``executor`` when the
+      driver's JVM runs a ``local`` or ``local-cluster`` master (read from the
+      JVM's launch: ``--master``, ``spark.master``, ``spark-defaults.conf``)
+      and ``driver`` for any other master or one it cannot read (a cluster,
+      Databricks), so the default is right on a multi-node cluster
+      (docs/cluster.md). An executor asked to open a file it cannot see (not
+      the driver's very file: same host, device and inode) fails with one
+      line naming this option.
     - ``latencyMode`` (default ``auto``; streams only): ``auto`` reads a
       micro-batch of at most ``lowLatencyMaxRows`` rows (default 10000, and
       at most 16 MiB once read) in the driver's planning process and Spark
@@ -285,7 +288,9 @@ class SqliteQueueDataSource(DataSource):
         """Driver, at query start: validate options and schema (before any task runs).
 
         The store is opened at the first trigger, not here. ``latencyMode=low``
-        declines, so Spark asks :meth:`simpleStreamReader`.
+        wraps the simple reader as pyspark would, but ships replayed batches too
+        (declining, so Spark asks :meth:`simpleStreamReader`, only on a pyspark
+        without the wrapper).
         """
         try:
             options = self._stream_options(schema)
@@ -295,7 +300,14 @@ class SqliteQueueDataSource(DataSource):
             )
 
             return SqliteQueueRefusedStreamReader(exc)
-        if options.latency_mode == "low":
+        if options.latency_mode == "low" and compat.SHIPS_ROWS_WITH_PLAN:
+            from spark_queue.connector.source.simple_reader import (
+                SqliteQueueLowLatencyStreamReader,
+                SqliteQueueSimpleStreamReader,
+            )
+
+            return SqliteQueueLowLatencyStreamReader(SqliteQueueSimpleStreamReader(options, schema))
+        if options.latency_mode == "low":  # pragma: no cover - a pyspark without the wrapper
             raise PySparkNotImplementedError(
                 errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader"}
             )

@@ -135,10 +135,9 @@ def test_other_latency_modes_are_not_this_reader(store_path, store, mode):
     source = SqliteQueueDataSource({"path": store_path, "topic": "a", "latencyMode": mode})
     schema = source.schema()
     if mode == "low":
-        from pyspark.errors import PySparkNotImplementedError
+        from spark_queue.connector.source.simple_reader import SqliteQueueLowLatencyStreamReader
 
-        with pytest.raises(PySparkNotImplementedError):
-            source.streamReader(schema)
+        assert isinstance(source.streamReader(schema), SqliteQueueLowLatencyStreamReader)
     else:
         assert not isinstance(source.streamReader(schema), SqliteQueueAutoStreamReader)
     default = SqliteQueueDataSource({"path": store_path, "topic": "a"})

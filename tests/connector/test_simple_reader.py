@@ -83,3 +83,17 @@ def test_after_a_store_error_the_next_poll_reopens_and_misses_nothing(
     rows, after = reader.read(end)
     assert reader._store is not held
     assert (values(rows), after) == ([b"b"], {"t": 2})
+
+
+def test_a_replayed_low_latency_batch_ships_with_its_plan(store, store_path):
+    """After a restart Spark replays the checkpoint's last batch: its rows travel with the
+    plan, read on the driver, so no executor opens the file (a cluster's cannot)."""
+    from spark_queue.connector.datasource import SqliteQueueDataSource
+
+    store.publish_many("a", [f"v{i}".encode() for i in range(30)])
+    source = SqliteQueueDataSource({"path": store_path, "topic": "a", "latencyMode": "low"})
+    reader = source.streamReader(source.schema())  # a fresh process: nothing cached
+    reader.partitions({"a": 5}, {"a": 25})
+    replayed = list(reader.getCache({"a": 5}, {"a": 25}))
+    assert [o for b in replayed for o in b.column("offset").to_pylist()] == list(range(5, 25))
+    assert [v for b in replayed for v in b.column("value").to_pylist()][:1] == [b"v5"]

@@ -25,6 +25,7 @@ from spark_queue.connector.source.partitions import (
     reading_cpus,
     split_ranges,
 )
+from spark_queue.connector.source.placement import executors_share_driver_disk
 from spark_queue.connector.source.schema import is_typed
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def plan_range_partitions(
     pieces = split_ranges(ranges, rows_per_partition(options, ranges), options.min_partitions)
     if not pieces:
         return []
-    if options.read_path == "driver":
+    if ships_rows(options):
         typed = is_typed(schema, options)
         fmt, headers = payload_format(options, typed), options.include_headers and not typed
         return [
@@ -71,6 +72,14 @@ def plan_range_partitions(
         ]
     host, ident = socket.gethostname(), file_identity(options.path)
     return [StoreRangePartition(p.topic, p.start, p.end, host, ident) for p in pieces]
+
+
+def ships_rows(options: SourceOptions) -> bool:
+    """Whether the driver reads the ranges and ships them (``readPath``; ``auto`` asks
+    :mod:`placement` whether executors run on the driver's machine)."""
+    if options.read_path == "auto":
+        return not executors_share_driver_disk()
+    return options.read_path == "driver"
 
 
 def planned_ranges(

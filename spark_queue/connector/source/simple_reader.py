@@ -11,8 +11,10 @@ and ``simpleStreamReader()`` exists (pyspark 4.0+). Which process runs what:
   the batch through the block manager: no executor Python worker starts per
   micro-batch, which is where the default path spends most of its latency.
 - ``readBetweenOffsets(start, end)`` replays a batch Spark planned before a
-  restart: Spark runs it in an executor task, which opens the store file
-  (so a replay needs executors that reach the file, as ``readPath=auto``).
+  restart. pyspark would run it in an executor task, which cannot open the
+  file on a cluster; :class:`SqliteQueueLowLatencyStreamReader` reads it in
+  the same driver-side process instead, so executors never open the file in
+  this mode.
 
 Spark calls ``read`` back to back (``spark.sql.streaming.pollingDelay``
 apart, 10 ms by default) while no data arrives, so the reader keeps one
@@ -121,3 +123,20 @@ class SqliteQueueSimpleStreamReader(
     ) -> list[pa.RecordBatch]:
         ranges = planned_ranges(self.options, start, end, bounds)
         return list(read_ranges(self.options, self.schema, ranges, store))
+
+
+class SqliteQueueLowLatencyStreamReader(compat.PlanShippingStreamReader):
+    """pyspark's own wrapper of a simple reader (``_SimpleStreamReaderWrapper``), except
+    that a batch replayed after a restart ships with its plan too.
+
+    The wrapper keeps the rows ``read`` returned for the batches it planned; a batch
+    planned by an earlier run of the query (replayed from the checkpoint) is not
+    among them, and the wrapper would leave it to an executor task. Here the driver
+    reads it (``readBetweenOffsets``) and Spark ships it like any other batch.
+    """
+
+    def getCache(self, start: dict, end: dict) -> Iterator[pa.RecordBatch] | None:
+        rows = super().getCache(start, end)
+        if rows is None:
+            return self.simple_reader.readBetweenOffsets(start, end)
+        return rows
