@@ -6,9 +6,8 @@
 # MAGIC `format("sqliteq")` in micro-batches; the store shows each consumer's lag.
 # MAGIC Run it again and it resumes: the stream picks up where its checkpoint stopped.
 # MAGIC
-# MAGIC **On Databricks**: build a wheel from a checkout (`pip wheel --no-deps -w dist .`),
-# MAGIC upload it and `%pip install /path/to/spark_queue-0.1.0-py3-none-any.whl` (no extras:
-# MAGIC the cluster's pyspark stays).
+# MAGIC **On Databricks** (Runtime 17.3 LTS or later, single- or multi-node): install the
+# MAGIC wheel with the next cell or as a cluster library.
 # MAGIC
 # MAGIC **Where the store lives**: the `work_dir` widget (default
 # MAGIC `/local_disk0/spark_queue/quickstart`, the driver's local disk) holds the store file
@@ -17,16 +16,31 @@
 # MAGIC open there. The driver's disk is gone when the cluster terminates: to keep the store,
 # MAGIC copy it to a Volume with `sqliteq backup` and copy it back before the next run
 # MAGIC (docs/spark-versions.md, "On Databricks"). On a multi-node cluster executors cannot
-# MAGIC see the driver's disk: read with `.option("readPath", "driver")`. Outside Databricks
-# MAGIC the directory is `./spark_queue_notebooks/quickstart` (or
-# MAGIC `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`).
+# MAGIC see the driver's disk: the connector's defaults ship rows from the driver there
+# MAGIC (docs/cluster.md), and tables go to the `tables_dir` widget, storage every node sees
+# MAGIC (default `dbfs:/tmp/spark_queue/quickstart`; a Volume path on Unity Catalog).
+# MAGIC Outside Databricks the directories are `./spark_queue_notebooks/quickstart` (or
+# MAGIC `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`) and its `tables/`.
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC **Install** (Databricks Runtime 17.3 LTS or later: Spark 4.0+). Run the next cell once
+# MAGIC per cluster session, with the wheel built from a checkout (`pip wheel --no-deps -w dist .`)
+# MAGIC and uploaded to a Volume; or attach that wheel as a cluster library instead (Compute >
+# MAGIC Libraries), which every notebook on the cluster then has. No extras: the runtime's
+# MAGIC pyspark stays. Outside Databricks the cell is a comment.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wheels/spark_queue-0.1.0-py3-none-any.whl
 
 # COMMAND ----------
 
 import os
 
 import spark_queue
-from spark_queue.spark import run_available_now, work_dir
+from spark_queue.spark import run_available_now, tables_dir, work_dir
 from spark_queue.spark.progress import offsets
 from spark_queue.store import Record, Store
 
@@ -41,7 +55,7 @@ show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("quickstart", globals().get("dbutils"))
 store_path = os.path.join(directory, "quickstart.sqlite")
-orders_table = os.path.join(directory, "tables", "orders")
+orders_table = os.path.join(tables_dir("quickstart", globals().get("dbutils")), "orders")
 checkpoint = os.path.join(directory, "checkpoints", "orders")
 print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 

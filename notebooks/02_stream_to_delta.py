@@ -8,18 +8,33 @@
 # MAGIC Spark 4.0 and 4.1 too), the way a scheduled job cluster runs it.
 # MAGIC
 # MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/stream_to_delta` on
-# MAGIC Databricks, `./spark_queue_notebooks/stream_to_delta` elsewhere) holds the store,
-# MAGIC the checkpoint and the table; the store must stay on the driver's local disk (see
-# MAGIC notebook 01 and "On Databricks" in docs/spark-versions.md), while checkpoints and
-# MAGIC tables may move to cloud storage. Locally this uses Delta when delta-spark is
+# MAGIC Databricks, `./spark_queue_notebooks/stream_to_delta` elsewhere) holds the store
+# MAGIC and the checkpoint, which must stay on the driver's local disk together (see
+# MAGIC notebook 01 and "On Databricks" in docs/spark-versions.md); the `tables_dir` widget
+# MAGIC (default `dbfs:/tmp/spark_queue/stream_to_delta` on Databricks, `tables/` in
+# MAGIC `work_dir` elsewhere) holds the table, which executors write: on a multi-node cluster
+# MAGIC it must be storage every node sees. Locally this uses Delta when delta-spark is
 # MAGIC installed (Spark downloads Delta's jars on first start) and Parquet otherwise.
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC **Install** (Databricks Runtime 17.3 LTS or later: Spark 4.0+). Run the next cell once
+# MAGIC per cluster session, with the wheel built from a checkout (`pip wheel --no-deps -w dist .`)
+# MAGIC and uploaded to a Volume; or attach that wheel as a cluster library instead (Compute >
+# MAGIC Libraries), which every notebook on the cluster then has. No extras: the runtime's
+# MAGIC pyspark stays. Outside Databricks the cell is a comment.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wheels/spark_queue-0.1.0-py3-none-any.whl
 
 # COMMAND ----------
 
 import os
 
 import spark_queue
-from spark_queue.spark import run_available_now, table_format, work_dir
+from spark_queue.spark import run_available_now, table_format, tables_dir, work_dir
 from spark_queue.store import Store
 
 try:
@@ -33,7 +48,7 @@ show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("stream_to_delta", globals().get("dbutils"))
 store_path = os.path.join(directory, "sensors.sqlite")
-table_path = os.path.join(directory, "tables", "readings")
+table_path = os.path.join(tables_dir("stream_to_delta", globals().get("dbutils")), "readings")
 checkpoint = os.path.join(directory, "checkpoints", "readings")
 fmt = table_format(spark)
 print(f"store {store_path}; {fmt} table {table_path}")

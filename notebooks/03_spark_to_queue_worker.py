@@ -15,6 +15,19 @@
 
 # COMMAND ----------
 
+# MAGIC %md
+# MAGIC **Install** (Databricks Runtime 17.3 LTS or later: Spark 4.0+). Run the next cell once
+# MAGIC per cluster session, with the wheel built from a checkout (`pip wheel --no-deps -w dist .`)
+# MAGIC and uploaded to a Volume; or attach that wheel as a cluster library instead (Compute >
+# MAGIC Libraries), which every notebook on the cluster then has. No extras: the runtime's
+# MAGIC pyspark stays. Outside Databricks the cell is a comment.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wheels/spark_queue-0.1.0-py3-none-any.whl
+
+# COMMAND ----------
+
 import os
 
 import spark_queue

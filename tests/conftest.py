@@ -10,6 +10,7 @@ fixture, so store-only runs never load it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import pytest
@@ -21,8 +22,17 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 def spark_master() -> str:
-    """The Spark master of this pytest run: local[2], or what SPARK_QUEUE_TEST_MASTER names."""
+    """The Spark master of this pytest run: local[2], or what SPARK_QUEUE_TEST_MASTER names
+    (``standalone``: the cluster of tests/cluster/standalone.py, started for the run)."""
     return os.environ.get("SPARK_QUEUE_TEST_MASTER", "local[2]")
+
+
+def master_kind() -> str:
+    """``local[2]``, ``local-cluster`` or ``standalone``: what ``@pytest.mark.master`` names."""
+    master = spark_master()
+    if master == "standalone":
+        return "standalone"
+    return "local-cluster" if master.startswith("local-cluster") else "local[2]"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -30,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
     test costs one to four minutes; each runs once per CI run, under the master
     where it says the most (tests/spark/test_local_cluster_suites.py runs the
     local-cluster ones in a child pytest)."""
-    kind = "local-cluster" if spark_master().startswith("local-cluster") else "local[2]"
+    kind = master_kind()
     keep, left_out = [], []
     for item in items:
         marker = item.get_closest_marker("master")
@@ -53,7 +63,7 @@ _BACKGROUND: list = []  # (the module that started them, its children)
 def pytest_collection_finish(session):
     """Start the local-cluster children of the selected tests now, to run beside the rest
     of the suite (tests/spark/test_local_cluster_suites.py); never inside a child."""
-    if spark_master().startswith("local-cluster") or session.config.option.collectonly:
+    if master_kind() != "local[2]" or session.config.option.collectonly:
         return
     items = [item for item in session.items if _runs_a_child(item)]
     if items:
@@ -81,7 +91,43 @@ def store(store_path):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def standalone_cluster(tmp_path_factory):
+    """The standalone cluster whose workers cannot see this run's basetemp (every store the
+    tests make lives there); its ``shared`` directory stands for cloud storage."""
+    from tests.cluster.standalone import StandaloneCluster, unavailable
+
+    if master_kind() != "standalone":
+        pytest.skip("the standalone cluster runs under SPARK_QUEUE_TEST_MASTER=standalone "
+                    "(tests/spark/test_local_cluster_suites.py starts that run)")
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    basetemp = tmp_path_factory.getbasetemp()
+    beside = basetemp.parent / f"{basetemp.name}-cluster"
+    cluster = StandaloneCluster(hidden=basetemp, shared=beside / "shared", logs=beside / "logs")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(beside, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_dir(request, tmp_path):
+    """A directory every node sees (cloud storage, for tables executors write): the
+    cluster's shared directory under the standalone master, else one in the test's tmp."""
+    if master_kind() == "standalone":
+        cluster = request.getfixturevalue("standalone_cluster")
+        path = cluster.shared / tmp_path.name
+    else:
+        path = tmp_path / "shared"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark(request):
     """With Delta where installed, as the notebooks and the demo use it; no register()
     call, so the format is found by Spark's lookup of the installed pyspark_sqliteq module."""
     from pyspark.sql import SparkSession
@@ -97,10 +143,14 @@ def spark():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # tests/spark/test_local_cluster_suites.py reruns the source and sink
     # acceptance suites with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024].
-    master = spark_master()
+    if master_kind() == "standalone":
+        from tests.cluster.standalone import session_builder
+
+        builder = session_builder(request.getfixturevalue("standalone_cluster"))
+    else:
+        builder = SparkSession.builder.master(spark_master())
     builder = (
-        SparkSession.builder.master(master)
-        .config("spark.executor.memory", "1g")
+        builder.config("spark.executor.memory", "1g")
         .appName("spark_queue-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -7,7 +7,8 @@ This package imports pyspark (it sits above the connector, beside the demo);
   (Delta when asked, Spark's Python workers on this interpreter).
 - :func:`table_format`: ``"delta"`` where the session writes Delta, else ``"parquet"``.
 - :func:`work_dir`: a notebook's directory for its store and checkpoints (a widget on
-  Databricks), the same on every run so a rerun resumes.
+  Databricks), the same on every run so a rerun resumes; :func:`tables_dir`: where its
+  tables go, storage every node of a cluster sees.
 - :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
   backlog in bounded micro-batches on every supported Spark version.
 - :mod:`spark_queue.spark.progress`: source offsets out of ``StreamingQueryProgress``,
@@ -23,6 +24,7 @@ _LAZY = {
     "get_or_create": "spark_queue.spark.session",
     "table_format": "spark_queue.spark.session",
     "work_dir": "spark_queue.spark.notebooks",
+    "tables_dir": "spark_queue.spark.notebooks",
     "run_available_now": "spark_queue.spark.available_now",
     "AvailableNowRun": "spark_queue.spark.available_now",
 }

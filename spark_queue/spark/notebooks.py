@@ -1,4 +1,5 @@
-"""Where a notebook keeps its store and checkpoints."""
+"""Where a notebook keeps its store and checkpoints (the driver's disk), and its tables
+(storage every node sees)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import os
 from typing import Any
 
 DIR_ENV = "SPARK_QUEUE_NOTEBOOK_DIR"
+TABLES_ENV = "SPARK_QUEUE_NOTEBOOK_TABLES_DIR"
+# Storage every node of a Databricks cluster reaches through Spark's file API (not FUSE):
+# executors write a table's files, so it cannot be the driver's local disk. A workspace
+# on Unity Catalog sets the widget to a Volume (/Volumes/catalog/schema/volume/...).
+DATABRICKS_TABLES_ROOT = "dbfs:/tmp/spark_queue"
 # Databricks mounts the driver's local disk here; a live store must sit on a local disk.
 DATABRICKS_LOCAL_DISK = "/local_disk0"
 
@@ -30,3 +36,24 @@ def work_dir(name: str, dbutils: Any = None) -> str:
         path = dbutils.widgets.get("work_dir") or default
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def tables_dir(name: str, dbutils: Any = None) -> str:
+    """Where notebook ``name`` writes its tables: a directory (or URI) every node sees.
+
+    Executors write a table's files, so on a multi-node cluster it cannot be the
+    driver's local disk that :func:`work_dir` names. On Databricks it is the
+    ``tables_dir`` widget, default ``dbfs:/tmp/spark_queue/NAME``; elsewhere
+    ``$SPARK_QUEUE_NOTEBOOK_TABLES_DIR/NAME`` when that is set, else ``tables/`` in
+    :func:`work_dir` (one machine: every executor sees it).
+    """
+    if os.environ.get(TABLES_ENV):
+        default = os.path.join(os.environ[TABLES_ENV], name)
+    elif os.path.isdir(DATABRICKS_LOCAL_DISK) and dbutils is not None:
+        default = f"{DATABRICKS_TABLES_ROOT}/{name}"
+    else:
+        default = os.path.join(work_dir(name, dbutils), "tables")
+    if dbutils is None:
+        return default
+    dbutils.widgets.text("tables_dir", default, "tables directory (every node sees it)")
+    return dbutils.widgets.get("tables_dir") or default

@@ -34,7 +34,11 @@ from dataclasses import dataclass, field
 
 HOST = "127.0.0.1"
 WORKERS = 2
-WORKER_MEMORY = "1g"
+# Two cores a worker: the test session takes one on each (spark.cores.max), so a driver
+# in another process (a crash test's) gets the other two.
+WORKER_CORES = 2
+WORKER_MEMORY = "2g"
+EXECUTOR_MEMORY = "1g"
 START_TIMEOUT_S = 180
 
 
@@ -46,6 +50,16 @@ def unavailable() -> str | None:
         if shutil.which(tool) is None:
             return f"the standalone cluster needs {tool!r} on the PATH"
     return None
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this daemon when the process that started it dies, even by SIGKILL (a
+    child pytest stopped by its parent runs no finalizer). unshare, sh and spark-class
+    each exec the next, so the JVM keeps this process and the setting."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def free_port() -> int:
@@ -120,7 +134,7 @@ class StandaloneCluster:
         worker = self._spawn(f"worker-{index}", [
             "org.apache.spark.deploy.worker.Worker", "--host", HOST,
             "--port", str(free_port()), "--webui-port", str(free_port()),
-            "--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work_dir), self.url,
+            "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY, "--work-dir", str(work_dir), self.url,
         ], hide=True)
         if index < len(self.workers):
             self.workers[index] = worker
@@ -142,7 +156,7 @@ class StandaloneCluster:
         with open(log, "w") as sink:
             process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, env=env,
-                                       start_new_session=True)
+                                       start_new_session=True, preexec_fn=_die_with_parent)
         return Daemon(name, process, log)
 
     def alive_workers(self) -> int:
@@ -183,14 +197,20 @@ class StandaloneCluster:
 
 def session_builder(cluster: StandaloneCluster):
     """A builder for a driver on this machine whose executors are the cluster's two."""
+    return session_builder_for_url(cluster.url)
+
+
+def session_builder_for_url(url: str):
+    """:func:`session_builder` for a driver in another process, which knows the URL only."""
     from pyspark.sql import SparkSession
 
     return (
-        SparkSession.builder.master(cluster.url)
+        SparkSession.builder.master(url)
         .config("spark.driver.host", HOST)
         .config("spark.driver.bindAddress", HOST)
-        .config("spark.executor.memory", WORKER_MEMORY)
+        .config("spark.executor.memory", EXECUTOR_MEMORY)
         .config("spark.executor.cores", "1")
+        .config("spark.cores.max", str(WORKERS))
         # Both executors before the first job, so tasks spread over both workers.
         .config("spark.scheduler.minRegisteredResourcesRatio", "1.0")
         .config("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s")

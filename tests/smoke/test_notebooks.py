@@ -35,8 +35,8 @@ class Widgets:
 
 
 class DBUtils:
-    def __init__(self, work_dir: str) -> None:
-        self.widgets = Widgets({"work_dir": work_dir})
+    def __init__(self, work_dir: str, tables_dir: str) -> None:
+        self.widgets = Widgets({"work_dir": work_dir, "tables_dir": tables_dir})
 
 
 def cells(notebook: pathlib.Path) -> list[str]:
@@ -45,10 +45,10 @@ def cells(notebook: pathlib.Path) -> list[str]:
     return source.split(CELL_SEPARATOR)
 
 
-def run_cell_by_cell(notebook: pathlib.Path, spark, work_dir: str) -> dict:
+def run_cell_by_cell(notebook: pathlib.Path, spark, work_dir: str, tables_dir: str) -> dict:
     shown = []
     namespace = {"__name__": "__main__", "spark": spark, "display": shown.append,
-                 "dbutils": DBUtils(work_dir)}
+                 "dbutils": DBUtils(work_dir, tables_dir)}
     for number, cell in enumerate(cells(notebook), start=1):
         exec(compile(cell, f"{notebook.name} cell {number}", "exec"), namespace)
     namespace["shown"] = shown
@@ -62,14 +62,16 @@ def test_there_are_notebooks():
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
 def test_a_notebook_runs_cell_by_cell_in_an_existing_session_and_a_rerun_resumes(
-    notebook, spark, tmp_path, monkeypatch
+    notebook, spark, tmp_path, shared_dir, monkeypatch
 ):
+    """Under the standalone master (tests/cluster) the work_dir is the driver's disk, which
+    executors cannot see, and the tables go to a directory every node sees."""
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     monkeypatch.chdir(outside)
     work_dir = str(tmp_path / "work")
     for _ in range(2):
-        namespace = run_cell_by_cell(notebook, spark, work_dir)
+        namespace = run_cell_by_cell(notebook, spark, work_dir, str(shared_dir))
         assert namespace["shown"], "the notebook displayed nothing"
         for query in spark.streams.active:
             query.stop()

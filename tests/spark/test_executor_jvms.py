@@ -19,7 +19,12 @@ from tests.spark.source_helpers import copy_topic
 
 
 def _executor_jvms_of(master: str) -> int:
-    """local-cluster[N,cores,memory] starts N executor JVMs; local[...] runs none of its own."""
+    """local-cluster[N,cores,memory] starts N executor JVMs; local[...] runs none of its own;
+    the standalone cluster of tests/cluster runs one on each of its workers."""
+    if master.startswith("spark://"):
+        from tests.cluster.standalone import WORKERS
+
+        return WORKERS
     cluster = re.fullmatch(r"local-cluster\[(\d+),\d+,\d+\]", master)
     return int(cluster.group(1)) if cluster else 0
 

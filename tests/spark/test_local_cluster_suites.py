@@ -39,13 +39,16 @@ SUITES = [
 # (auto) under a driver SIGKILL, and sqliteq -> sqliteq (source and sink) under three.
 CRASH_FILES = ["test_source_crash.py", "test_sink_crash.py"]
 LOCAL_CLUSTER_CRASH_TESTS = 2
+# What the standalone child must pass at least: the acceptance suites' quick tests, the
+# notebooks and tests/cluster (a test that quietly stops being collected fails this).
+STANDALONE_TESTS = 70
 
 
 class Child:
     """A child pytest on local-cluster, run in the background; ``result()`` waits for it."""
 
-    def __init__(self, args: list[str], timeout: float):
-        self.args, self.timeout = args, timeout
+    def __init__(self, args: list[str], timeout: float, master: str = MASTER):
+        self.args, self.timeout, self.master = args, timeout, master
         self.done = threading.Event()
         self.outcome: tuple[int, str, str] | None = None
         self.process: subprocess.Popen | None = None
@@ -57,7 +60,7 @@ class Child:
                 [sys.executable, "-m", "pytest", *self.args, "-q", "-p", "no:cacheprovider",
                  "--basetemp", basetemp],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                cwd=HERE.parents[1], env=dict(os.environ, SPARK_QUEUE_TEST_MASTER=MASTER),
+                cwd=HERE.parents[1], env=dict(os.environ, SPARK_QUEUE_TEST_MASTER=self.master),
                 start_new_session=True,
             )
             try:
@@ -81,6 +84,17 @@ class Child:
         assert "failed" not in summary and "skipped" not in summary, summary
         return int(re.search(r"(\d+) passed", summary).group(1))
 
+    def skipped_because(self) -> str | None:
+        """The one skip reason when the child skipped everything (no cluster here), else None."""
+        self.done.wait()
+        assert self.outcome is not None, "the child pytest never ran"
+        code, out, _ = self.outcome
+        summary = out.strip().splitlines()[-1] if out.strip() else ""
+        if code == 0 and "passed" not in summary and "skipped" in summary:
+            reasons = re.findall(r"SKIPPED \[\d+\] [^:]+:\d+: (.*)", out)
+            return reasons[0] if reasons else summary
+        return None
+
 
 def stop(process: subprocess.Popen) -> None:
     """SIGKILL the child and every driver and JVM it started (its own process group)."""
@@ -88,11 +102,18 @@ def stop(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+# The same acceptance suites, the notebooks and tests/cluster on a standalone cluster whose
+# workers cannot see the driver's disk (tests/cluster/standalone.py), with default options.
+STANDALONE = [*(str(HERE / s) for s in SUITES), str(HERE.parent / "smoke" / "test_notebooks.py"),
+              str(HERE.parent / "cluster")]
+
 CHILDREN = {
     "test_source_and_sink_acceptance_suites_pass_on_local_cluster": Child(
         [*(str(HERE / s) for s in SUITES), "-m", "not slow"], timeout=1800),
     "test_sigkill_acceptance_tests_pass_on_local_cluster": Child(
         [str(HERE / t) for t in CRASH_FILES], timeout=2400),
+    "test_default_options_pass_on_a_cluster_whose_workers_cannot_see_the_drivers_disk": Child(
+        [*STANDALONE, "-rs"], timeout=2400, master="standalone"),
 }
 
 
@@ -134,3 +155,14 @@ def test_sigkill_acceptance_tests_pass_on_local_cluster():
     assert CHILDREN[
         "test_sigkill_acceptance_tests_pass_on_local_cluster"].passed() == (
         LOCAL_CLUSTER_CRASH_TESTS)
+
+
+@pytest.mark.timeout(1800 + 2400 + 2400 + 60)
+def test_default_options_pass_on_a_cluster_whose_workers_cannot_see_the_drivers_disk():
+    """tests/cluster/standalone.py: skipped (with the child's reason) where it cannot run."""
+    child = CHILDREN[
+        "test_default_options_pass_on_a_cluster_whose_workers_cannot_see_the_drivers_disk"]
+    reason = child.skipped_because()
+    if reason is not None:
+        pytest.skip(reason)
+    assert child.passed() >= STANDALONE_TESTS
