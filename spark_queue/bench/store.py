@@ -1,4 +1,4 @@
-"""Store benchmark: publish-many and range reads against raw apsw; single publishes, one thread and many.
+"""Store benchmark: publish-many and range reads against raw apsw; single publishes.
 
 ``python -m spark_queue.bench store [--events N] [--threads N] [--thread-events N]
 [--section all|bulk|single|threads] [--single-events N] [--no-honker] [--one-cpu]``
