@@ -315,10 +315,11 @@ def append_routed(
             rows.append(row)
         whole = len(rows_of) == 1
         for topic, rows in rows_of.items():
+            log = logs[topic][0]
             values, keys, headers = _rows(chunk, rows, whole=whole)
-            write_events(
-                conn, logs[topic][0], values, chunk.value_type, ts, keys, headers,
-                rows=position if whole else [position + row for row in rows],
+            write_events(  # each row's batch position is needed only to name one over a limit
+                conn, log, values, chunk.value_type, ts, keys, headers,
+                rows=position if whole or log.limit is None else [position + r for r in rows],
             )
         position += len(chunk.values)
     return {topic: range(first, log.next_offset) for topic, (log, first) in logs.items()}
