@@ -11,7 +11,7 @@ import argparse
 import importlib
 
 BENCHMARKS = {
-    "store": "publish-many and range reads vs raw apsw",
+    "store": "publish-many, single publishes and range reads vs raw apsw",
     "queue": "enqueue and claim+ack vs raw apsw and peer queues",
     "source": "Spark source vs the rate source and the raw store read",
     "latency": "publish -> visible in foreachBatch, both read modes vs the rate source",

@@ -1,7 +1,7 @@
-"""Store benchmark: publish-many and range reads against raw apsw; single publishes from threads.
+"""Store benchmark: publish-many and range reads against raw apsw; single publishes.
 
 ``python -m spark_queue.bench store [--events N] [--threads N] [--thread-events N]
-[--section all|bulk|threads] [--no-honker] [--one-cpu]``
+[--section all|bulk|single|threads] [--single-events N] [--no-honker] [--one-cpu]``
 
 Bulk: the raw side is the limit: for writes, one ``INSERT ... SELECT ...
 FROM carray(?)`` per 10,000 rows over the values bound as one array (SQLite's
@@ -10,6 +10,10 @@ own limit: nothing per row in Python), and pre-built row tuples into
 into tuples for reads; on a file opened with the same pragmas and schema. Our
 side includes payload encoding and offset assignment (writes) and building
 Arrow columns (reads).
+
+Single: one event per transaction, ``Store.publish`` beside the raw
+four-statement transaction and honker's single publish
+(:mod:`spark_queue.bench.single_publish`).
 
 Threads: ``--threads`` threads each publish ``--thread-events`` single events
 (one call per event, durability ``normal``) through a :class:`Producer`
@@ -61,6 +65,7 @@ from concurrent.futures import wait
 import apsw
 
 from spark_queue.bench import kafka as kafka_bench
+from spark_queue.bench import single_publish
 from spark_queue.bench.report import best_of, now_ms, print_table
 from spark_queue.store import TEXT, Producer, Record, Store
 
@@ -76,12 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thread-events", type=int, default=5_000, help="single publishes per thread"
     )
-    parser.add_argument("--section", choices=("all", "bulk", "threads"), default="all")
+    parser.add_argument("--section", choices=("all", "bulk", "single", "threads"), default="all")
     parser.add_argument("--no-honker", action="store_true", help="skip honker's rows")
     parser.add_argument(
         "--one-cpu", action="store_true",
         help="threads section: pin the process to one CPU (shows what cross-CPU wake-ups cost)",
     )
+    single_publish.add_arguments(parser)
     kafka_bench.add_argument(parser)
 
 
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             _run(args, workdir)
             if kafka:
                 _run_kafka(args, workdir, kafka)
+        if args.section in ("all", "single"):
+            single_publish.run_single(args, workdir)
         if args.section in ("all", "threads"):
             _run_threads(args, workdir, kafka)
         return 0

@@ -349,8 +349,8 @@ def _time_mark_problems(conn: apsw.Connection) -> Iterator[str]:
             "timestamp lookups (startingTimestamp, offset_for_timestamp, retention by age) "
             "could skip events. Another SQLite client changed sq_time_marks; delete the "
             "topic's marks (DELETE FROM sq_time_marks WHERE topic_id = (SELECT id FROM "
-            f"sq_topics WHERE name = '{name}')): lookups then scan the events, and the next "
-            "publish marks them again."
+            f"sq_topics WHERE name = '{name}')): lookups then scan the events, and later "
+            "publishes mark them again."
         )
 
 

@@ -27,7 +27,7 @@ from spark_queue.errors import PayloadTooLargeError, QueueFullError
 from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
 from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.streams import topics
+from spark_queue.store.streams import event_log, topics
 
 EVENT, JOB = 0, 1
 
@@ -67,10 +67,11 @@ def _write_grouped(conn: apsw.Connection, batch: list[tuple], results: list) -> 
 def _append(
     conn: apsw.Connection, topic: str, calls: list[tuple], ts_ms: int, results: list
 ) -> None:
-    tid, first, limit = topics.open_topic(conn, topic)
-    if limit is not None:
-        calls = _within_limit(calls, limit, topic, results)
-    topics.insert_stored(conn, tid, first, ts_ms, [call[2] for call in calls])
+    log = event_log.open_log(conn, topic)
+    first = log.next_offset
+    if log.limit is not None:  # each call over it refused alone, before anything is written
+        calls = _within_limit(calls, log.limit, topic, results)
+    topics.insert_stored(conn, log, ts_ms, [call[2] for call in calls])
     results.extend(zip([call[3] for call in calls], range(first, first + len(calls)),
                        strict=True))
 

@@ -36,7 +36,8 @@ from spark_queue.store.streams import admin as topic_admin
 from spark_queue.store.streams import arrow_read, retention
 from spark_queue.store.streams import consumers as consumer_offsets
 from spark_queue.store.streams import topics as topic_log
-from spark_queue.store.streams.topics import Event, Record, TopicInfo
+from spark_queue.store.streams.publish_one import OnePublisher
+from spark_queue.store.streams.topics import Event, TopicInfo
 
 
 @translated
@@ -74,6 +75,7 @@ class Store:
         # The open file: its path, its transactions (read(), write()); ``conn`` is its raw
         # apsw connection.
         self.file = StoreConnection(self.path, conn)
+        self._one = OnePublisher(self.file)  # publish(): what it keeps between calls
 
     @property
     def conn(self) -> apsw.Connection:
@@ -123,8 +125,9 @@ class Store:
         """Append one event in its own transaction; returns its offset (durable on return).
 
         Creates ``topic`` if it does not exist (check :meth:`has_topic` first when the
-        name comes from a user: a typo would make a new topic)."""
-        return self.publish_many(topic, [Record(value, key, headers, timestamp_ms)])[0]
+        name comes from a user: a typo would make a new topic). Stores what
+        ``publish_many([Record(value, key, headers, timestamp_ms)])`` stores."""
+        return self._one.publish(topic, value, key, headers, timestamp_ms)
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:
         """Append values or :class:`Record` items in ONE transaction; returns their offsets.

@@ -12,6 +12,7 @@ import pytest
 from spark_queue.store import Record, Store
 from spark_queue.store.file import carray
 from spark_queue.store.streams import topics
+from spark_queue.store.streams.event_log import open_log
 from spark_queue.store.streams.topics import EncodedChunk
 
 N = carray.CHUNK + 3  # crosses a chunk boundary
@@ -103,8 +104,8 @@ def test_encoded_chunks_and_producer_rows_store_the_same(store: Store, shape: st
         )
         with store.write() as conn:
             topics.append_encoded(conn, "chunks", [chunk], ts_ms=5)
-            tid, first, _ = topics.open_topic(conn, "stored")
-            topics.insert_stored(conn, tid, first, 5, [(r[1], r[2], r[0], r[3]) for r in rows])
+            log = open_log(conn, "stored")
+            topics.insert_stored(conn, log, 5, [(r[1], r[2], r[0], r[3]) for r in rows])
     assert _stored(store, "chunks") == _stored(store, "stored")
     assert [row[1:] for row in _stored(store, "chunks")] == [
         (key, _kind(key), value, _kind(value), vtype, headers)

@@ -43,6 +43,8 @@ MAX_BUSY_TIMEOUT_MS = 2**31 - 1
 # stubs cannot know: they say "any SQLite value" for every column.
 Row = tuple[Any, ...]
 
+_Result = TypeVar("_Result")  # what a transaction's work returns
+
 
 def one_row(cursor: apsw.Cursor) -> Row:
     """The row of a query that always returns one: an aggregate, a PRAGMA, the row of a
@@ -305,6 +307,26 @@ class StoreConnection:
         """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
         with write_transaction(self.conn) as conn:
             yield conn
+
+    def transact(self, work: Callable[..., _Result], *args: Any) -> _Result:
+        """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
+        runs a block, with no generator around it: entering and leaving the context
+        managers costs a one-event transaction a tenth of its time (``Store.publish``;
+        ``python -m spark_queue.bench store --section single``)."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn, *args)
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
+                raise
+        except (apsw.Error, OverflowError, UnicodeEncodeError):
+            with translate_errors(self.path):
+                raise
+        return result
 
     @contextlib.contextmanager
     def read(self) -> Iterator[apsw.Connection]:

@@ -10,6 +10,7 @@ calls those, fails its batch whole too.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -37,9 +38,13 @@ def too_large(index: int, size: int, limit: int, owner: str, fix: str) -> Payloa
     )
 
 
-def check_sizes(values: Iterable[Any], limit: int, owner: str, fix: str, first: int = 0) -> None:
-    """Raise for the first of ``values`` (rows ``first``, ``first + 1``, ...) over ``limit``."""
-    for index, value in enumerate(values, start=first):
+def check_sizes(
+    values: Iterable[Any], limit: int, owner: str, fix: str, first: int | Iterable[int] = 0
+) -> None:
+    """Raise for the first of ``values`` over ``limit``, naming its row: ``first``,
+    ``first + 1``, ... or, when ``first`` is a sequence, the row it gives each value."""
+    rows = itertools.count(first) if isinstance(first, int) else first
+    for index, value in zip(rows, values, strict=False):  # count() never ends
         # A str of n characters has n to 4n UTF-8 bytes: most need no encoding.
         if type(value) is str and len(value) * 4 <= limit:
             continue

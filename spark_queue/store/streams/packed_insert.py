@@ -11,7 +11,8 @@ Rows that do not fit that shape go in as multi-row ``VALUES`` of up to
 ``_ROWS_PER_VALUES`` rows (still one step per 64 rows): NULL or mixed-type
 values in a chunk, more than one value type, headers, per-row timestamps,
 keys of different lengths or kinds, and text holding a NUL character (a
-carray of text is an array of C strings, which a NUL would cut short).
+carray of text is an array of C strings, which a NUL would cut short). One
+row alone (a single publish) is one plain ``VALUES`` row.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from spark_queue.store.file.carray import CHUNK, value_array
 _ROWS_PER_VALUES = 64
 
 _INSERT = "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
+_ROW = "(?, ?, ?, ?, ?, ?, ?)"
+_ONE_ROW = _INSERT + "VALUES " + _ROW
 _NONE = type(None)
 
 
@@ -43,11 +46,20 @@ def insert_events(
     """Insert stored-form rows at offsets ``first``, ``first + 1``, ... of topic ``tid``.
 
     ``value_types`` and ``ts_ms`` are one value for every row or one per row;
-    ``keys`` and ``headers`` are None (all NULL) or one per row. The caller
-    holds the write lock, checked payloads and limits, and advances the
-    topic's ``next_offset``. Returns the end offset.
+    ``keys`` and ``headers`` are None (all NULL) or one per row. Returns the
+    end offset. Only :func:`~spark_queue.store.streams.event_log.write_events`
+    calls this: it checks limits first and advances ``next_offset`` and the
+    time marks after.
     """
     n = len(values)
+    if n == 1:  # a single publish: a C array of one costs more to build than it saves
+        conn.execute(_ONE_ROW, (
+            tid, first, ts_ms if isinstance(ts_ms, int) else ts_ms[0],
+            None if keys is None else keys[0], values[0],
+            value_types if isinstance(value_types, int) else value_types[0],
+            None if headers is None else headers[0],
+        ))
+        return first + 1
     for start in range(0, n, CHUNK):
         stop = min(n, start + CHUNK)
         _insert_chunk(
@@ -133,4 +145,4 @@ def _sql(key_sql: str) -> str:
 
 @functools.cache
 def _values_insert(rows: int) -> str:
-    return _INSERT + "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * rows)
+    return _INSERT + "VALUES " + ", ".join([_ROW] * rows)

@@ -2,19 +2,21 @@
 
 A full index on ``(topic_id, ts_ms)`` costs a second B-tree insert for every
 event written. ``sq_time_marks`` holds one row per run of consecutive offsets
-(at least :data:`RUN` events, except the newest run) with the highest
-timestamp of the topic up to the run's end: a running maximum, so it never
-decreases along the offsets even where timestamps do (a foreign writer's
-clock, a ``Record``'s own ``timestamp_ms``). The first event with ``ts_ms >= T``
-then lies in the first run whose maximum is ``>= T`` (every event before that
-run is older than ``T``), and a scan of the events from that run's start finds
-it: exact, for any order of timestamps.
+(:data:`RUN` to ``2 * RUN - 1`` events; the newest run a migration made may
+hold fewer) with the highest timestamp of the topic up to the run's end: a
+running maximum, so it never decreases along the offsets even where
+timestamps do (a foreign writer's clock, a ``Record``'s own ``timestamp_ms``).
+The first event with ``ts_ms >= T`` then lies in the first run whose maximum
+is ``>= T`` (every event before that run is older than ``T``), and a scan of
+the events from that run's start finds it: exact, for any order of timestamps.
 
-Events past the newest mark (written through ``sq_publish`` or plain SQL by
-another client) are scanned, and the next write through this package marks
-them: no writer has to keep marks for a lookup to be right. Retention drops
-the marks of the runs it deleted whole; a run it cut keeps its maximum, which
-can then only make a lookup scan further, never answer wrong. A mark changed
+Events past the newest mark are scanned: this package's own most recent
+events (a write marks the tail only once it holds :data:`RUN` events, so a
+single publish writes no mark) and those written through ``sq_publish`` or
+plain SQL by another client, which the next marking folds in. No writer has
+to keep marks for a lookup to be right. Retention drops the marks of the runs
+it deleted whole; a run it cut keeps its maximum, which can then only make a
+lookup scan further, never answer wrong. A mark changed
 by hand to a maximum below its events' could; ``check()`` finds that.
 """
 
@@ -24,69 +26,44 @@ import apsw
 
 from spark_queue.store.file.connection import first_value
 
-RUN = 4096  # events per mark: runs this package writes hold fewer than 2 * RUN events
+RUN = 4096  # events per mark: runs this package writes hold RUN to 2 * RUN - 1 events
 
-_LAST = (
-    "SELECT offset, end_offset, max_ts_ms FROM sq_time_marks WHERE topic_id = ? "
-    "ORDER BY offset DESC LIMIT 1"
-)
+# The newest mark's maximum: the running maximum of every marked event.
+_LAST_MAX = "SELECT max_ts_ms FROM sq_time_marks WHERE topic_id = ? ORDER BY offset DESC LIMIT 1"
 
 
-def mark(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: int) -> None:
-    """Record that offsets ``[first, end)`` of topic ``tid``, just written, reach ``max_ts_ms``.
+def mark(
+    conn: apsw.Connection, tid: int, start: int, first: int, end: int, max_ts_ms: int
+) -> None:
+    """Mark the unmarked tail ``[start, end)`` of topic ``tid``: ``[first, end)`` was just
+    written and reaches ``max_ts_ms``; ``[start, first)`` (this package's earlier events, or
+    another client's) is folded in with one scan of just those events.
 
-    The caller holds the write lock. A large write is marked in runs of
-    :data:`RUN` (``max_ts_ms`` bounds each from above), so that a lookup never
-    scans a whole batch. Events another client wrote since the newest mark
-    (before ``first``) are folded in with one scan of just them.
+    The caller holds the write lock and calls this once the tail holds at
+    least :data:`RUN` events, so the tail a lookup scans stays short without
+    a mark statement per write. The tail is marked in runs of :data:`RUN`,
+    the last one taking the remainder (fewer than ``2 * RUN`` events each),
+    all with the running maximum: the newest mark's, the folded events' and
+    ``max_ts_ms``, which bounds each run from above.
     """
-    for start in range(first, end, RUN):
-        _mark_run(conn, tid, start, min(end, start + RUN), max_ts_ms)
-
-
-def _mark_run(conn: apsw.Connection, tid: int, first: int, end: int, max_ts_ms: int) -> None:
-    last = conn.execute(_LAST, (tid,)).fetchone()
-    if last is None:
-        start, running = first, max_ts_ms
-        unmarked = _unmarked_max(conn, tid, None, first)
-        if unmarked is not None:
-            start, older = unmarked
-            running = max(running, older)
-        _insert(conn, tid, start, end, running)
-        return
-    offset, marked_end, running = last
-    running = max(running, max_ts_ms)
-    start = first
-    if marked_end < first:
-        unmarked = _unmarked_max(conn, tid, marked_end, first)
-        if unmarked is not None:
-            running = max(running, unmarked[1])
-        start = marked_end
-    if start - offset < RUN:
+    running = max_ts_ms
+    for (older,) in conn.execute(_LAST_MAX, (tid,)):
+        running = max(running, older)
+    if start < first:
+        folded = first_value(conn.execute(
+            "SELECT max(ts_ms) FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ?",
+            (tid, start, first),
+        ))
+        if folded is not None:  # None: retention removed them
+            running = max(running, folded)
+    starts = list(range(start, end, RUN))
+    if len(starts) > 1 and end - starts[-1] < RUN:
+        starts.pop()
+    for run_start, run_end in zip(starts, [*starts[1:], end], strict=True):
         conn.execute(
-            "UPDATE sq_time_marks SET end_offset = ?, max_ts_ms = ? "
-            "WHERE topic_id = ? AND offset = ?", (end, running, tid, offset),
+            "INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms) "
+            "VALUES (?, ?, ?, ?)", (tid, run_start, run_end, running),
         )
-    else:
-        _insert(conn, tid, start, end, running)
-
-
-def _insert(conn: apsw.Connection, tid: int, start: int, end: int, running: int) -> None:
-    conn.execute(
-        "INSERT INTO sq_time_marks (topic_id, offset, end_offset, max_ts_ms) VALUES (?, ?, ?, ?)",
-        (tid, start, end, running),
-    )
-
-
-def _unmarked_max(
-    conn: apsw.Connection, tid: int, start: int | None, end: int
-) -> tuple[int, int] | None:
-    """(first offset, highest ts_ms) of the events in ``[start, end)``; None if there are none."""
-    row = conn.execute(
-        "SELECT min(offset), max(ts_ms) FROM sq_events WHERE topic_id = ? AND offset >= ? "
-        "AND offset < ?", (tid, -1 if start is None else start, end),
-    ).fetchone()
-    return None if row is None or row[0] is None else (row[0], row[1])
 
 
 def first_at_or_after(conn: apsw.Connection, tid: int, ts_ms: int) -> int | None:

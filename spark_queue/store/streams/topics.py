@@ -34,10 +34,10 @@ from spark_queue.store.file.codec import (
     encode_key,
     encode_value,
 )
-from spark_queue.store.file.connection import Row, first_value, now_ms, one_row
+from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.streams import packed_insert, time_marks
+from spark_queue.store.streams import time_marks
+from spark_queue.store.streams.event_log import TopicLog, open_log, span, write_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,40 +100,11 @@ def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 
 
 def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]:
-    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``, for the publish paths.
-
-    One statement when the topic exists (every ``Store.publish`` and every
-    producer batch runs this; the stray probe rides along as a subquery).
-    """
-    validate_name(topic)
-    row = conn.execute(_OPEN_TOPIC, (topic,)).fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
-        )
-        row = one_row(conn.execute(_OPEN_TOPIC, (topic,)))
-    tid, nxt, limit, stray = row
-    if stray is not None:
-        raise CorruptStoreError(
-            f"topic {topic!r} holds events at offsets {_span(nxt, stray)}, at or above its "
-            f"next_offset {nxt}: another SQLite client inserted them without advancing "
-            "sq_topics.next_offset, and publishing now would collide with them. Nothing was "
-            "published. Run `sqliteq check`; if those events are wanted, set next_offset to "
-            f"{stray + 1} (UPDATE sq_topics SET next_offset = {stray + 1} WHERE name = "
-            f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
-        )
-    return tid, nxt, limit
-
-
-# The topic's row, and the highest offset at or above its next_offset (one
-# index probe): such rows were inserted by a client that did not advance it;
-# appending would collide with them (a raw ConstraintError) or, with a gap,
-# leave a hole.
-_OPEN_TOPIC = (
-    "SELECT id, next_offset, max_payload_bytes, (SELECT offset FROM sq_events "
-    "WHERE topic_id = t.id AND offset >= t.next_offset ORDER BY offset DESC LIMIT 1) "
-    "FROM sq_topics AS t WHERE name = ?"
-)
+    """:func:`ensure_topic` plus the topic's ``max_payload_bytes``: ``(id, next_offset,
+    limit)`` of :func:`~spark_queue.store.streams.event_log.open_log`, which also refuses
+    events another client left above ``next_offset``."""
+    log = open_log(conn, topic)
+    return log.tid, log.next_offset, log.limit
 
 
 def _encode_chunk(items: list[Any], index: int, ts_ms: int) -> tuple:
@@ -218,38 +189,22 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
 
     The caller holds the write lock.
 
-    Returns the assigned offsets. Items are encoded and inserted a chunk of
-    :data:`~spark_queue.store.file.carray.CHUNK` at a time, one
-    statement per chunk, so a large batch is never copied whole. A value over
-    the topic's ``max_payload_bytes`` raises :class:`PayloadTooLargeError`
-    naming its row (the caller's transaction then stores nothing).
+    Returns the assigned offsets. Items are encoded and written a chunk of
+    :data:`~spark_queue.store.file.carray.CHUNK` at a time through
+    :func:`~spark_queue.store.streams.event_log.write_events`, so a large
+    batch is never copied whole. A value over the topic's
+    ``max_payload_bytes`` raises :class:`PayloadTooLargeError` naming its row
+    (the caller's transaction then stores nothing).
     """
-    tid, first, limit = open_topic(conn, topic)
+    log = open_log(conn, topic)
+    first = log.next_offset
     ts_ms = now_ms()
-    end = first
     source = iter(items)
     while chunk := list(islice(source, carray.CHUNK)):
-        values, vtypes, stamps, keys, headers = _encode_chunk(chunk, end - first, ts_ms)
-        if limit is not None:
-            check_sizes(values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
-        start = end
-        end = packed_insert.insert_events(conn, tid, end, values, vtypes, stamps, keys, headers)
-        # Per chunk: with per-record timestamps each chunk's own maximum bounds its runs.
-        time_marks.mark(conn, tid, start, end, stamps if isinstance(stamps, int) else max(stamps))
-    advance(conn, tid, first, end, None)
-    return range(first, end)
-
-
-def advance(
-    conn: apsw.Connection, tid: int, first: int, end: int, newest_ts_ms: int | None
-) -> None:
-    """Move topic ``tid``'s ``next_offset`` past ``[first, end)``, just inserted, and mark the
-    run's time (``newest_ts_ms``: the highest ``ts_ms`` among them; None when the caller
-    marked them itself) for timestamp lookups."""
-    if end != first:
-        conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, tid))
-        if newest_ts_ms is not None:
-            time_marks.mark(conn, tid, first, end, newest_ts_ms)
+        row = log.next_offset - first
+        values, vtypes, stamps, keys, headers = _encode_chunk(chunk, row, ts_ms)
+        write_events(conn, log, values, vtypes, stamps, keys, headers, rows=row)
+    return range(first, log.next_offset)
 
 
 class EncodedChunk(NamedTuple):
@@ -279,52 +234,49 @@ def append_encoded(
     ``max_payload_bytes`` raises :class:`PayloadTooLargeError` naming its row
     in the whole batch.
     """
-    tid, first, limit = open_topic(conn, topic)
+    log = open_log(conn, topic)
+    first = log.next_offset
     ts = now_ms() if ts_ms is None else int(ts_ms)
-    end = first
     for chunk in chunks:
-        if chunk.value_type not in VALUE_TYPE_NAMES:
-            raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
-        n = len(chunk.values)
-        for column in (chunk.keys, chunk.headers):
-            if column is not None and len(column) != n:
-                raise PayloadError(
-                    f"a chunk holds {n} values but {len(column)} keys or headers; "
-                    "every column of a chunk needs one entry per row."
-                )
-        if limit is not None:
-            check_sizes(chunk.values, limit, f"topic {topic!r}", topic_fix(topic), end - first)
-        end = packed_insert.insert_events(
-            conn, tid, end, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers
-        )
-    advance(conn, tid, first, end, ts)
-    return range(first, end)
+        _check_columns(chunk, chunk.keys, chunk.headers, what="keys or headers")
+        write_events(conn, log, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers,
+                     rows=log.next_offset - first)
+    return range(first, log.next_offset)
 
 
-def insert_stored(
-    conn: apsw.Connection, tid: int, first: int, ts_ms: int, rows: Sequence[tuple]
-) -> int:
-    """Insert ``rows`` of stored ``(value, value_type, key, headers)`` at offsets ``first``,
-    ``first + 1``, ... of topic ``tid`` and advance its ``next_offset``; return the end offset.
+def _check_columns(chunk: EncodedChunk, *columns: Sequence[Any] | None, what: str) -> None:
+    """PayloadError unless ``chunk``'s value type is known and ``columns`` (None or one
+    entry per row) match its values in length."""
+    if chunk.value_type not in VALUE_TYPE_NAMES:
+        raise PayloadError(f"unknown value_type {chunk.value_type!r} in a chunk")
+    n = len(chunk.values)
+    for column in columns:
+        if column is not None and len(column) != n:
+            raise PayloadError(
+                f"a chunk holds {n} values but {len(column)} {what}; "
+                "every column of a chunk needs one entry per row."
+            )
 
-    The caller holds the write lock and took ``tid`` and ``first`` from
-    :func:`open_topic` in the same transaction; payload limits are its to check.
-    The rows are turned into columns (one C-speed transpose) and go in through
-    :func:`~spark_queue.store.streams.packed_insert.insert_events`: one
-    statement per chunk, where ``executemany`` steps (and hands the GIL to
-    other threads) once per row.
+
+def insert_stored(conn: apsw.Connection, log: TopicLog, ts_ms: int, rows: Sequence[tuple]) -> int:
+    """Write ``rows`` of stored ``(value, value_type, key, headers)`` at ``log``'s next
+    offsets; return the new next offset (the producer's batch of one topic).
+
+    The caller holds the write lock and opened ``log`` with
+    :func:`~spark_queue.store.streams.event_log.open_log` in the same
+    transaction. The rows are turned into columns (one C-speed transpose) for
+    :func:`~spark_queue.store.streams.event_log.write_events`: one statement
+    per chunk, where ``executemany`` steps (and hands the GIL to other
+    threads) once per row.
     """
     if not rows:
-        return first
+        return log.next_offset
     values, vtypes, keys, headers = (list(column) for column in zip(*rows, strict=True))
-    end = packed_insert.insert_events(
-        conn, tid, first, values,
-        vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes, ts_ms,
-        None if keys.count(None) == len(keys) else keys,
+    return write_events(
+        conn, log, values, vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes,
+        ts_ms, None if keys.count(None) == len(keys) else keys,
         None if headers.count(None) == len(headers) else headers,
     )
-    advance(conn, tid, first, end, ts_ms)
-    return end
 
 
 def append_routed(
@@ -340,19 +292,13 @@ def append_routed(
     topic and go in as one statement per topic, as :func:`append_encoded`'s do.
     """
     ts = now_ms() if ts_ms is None else int(ts_ms)
-    state: dict[str, list[int]] = {}  # topic -> [id, first offset, next offset]
-    limits: dict[str, int] = {}  # topics that have a max_payload_bytes
-    position = 0
+    logs: dict[str, tuple[TopicLog, int]] = {}  # topic -> (its log, its first offset)
+    position = 0  # of the chunk's first row in the whole batch
     for chunk in chunks:
         if chunk.topics is None:
             raise PayloadError("append_routed needs chunk.topics (one topic per row).")
-        n = len(chunk.values)
-        for column in (chunk.topics, chunk.keys, chunk.headers):
-            if column is not None and len(column) != n:
-                raise PayloadError(
-                    f"a chunk holds {n} values but {len(column)} topics, keys or headers; "
-                    "every column of a chunk needs one entry per row."
-                )
+        _check_columns(chunk, chunk.topics, chunk.keys, chunk.headers,
+                       what="topics, keys or headers")
         rows_of: dict[str, list[int]] = {}
         for row, topic in enumerate(chunk.topics):
             if topic is None:
@@ -363,25 +309,20 @@ def append_routed(
             rows = rows_of.get(topic)
             if rows is None:
                 rows = rows_of[topic] = []
-                if topic not in state:
-                    tid, first, limit = open_topic(conn, topic)
-                    state[topic] = [tid, first, first]
-                    if limit is not None:
-                        limits[topic] = limit
+                if topic not in logs:
+                    log = open_log(conn, topic)
+                    logs[topic] = (log, log.next_offset)
             rows.append(row)
-            if topic in limits:
-                check_sizes((chunk.values[row],), limits[topic], f"topic {topic!r}",
-                            topic_fix(topic), position + row)
-        position += n
+        whole = len(rows_of) == 1
         for topic, rows in rows_of.items():
-            entry = state[topic]
-            values, keys, headers = _rows(chunk, rows, whole=len(rows_of) == 1)
-            entry[2] = packed_insert.insert_events(
-                conn, entry[0], entry[2], values, chunk.value_type, ts, keys, headers
+            log = logs[topic][0]
+            values, keys, headers = _rows(chunk, rows, whole=whole)
+            write_events(  # each row's batch position is needed only to name one over a limit
+                conn, log, values, chunk.value_type, ts, keys, headers,
+                rows=position if whole or log.limit is None else [position + r for r in rows],
             )
-    for tid, first, end in state.values():
-        advance(conn, tid, first, end, ts)
-    return {topic: range(first, end) for topic, (_, first, end) in state.items()}
+        position += len(chunk.values)
+    return {topic: range(first, log.next_offset) for topic, (log, first) in logs.items()}
 
 
 def _rows(chunk: EncodedChunk, rows: list[int], *, whole: bool) -> tuple:
@@ -500,16 +441,12 @@ def offsets_message(topic: str, offsets: list[int], first: int, end: int) -> str
     elif back is not None:
         problem = f"offset {back[1]} comes after {back[0]}"
     elif gaps:
-        problem = f"offsets {_span(gaps[0][0] + 1, gaps[0][1] - 1)} are missing"
+        problem = f"offsets {span(gaps[0][0] + 1, gaps[0][1] - 1)} are missing"
     return (
         f"topic {topic!r}: offsets in [{first}, {end}) are not dense: {problem}. A writer "
         "outside spark_queue deleted or inserted events; nothing was read. Run "
         "`sqliteq check` on the store and restore a backup (or republish the range)."
     )
-
-
-def _span(low: int, high: int) -> str:
-    return str(low) if low == high else f"{low}..{high}"
 
 
 def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:

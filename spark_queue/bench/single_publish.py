@@ -1,0 +1,126 @@
+"""``bench store --section single``: one event per transaction, against its raw limit.
+
+A service that publishes one event per request lives on ``Store.publish``:
+one write transaction per event. Three paths take turns on every repeat,
+each on a fresh store file with the store's pragmas (durability ``normal``),
+one thread, ``--single-events`` events of ``--value-bytes`` text each:
+
+- the raw limit: the four statements a one-event transaction needs, run with
+  apsw and nothing else in Python (BEGIN IMMEDIATE, read the topic's
+  ``next_offset``, INSERT the event, UPDATE ``next_offset``, COMMIT);
+- ``Store.publish(topic, value)``;
+- honker's ``Stream.publish`` (if installed: the ``bench`` extra), in a
+  subprocess, since it brings its own SQLite library, which must not share a
+  process with apsw connections. Its rate is timed inside that process, so
+  the interpreter's start is not counted.
+
+Ratios are against the raw transaction and against honker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+
+from spark_queue.bench.report import now_ms, print_table
+from spark_queue.store import TEXT, Store
+
+RAW = "raw: 4 statements, 1 tx per event"
+OURS = "Store.publish, 1 tx per event"
+HONKER = "honker Stream.publish, 1 tx each"
+
+HONKER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time, honker
+    path, events, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    stream = honker.open(path).stream("bench")
+    values = [f"{i:012d}".ljust(size, "x") for i in range(events)]
+    started = time.perf_counter()
+    for value in values:
+        stream.publish(value)
+    print(events / (time.perf_counter() - started))
+    """
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--single-events", type=int, default=5_000,
+        help="single section: events published one per transaction, per path and repeat",
+    )
+
+
+def run_single(args: argparse.Namespace, workdir: str) -> None:
+    n, size = args.single_events, args.value_bytes
+    values = [f"{i:012d}".ljust(size, "x") for i in range(n)]
+    counter = iter(range(1_000_000))
+
+    def path() -> str:
+        return os.path.join(workdir, f"single{next(counter)}.sqlite")
+
+    def raw() -> float:
+        with Store(path()) as store:
+            store.create_topic("bench")
+            tid = store.conn.execute("SELECT id FROM sq_topics").fetchall()[0][0]
+            conn = store.conn
+            started = time.perf_counter()
+            for value in values:
+                conn.execute("BEGIN IMMEDIATE")
+                nxt = int(conn.execute(  # type: ignore[arg-type]  # apsw: any SQLite value
+                    "SELECT next_offset FROM sq_topics WHERE id = ?", (tid,)).fetchall()[0][0])
+                conn.execute(
+                    "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, "
+                    "headers) VALUES (?, ?, ?, NULL, ?, ?, NULL)",
+                    (tid, nxt, now_ms(), value, TEXT),
+                )
+                conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (nxt + 1, tid))
+                conn.execute("COMMIT")
+            elapsed = time.perf_counter() - started
+            _check(store, n)
+        return n / elapsed
+
+    def ours() -> float:
+        with Store(path()) as store:
+            store.create_topic("bench")
+            started = time.perf_counter()
+            for value in values:
+                store.publish("bench", value)
+            elapsed = time.perf_counter() - started
+            _check(store, n)
+        return n / elapsed
+
+    cases: dict[str, Callable[[], float]] = {RAW: raw, OURS: ours}
+    if not args.no_honker and importlib.util.find_spec("honker") is not None:
+        cases[HONKER] = lambda: _honker(path(), n, size)
+    best = dict.fromkeys(cases, 0.0)
+    for _ in range(args.repeats):  # paths take turns: load on the machine hits them alike
+        for label, case in cases.items():
+            best[label] = max(best[label], case())
+    rows = [(label, rate, RAW) for label, rate in best.items()]
+    if HONKER in best:
+        rows.append(("Store.publish (against honker)", best[OURS], HONKER))
+    load = os.getloadavg()[0]
+    print_table(
+        f"store: {n:,} single publishes of {size} bytes, one thread, durability normal, "
+        f"best of {args.repeats} rounds (load average {load:.1f})",
+        rows,
+    )
+
+
+def _check(store: Store, n: int) -> None:
+    if store.bounds("bench") != (0, n):
+        raise RuntimeError(f"single publish: stored {store.bounds('bench')}, expected (0, {n})")
+
+
+def _honker(path: str, events: int, size: int) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", HONKER_SCRIPT, path, str(events), str(size)],
+        capture_output=True, text=True, check=True, timeout=600,
+    )
+    return float(out.stdout.strip().splitlines()[-1])

@@ -1,0 +1,122 @@
+"""The one way events enter a topic's log: :func:`write_events`.
+
+Every write path (``Store.publish`` and ``publish_many``, the producer's
+batches, the Spark sink's chunks and routed rows) opens the topic with
+:func:`open_log` in its write transaction and hands :func:`write_events`
+columns of stored-form rows; the paths only shape rows. A rule every event
+obeys (the payload limit, dense offsets and ``next_offset``, time marks) is
+written here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from spark_queue.errors import CorruptStoreError
+from spark_queue.store.file.connection import now_ms, one_row
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.payload_limits import check_sizes, topic_fix
+from spark_queue.store.streams import packed_insert, time_marks
+
+
+class TopicLog:
+    """A topic opened for writing in the caller's transaction: what :func:`write_events`
+    needs to know, kept up to date by it (``next_offset``, ``unmarked_from``)."""
+
+    __slots__ = ("name", "tid", "next_offset", "limit", "unmarked_from")
+
+    def __init__(
+        self, name: str, tid: int, next_offset: int, limit: int | None, unmarked_from: int
+    ) -> None:
+        self.name = name
+        self.tid = tid
+        self.next_offset = next_offset
+        self.limit = limit  # max_payload_bytes, or None
+        # The first offset past the newest time mark (the topic's first event, or its
+        # next offset, when it has no marks): the tail a lookup scans.
+        self.unmarked_from = unmarked_from
+
+
+def open_log(conn: apsw.Connection, topic: str) -> TopicLog:
+    """Open ``topic`` for writing, creating it if missing; the caller holds the write lock.
+
+    One statement when the topic exists. Events another SQLite client
+    inserted at or above the topic's ``next_offset`` raise CorruptStoreError:
+    appending would collide with them (a raw ConstraintError) or, past a gap,
+    leave a hole.
+    """
+    validate_name(topic)
+    row = conn.execute(_OPEN, (topic,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
+        )
+        row = one_row(conn.execute(_OPEN, (topic,)))
+    tid, nxt, limit, stray, unmarked_from = row
+    if stray is not None:
+        raise CorruptStoreError(
+            f"topic {topic!r} holds events at offsets {span(nxt, stray)}, at or above its "
+            f"next_offset {nxt}: another SQLite client inserted them without advancing "
+            "sq_topics.next_offset, and publishing now would collide with them. Nothing was "
+            "published. Run `sqliteq check`; if those events are wanted, set next_offset to "
+            f"{stray + 1} (UPDATE sq_topics SET next_offset = {stray + 1} WHERE name = "
+            f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
+        )
+    return TopicLog(topic, tid, nxt, limit, unmarked_from)
+
+
+# The topic's row; the highest offset at or above its next_offset (one index
+# probe: such rows were inserted by a client that did not advance it); and
+# where the unmarked tail starts (the newest mark's end, else the first event).
+_OPEN = (
+    "SELECT id, next_offset, max_payload_bytes, (SELECT offset FROM sq_events "
+    "WHERE topic_id = t.id AND offset >= t.next_offset ORDER BY offset DESC LIMIT 1), "
+    "coalesce((SELECT end_offset FROM sq_time_marks WHERE topic_id = t.id "
+    "ORDER BY offset DESC LIMIT 1), (SELECT offset FROM sq_events WHERE topic_id = t.id "
+    "ORDER BY offset LIMIT 1), t.next_offset) "
+    "FROM sq_topics AS t WHERE name = ?"
+)
+
+
+def write_events(
+    conn: apsw.Connection, log: TopicLog, values: Sequence[Any],
+    value_types: int | Sequence[int], ts_ms: int | Sequence[int],
+    keys: Sequence[str | bytes | None] | None = None, headers: Sequence[str | None] | None = None,
+    *, rows: int | Sequence[int] = 0,
+) -> int:
+    """Store stored-form events at ``log``'s next offsets; return the new next offset.
+
+    In order: the topic's payload limit (a value over it raises
+    PayloadTooLargeError naming its row: ``rows`` is the batch position of the
+    first value, or of each), the insert (one statement per chunk, see
+    :mod:`~spark_queue.store.streams.packed_insert`), ``next_offset``, and the
+    time marks, written once the unmarked tail holds :data:`~time_marks.RUN`
+    events. ``value_types`` and ``ts_ms`` are one value for every row or one
+    per row; ``keys`` and ``headers`` None (all NULL) or one per row. The
+    caller holds the write lock and opened ``log`` in the same transaction;
+    an error leaves the transaction to its rollback.
+    """
+    if log.limit is not None:
+        check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
+    first = log.next_offset
+    end = packed_insert.insert_events(
+        conn, log.tid, first, values, value_types, ts_ms, keys, headers
+    )
+    if end == first:
+        return end
+    conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, log.tid))
+    log.next_offset = end
+    # Per write, not per event: a single publish costs no mark statement until a run fills.
+    if end - log.unmarked_from >= time_marks.RUN:
+        newest = ts_ms if isinstance(ts_ms, int) else max(ts_ms)
+        time_marks.mark(conn, log.tid, log.unmarked_from, first, end, newest)
+        log.unmarked_from = end
+    return end
+
+
+def span(low: int, high: int) -> str:
+    """``low..high`` for an error message, or one offset."""
+    return str(low) if low == high else f"{low}..{high}"

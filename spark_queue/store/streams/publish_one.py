@@ -1,0 +1,73 @@
+"""``Store.publish``: one event in its own transaction, at the raw transaction's pace.
+
+A one-event transaction needs five statements: BEGIN IMMEDIATE, the topic's
+next offset, the INSERT, the UPDATE of ``next_offset``, COMMIT. Everything
+else the batch paths do per call is paid here once per topic and connection:
+the topic's row (id, next offset, payload limit, unmarked tail, and the probe
+for rows another client left above ``next_offset``), read by
+:func:`~spark_queue.store.streams.event_log.open_log`, is kept from the last
+publish and trusted for as long as the file is unchanged since that publish
+committed. SQLite's data version of the file (``Connection.data_version``: a
+file control, no statement) moves with every commit by any connection, this
+one included, and a transaction reads it after BEGIN IMMEDIATE, once it sees
+the file as the commit will: any other write since, ours or another
+client's, and the row is read again. The event itself goes in through
+:func:`~spark_queue.store.streams.event_log.write_events`, like every other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import apsw
+
+from spark_queue.store.file.arguments import check_int
+from spark_queue.store.file.codec import encode_headers, encode_key, encode_value
+from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.streams.event_log import TopicLog, open_log, write_events
+
+
+class OnePublisher:
+    """Publishes one event per transaction on one store connection (see the module)."""
+
+    __slots__ = ("file", "_logs", "_version")
+
+    def __init__(self, file: StoreConnection) -> None:
+        self.file = file
+        self._logs: dict[str, TopicLog] = {}  # by topic name, as of ``_version``
+        self._version = -1  # the file's data version after our last commit; -1: none yet
+
+    def publish(
+        self, topic: str, value: Any, key: str | bytes | None,
+        headers: Mapping[str, str] | None, timestamp_ms: int | None,
+    ) -> int:
+        """Store one event in its own transaction; return its offset (see ``Store.publish``)."""
+        stored, value_type = encode_value(value)
+        keys = None if key is None else (encode_key(key),)
+        stored_headers = None if headers is None else encode_headers(headers)
+        ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
+        try:
+            offset: int = self.file.transact(
+                self._write, topic, (stored,), value_type, ts_ms, keys,
+                None if stored_headers is None else (stored_headers,),
+            )
+        except BaseException:
+            # Rolled back: what the transaction did to a kept log never happened.
+            self._logs.clear()
+            raise
+        self._version = self.file.conn.data_version()
+        return offset
+
+    def _write(
+        self, conn: apsw.Connection, topic: str, values: Sequence[Any], value_type: int,
+        ts_ms: int, keys: Sequence[str | bytes | None] | None, headers: Sequence[str] | None,
+    ) -> int:
+        if conn.data_version() != self._version:
+            self._logs.clear()
+        log = self._logs.get(topic) if type(topic) is str else None
+        if log is None:
+            log = self._logs[topic] = open_log(conn, topic)
+        offset = log.next_offset
+        write_events(conn, log, values, value_type, ts_ms, keys, headers)
+        return offset
