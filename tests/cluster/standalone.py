@@ -45,7 +45,8 @@ START_TIMEOUT_S = 180
 def unavailable() -> str | None:
     """Why this machine cannot run the cluster, or None."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "the standalone cluster hides the driver's disk with unshare -m: needs root (CI runs as root)"
+        return ("the standalone cluster hides the driver's disk with unshare -m: "
+                "needs root (CI runs as root)")
     for tool in ("unshare", "mount", "java"):
         if shutil.which(tool) is None:
             return f"the standalone cluster needs {tool!r} on the PATH"
@@ -134,7 +135,8 @@ class StandaloneCluster:
         worker = self._spawn(f"worker-{index}", [
             "org.apache.spark.deploy.worker.Worker", "--host", HOST,
             "--port", str(free_port()), "--webui-port", str(free_port()),
-            "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY, "--work-dir", str(work_dir), self.url,
+            "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
+            "--work-dir", str(work_dir), self.url,
         ], hide=True)
         if index < len(self.workers):
             self.workers[index] = worker

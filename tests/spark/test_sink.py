@@ -30,9 +30,10 @@ def _ledger(path):
         return sinks.list_ledger(store.conn)
 
 
-def _json_input(tmp_path, batches):
-    """A directory of JSON-lines files, one per future micro-batch (maxFilesPerTrigger=1)."""
-    src = tmp_path / "in"
+def _json_input(directory, batches):
+    """A directory of JSON-lines files, one per future micro-batch (maxFilesPerTrigger=1), in
+    ``directory``: the ``shared_dir`` fixture, which a cluster's executors see too."""
+    src = directory / "in"
     src.mkdir()
     for i, rows in enumerate(batches):
         part = src / f"part-{i:03d}.json"
@@ -55,10 +56,10 @@ def _run_stream(df, path, checkpoint, **options):
 
 # -- streaming -------------------------------------------------------------
 def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
-    spark, tmp_path, store_path
+    spark, tmp_path, shared_dir, store_path
 ):
     src = _json_input(
-        tmp_path, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]]
+        shared_dir, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]]
     )
     df = (
         spark.readStream.schema("k STRING, v STRING")
@@ -75,20 +76,22 @@ def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
     assert (entry.sink_id, entry.last_batch_id, entry.rows) == (str(query.id), 1, 3)
 
 
-def test_restart_from_checkpoint_continues_and_never_rewrites(spark, tmp_path, store_path):
-    src = _json_input(tmp_path, [[{"n": 1}], [{"n": 2}]])
+def test_restart_from_checkpoint_continues_and_never_rewrites(
+    spark, tmp_path, shared_dir, store_path
+):
+    src = _json_input(shared_dir, [[{"n": 1}], [{"n": 2}]])
     stream = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", 1).json(src)
     checkpoint = str(tmp_path / "ck")
     _run_stream(stream, store_path, checkpoint, topic="out")
-    (tmp_path / "in" / "part-900.json").write_text('{"n": 3}\n')
+    (shared_dir / "in" / "part-900.json").write_text('{"n": 3}\n')
     _run_stream(stream, store_path, checkpoint, topic="out")
     assert sorted(e.value["n"] for e in _events(store_path, "out")) == [1, 2, 3]
     (entry,) = _ledger(store_path)
     assert (entry.last_batch_id, entry.rows) == (2, 3)
 
 
-def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, store_path):
-    src = _json_input(tmp_path, [[{"n": 1}]])
+def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, shared_dir, store_path):
+    src = _json_input(shared_dir, [[{"n": 1}]])
     stream = spark.readStream.schema("n LONG").json(src)
     _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out", sinkId="nightly")
     assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [
@@ -96,8 +99,10 @@ def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, store_path):
     ]
 
 
-def test_complete_mode_appends_the_whole_result_each_trigger(spark, tmp_path, store_path):
-    src = _json_input(tmp_path, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
+def test_complete_mode_appends_the_whole_result_each_trigger(
+    spark, tmp_path, shared_dir, store_path
+):
+    src = _json_input(shared_dir, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
     counts = (
         spark.readStream.schema("g STRING")
         .option("maxFilesPerTrigger", 1)
@@ -126,8 +131,10 @@ def test_complete_mode_appends_the_whole_result_each_trigger(spark, tmp_path, st
     ]
 
 
-def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(spark, tmp_path, store_path):
-    src = _json_input(tmp_path, [[{"value": 1}]])
+def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(
+    spark, tmp_path, shared_dir, store_path
+):
+    src = _json_input(shared_dir, [[{"value": 1}]])
     stream = spark.readStream.schema("value LONG").json(src)
     with pytest.raises(
         StreamingQueryException,
@@ -273,10 +280,10 @@ def test_queue_rows_without_value_are_json_jobs_without_the_job_columns(spark, s
 
 
 def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
-    spark, tmp_path, store_path
+    spark, tmp_path, shared_dir, store_path
 ):
     src = _json_input(
-        tmp_path,
+        shared_dir,
         [
             [
                 {"value": "first", "idempotency_key": "k1"},
