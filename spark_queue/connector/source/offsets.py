@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
 from spark_queue.connector.source.options import SourceOptions
-from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
+from spark_queue.errors import (
+    DataLossError,
+    OptionError,
+    StoreNotFoundError,
+    UnknownTopicError,
+)
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -56,6 +61,43 @@ def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:
         for info in store.topics()
         if options.subscribes(info.name)
     }
+
+
+def missing_topics(options: SourceOptions, bounds: Bounds) -> list[str]:
+    """The topics named by ``topic``, ``topics`` or ``assign`` that the store does not hold
+    (a ``topicPattern`` names none)."""
+    if options.topic_pattern is not None:
+        return []
+    return [topic for topic in options.topics if topic not in bounds]
+
+
+def missing_topics_message(options: SourceOptions, missing: list[str], known: list[str]) -> str:
+    """``topic 'clickz' does not exist in 'app.sqlite' (did you mean 'clicks'?)``: the close
+    names, else the store's topics (a few), and the command that lists them."""
+    import difflib  # only when a topic is missing
+
+    parts = []
+    for topic in missing:
+        near = difflib.get_close_matches(topic, known, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+        parts.append(f"{topic!r}{hint}")
+    what = "topic" if len(missing) == 1 else "topics"
+    return (
+        f"{FORMAT} source: {what} {', '.join(parts)} "
+        f"{'does' if len(missing) == 1 else 'do'} not exist in {options.path!r}; "
+        f"list its topics with `sqliteq topics {options.path}`"
+    )
+
+
+def require_named_topics(store: Store, options: SourceOptions, bounds: Bounds) -> None:
+    """A batch read of a named topic that does not exist fails (as Kafka's source and the
+    CLI do) instead of reading no rows."""
+    missing = missing_topics(options, bounds)
+    if missing:
+        raise UnknownTopicError(
+            missing_topics_message(options, missing, [t.name for t in store.topics()])
+            + ", or create it (`sqliteq topic create`) before reading."
+        )
 
 
 def checkpoint_offsets(offsets: object) -> dict[str, int]:
