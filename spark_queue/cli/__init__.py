@@ -87,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only=word or "")
     if word is not None and word not in _commands(parser):
         _unknown_command(parser, word)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _positionals_after_flags(parser, args, extra)
     import logging  # after parsing: --help and usage errors never need it
 
     logging.basicConfig(
@@ -116,6 +118,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"unexpected {type(exc).__name__}: {exc}. This is a bug in spark_queue; rerun "
             "with -v for the traceback and report it.",
         )
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` ran (``publish``, ``queue add``)."""
+    path = [args.command, getattr(args, f"{args.command}_command", None)]
+    for word in path:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or word is None:
+            break
+        parser = subs[0].choices[word]
+    return parser
+
+
+def _positionals_after_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Flags before the value, in any order (Kafka's tools put them first):
+    ``publish s.sqlite t --key k v``. argparse fills an optional positional (VALUE, a
+    queue, job ids) from the words before the first flag, so the words after it are left
+    over; they go to those positionals, in order. Anything else is argparse's usage error."""
+    command = _chosen(parser, args)
+    words = list(extra)
+    for action in command._actions:
+        if action.option_strings or action.nargs not in ("?", "*") or not words:
+            continue
+        if words[0].startswith("-") and words[0] != "-":
+            break  # an unknown flag
+        if action.nargs == "?":
+            if getattr(args, action.dest) is None:
+                setattr(args, action.dest, command._get_values(action, [words.pop(0)]))
+            continue
+        taken = []
+        while words and not (words[0].startswith("-") and words[0] != "-"):
+            taken.append(words.pop(0))
+        setattr(args, action.dest,
+                list(getattr(args, action.dest) or []) + command._get_values(action, taken))
+    if words:
+        command.error(f"unrecognized arguments: {' '.join(words)}")
 
 
 def _commands(parser: argparse.ArgumentParser) -> list[str]:

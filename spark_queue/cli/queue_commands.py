@@ -98,7 +98,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue", help="the queue (it must exist unless --create)")
     p.add_argument(
-        "value", nargs="?", help="the payload; without it, each line of stdin is one job"
+        "value", nargs="?",
+        help="the payload; without it (or with -), each line of stdin is one job",
     )
     p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "queue")

@@ -62,7 +62,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("topic", help="the topic (it must exist unless --create)")
     p.add_argument(
         "value", nargs="?",
-        help="the value to publish; without it, each line of stdin is one event",
+        help="the value to publish; without it (or with -), each line of stdin is one event",
     )
     p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "topic")
