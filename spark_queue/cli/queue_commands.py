@@ -84,6 +84,22 @@ LIMIT_OFF_FLAGS = {
 _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
 
+class _OneQueue(argparse.Action):
+    """``worker --queue``: given twice is a usage error, never the last one silently (rq's
+    ``rq worker high default low`` habit; one worker works on one queue)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = getattr(namespace, self.dest, None)
+        if given is not None:
+            parser.error(
+                f"--queue is given twice ({given!r} and {values!r}): a worker works on one "
+                "queue. Run one `sqliteq worker` per queue, or put the jobs in one queue with "
+                "`queue add --priority N` (higher runs first) for rq's priority order."
+            )
+        setattr(namespace, self.dest, values)
+
+
 def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     parser = sub.add_parser(name, help=help_text)
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
@@ -241,7 +257,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
     common(p)
     p.add_argument("handler", help="module:function, called with each job")
-    p.add_argument("--queue", required=True, help="the queue to work on (it must exist)")
+    p.add_argument("--queue", required=True, action=_OneQueue,
+                   help="the queue to work on (it must exist); once: one worker, one queue")
     p.add_argument(
         "--create", action="store_true",
         help="create the queue with default settings if it does not exist",

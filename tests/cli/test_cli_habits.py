@@ -51,3 +51,11 @@ def test_demo_config_dash_reads_the_settings_from_stdin(monkeypatch):
 
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"[producer]\nevents = 7\n")))
     assert demo_config.load("-", {}).events == 7
+
+
+def test_worker_queue_given_twice_is_refused_never_the_last_one_silently(capsys, store_path):
+    existing(store_path)
+    last = usage_error(capsys, "worker", store_path, "json:dumps", "--queue", "q",
+                       "--queue", "other", "--until-empty")
+    assert "--queue is given twice ('q' and 'other')" in last
+    assert "one `sqliteq worker` per queue" in last
