@@ -73,16 +73,49 @@ class _Ignored:
         return lambda *args, **kwargs: self
 
 
+# Kafka's and rq's words. Where one means what a command of ours does, it runs that command;
+# where it could mean several, the usage error names them. Never a command that deletes:
+# difflib offered `prune` for `produce`.
+SYNONYMS = {"produce": "publish", "consume": "tail"}
+NESTED_SYNONYMS = {("topic", "describe"): "show", ("queue", "describe"): "show",
+                   ("queue", "info"): "show", ("topic", "ls"): "list", ("queue", "ls"): "list",
+                   ("consumer", "ls"): "list"}
+SUGGESTIONS = {
+    "describe": "`sqliteq topic show PATH TOPIC` or `sqliteq queue show PATH QUEUE`",
+    "info": "`sqliteq queues PATH` (counts per queue, as `rq info`) or "
+            "`sqliteq queue workers PATH`",
+    "list": "`sqliteq topics PATH`, `sqliteq queues PATH` or `sqliteq consumers PATH`",
+    "ls": "`sqliteq topics PATH`, `sqliteq queues PATH` or `sqliteq consumers PATH`",
+    "delete": "`sqliteq topic delete PATH TOPIC` or `sqliteq job remove PATH QUEUE ID` "
+              "(each says what it would delete first)",
+}
+# Commands difflib may never suggest for a mistyped word: they delete.
+DELETING = frozenset({"prune"})
+
+
 def _command_word(argv: Sequence[str]) -> str | None:
     # The top-level flags take no value: the first other word names the command.
     return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _our_words(argv: list[str]) -> list[str]:
+    """``argv`` with Kafka's and rq's synonyms replaced by ours (``produce`` -> ``publish``,
+    ``topic describe`` -> ``topic show``)."""
+    at = next((i for i, word in enumerate(argv) if not word.startswith("-")), None)
+    if at is None:
+        return argv
+    argv = list(argv)
+    argv[at] = SYNONYMS.get(argv[at], argv[at])
+    if at + 1 < len(argv):
+        argv[at + 1] = NESTED_SYNONYMS.get((argv[at], argv[at + 1]), argv[at + 1])
+    return argv
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 an error (one line ``sqliteq COMMAND: message``
     on stderr), 2 a usage error (argparse's usage block: a missing argument, an unknown
     flag, a flag value of the wrong kind or out of range), 130 interrupted."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _our_words(sys.argv[1:] if argv is None else list(argv))
     word = _command_word(argv)
     parser = build_parser(only=word or "")
     if word is not None and word not in _commands(parser):
@@ -167,8 +200,13 @@ def _unknown_command(parser: argparse.ArgumentParser, word: str) -> None:
     """A usage error (exit 2) naming the closest commands: `sqliteq tial` -> `tail`."""
     import difflib
 
-    near = difflib.get_close_matches(word, _commands(parser), n=3, cutoff=0.6)
-    hint = f" Did you mean {' or '.join(near)}?" if near else ""
+    if word in SUGGESTIONS:
+        hint = f" Did you mean {SUGGESTIONS[word]}?"
+    else:
+        safe = [name for name in _commands(parser) if name not in DELETING] + list(SYNONYMS)
+        near = difflib.get_close_matches(word, safe, n=3, cutoff=0.6)
+        near = list(dict.fromkeys(SYNONYMS.get(name, name) for name in near))
+        hint = f" Did you mean {' or '.join(near)}?" if near else ""
     parser.error(f"unknown command {word!r}.{hint} `sqliteq --help` lists the commands.")
 
 

@@ -105,6 +105,21 @@ def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
+def _setting_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
+    for setting, flag in SETTING_FLAGS.items():
+        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
+        p.add_argument(
+            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
+            help=f"set {setting}",
+        )
+    if clearable:
+        for setting, flag in LIMIT_OFF_FLAGS.items():
+            p.add_argument(
+                flag, dest=f"no_{setting}", action="store_true",
+                help=f"remove the {setting} limit",
+            )
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
@@ -162,24 +177,28 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=cmd_queue_list)
 
-    p = queue.add_parser("show", help="one queue's settings and counts")
+    p = queue.add_parser(
+        "show", help="one queue's settings and counts, or one job of it (also: describe)"
+    )
     common(p)
     p.add_argument("queue", help="the queue's name")
+    p.add_argument("job", nargs="?", type=numbers.job_id,
+                   help="a job's id: show that job with the whole text of its last error")
     p.set_defaults(func=cmd_queue_show)
+
+    p = queue.add_parser("create", help="create a queue with its settings")
+    common(p)
+    p.add_argument("queue", help="the queue's name")
+    _setting_flags(p, clearable=False)
+    create_flag(p)
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="succeed without changes when the queue exists")
+    p.set_defaults(func=cmd_queue_create)
 
     p = queue.add_parser("config", help="create a queue or change its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    for setting, flag in SETTING_FLAGS.items():
-        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
-        p.add_argument(
-            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
-            help=f"set {setting}",
-        )
-    for setting, flag in LIMIT_OFF_FLAGS.items():
-        p.add_argument(
-            flag, dest=f"no_{setting}", action="store_true", help=f"remove the {setting} limit"
-        )
+    _setting_flags(p, clearable=True)
     create_flag(p)
     p.set_defaults(func=cmd_queue_config)
 
@@ -397,8 +416,31 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 def cmd_queue_show(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
-        [row] = _settings_and_stats(store, args.queue)
+        if args.job is not None:
+            row = store.queue(args.queue).get(args.job)._asdict()
+        else:
+            [row] = _settings_and_stats(store, args.queue)
     emit_object(row, as_json=args.json)
+    return 0
+
+
+def cmd_queue_create(args: argparse.Namespace) -> int:
+    from spark_queue.errors import QueueConfigError
+
+    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
+    with open_for_write(args.path, "queue create", create=args.create) as store:
+        q = store.queue(args.queue)
+        if q.exists():
+            if not args.if_not_exists:
+                raise QueueConfigError(
+                    f"queue {args.queue!r} already exists in {args.path!r}; change its "
+                    f"settings with `sqliteq queue config {args.path} {args.queue}`, or add "
+                    "--if-not-exists to succeed without changes."
+                )
+            config = q.config()
+        else:
+            config = q.configure(**settings)
+    emit_object(_settings(config), as_json=args.json)
     return 0
 
 
@@ -454,6 +496,10 @@ def cmd_queue_peek(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
+    if not args.json:
+        # One line per job: the error's line that names the exception; the whole text is in
+        # --json and `sqliteq queue show PATH QUEUE JOB`.
+        rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
     emit(rows, as_json=args.json, columns=JOB_COLUMNS)
     return 0
 
@@ -475,7 +521,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
     if not args.json:
         # A traceback does not fit a table cell: its last line says what went wrong; the
-        # whole text is in --json and `sqliteq job get`.
+        # whole text is in --json, `sqliteq queue show PATH QUEUE JOB` and `sqliteq job get`.
         rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
     emit(rows, as_json=args.json, columns=["id", "attempts", "dead_ms", "payload", "last_error"])
     return 0

@@ -59,3 +59,76 @@ def test_worker_queue_given_twice_is_refused_never_the_last_one_silently(capsys,
                        "--queue", "other", "--until-empty")
     assert "--queue is given twice ('q' and 'other')" in last
     assert "one `sqliteq worker` per queue" in last
+
+
+def test_every_noun_lists_shows_and_creates_with_the_same_verbs(capsys, store_path):
+    existing(store_path)
+    with Store(store_path) as store:
+        store.publish("t", 1)
+        store.commit_offsets("billing", {"t": 1})
+    run_topics = run(capsys, "topics", store_path, "--json")[1]
+    assert run(capsys, "topic", "list", store_path, "--json")[1] == run_topics
+    for verb in ("show", "describe"):
+        code, out, err = run(capsys, "topic", verb, store_path, "t", "--json")
+        assert code == 0, err
+        shown = json.loads(out)
+        assert (shown["name"], shown["latest"], shown["consumers"]) == ("t", 1, {"billing": 0})
+    # topic config without a flag shows the settings (it was an error).
+    code, out, err = run(capsys, "topic", "config", store_path, "t", "--json")
+    assert code == 0 and json.loads(out)["retention_ms"] is None, err
+    assert (run(capsys, "consumer", "list", store_path, "--json")[1]
+            == run(capsys, "consumers", store_path, "--json")[1])
+    code, out, err = run(capsys, "queue", "create", store_path, "emails", "--max-attempts", "8",
+                         "--json")
+    assert code == 0 and json.loads(out)["max_attempts"] == 8, err
+    code, out, err = run(capsys, "queue", "create", store_path, "emails")
+    assert code == 1 and "queue 'emails' already exists" in err and "--if-not-exists" in err
+    assert run(capsys, "queue", "create", store_path, "emails", "--if-not-exists")[0] == 0
+    code, out, _ = run(capsys, "queue", "describe", store_path, "emails", "--json")
+    assert code == 0 and json.loads(out)["max_attempts"] == 8
+
+
+def test_kafka_and_rq_words_map_to_ours_and_never_suggest_a_deleting_command(
+    capsys, store_path
+):
+    existing(store_path)
+    assert run(capsys, "produce", store_path, "t", "--key", "k", "v")[0] == 0
+    code, out, _ = run(capsys, "consume", store_path, "t", "--from-beginning", "--json")
+    assert code == 0 and [json.loads(line)["value"] for line in out.splitlines()] == ["v"]
+    for word, suggestion in (("describe", "sqliteq topic show PATH TOPIC"),
+                             ("info", "sqliteq queues PATH"), ("prodce", "publish")):
+        last = usage_error(capsys, word, store_path)
+        assert suggestion in last, last
+    for typo in ("purne", "prnue", "prodce", "produc"):
+        assert "prune" not in usage_error(capsys, typo, store_path)
+
+
+def test_tail_values_prints_each_value_alone(capsys, store_path):
+    existing(store_path)
+    with Store(store_path) as store:
+        store.publish("t", "plain", key="k", headers={"h": "v"})
+        store.publish("t", {"a": 1})
+        store.publish("t", "two\nlines")
+    code, out, _ = run(capsys, "tail", store_path, "t", "--values")
+    assert code == 0 and out.splitlines() == ["plain", '{"a": 1}', '"two\\nlines"']
+
+
+def test_peek_tables_show_one_line_of_the_error_and_json_and_queue_show_job_all(
+    capsys, store_path
+):
+    existing(store_path)
+    error = 'Traceback (most recent call last):\n  File "h.py", line 1\nValueError: bad row 7'
+    with Store(store_path) as store:
+        q = store.queue("q")
+        q.enqueue({"n": 1})
+        [job] = q.claim()
+        q.nack(job, error, delay_ms=0)
+    code, out, _ = run(capsys, "queue", "peek", store_path, "q")
+    assert code == 0 and len(out.splitlines()) == 2  # the header and one row
+    assert out.splitlines()[1].rstrip().endswith("ValueError: bad row 7")
+    code, out, _ = run(capsys, "queue", "peek", store_path, "q", "--json")
+    assert json.loads(out)[0]["last_error"] == error
+    code, out, _ = run(capsys, "queue", "show", store_path, "q", str(job.id), "--json")
+    assert code == 0 and json.loads(out)["last_error"] == error
+    code, out, _ = run(capsys, "queue", "show", store_path, "q", str(job.id))
+    assert code == 0 and error in out
