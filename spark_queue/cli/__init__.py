@@ -122,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _unknown_command(parser, word)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        _positionals_after_flags(parser, args, extra)
+        words = [args.command, getattr(args, f"{args.command}_command", None)]
+        _positionals_after_flags(_chosen(parser, words), vars(args), extra)
     import logging  # after parsing: --help and usage errors never need it
 
     logging.basicConfig(
@@ -153,10 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
-def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The parser of the command ``args`` ran (``publish``, ``queue add``)."""
-    path = [args.command, getattr(args, f"{args.command}_command", None)]
-    for word in path:
+def _chosen(parser: argparse.ArgumentParser, words: list[str | None]) -> argparse.ArgumentParser:
+    """The parser of the command ``words`` name (``["publish", None]``, ``["queue", "add"]``)."""
+    for word in words:
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if not subs or word is None:
             break
@@ -165,13 +165,13 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
 
 
 def _positionals_after_flags(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+    command: argparse.ArgumentParser, values: dict[str, Any], extra: list[str]
 ) -> None:
     """Flags before the value, in any order (Kafka's tools put them first):
     ``publish s.sqlite t --key k v``. argparse fills an optional positional (VALUE, a
     queue, job ids) from the words before the first flag, so the words after it are left
-    over; they go to those positionals, in order. Anything else is argparse's usage error."""
-    command = _chosen(parser, args)
+    over; they go to those positionals of ``command``, in order, into ``values`` (the parsed
+    arguments by name). Anything else is the command's usage error."""
     words = list(extra)
     for action in command._actions:
         if action.option_strings or action.nargs not in ("?", "*") or not words:
@@ -179,14 +179,14 @@ def _positionals_after_flags(
         if words[0].startswith("-") and words[0] != "-":
             break  # an unknown flag
         if action.nargs == "?":
-            if getattr(args, action.dest) is None:
-                setattr(args, action.dest, command._get_values(action, [words.pop(0)]))
+            if values.get(action.dest) is None:
+                values[action.dest] = command._get_values(action, [words.pop(0)])
             continue
         taken = []
         while words and not (words[0].startswith("-") and words[0] != "-"):
             taken.append(words.pop(0))
-        setattr(args, action.dest,
-                list(getattr(args, action.dest) or []) + command._get_values(action, taken))
+        values[action.dest] = (list(values.get(action.dest) or [])
+                               + command._get_values(action, taken))
     if words:
         command.error(f"unrecognized arguments: {' '.join(words)}")
 

@@ -84,22 +84,6 @@ LIMIT_OFF_FLAGS = {
 _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
 
-class _OneQueue(argparse.Action):
-    """``worker --queue``: given twice is a usage error, never the last one silently (rq's
-    ``rq worker high default low`` habit; one worker works on one queue)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        given = getattr(namespace, self.dest, None)
-        if given is not None:
-            parser.error(
-                f"--queue is given twice ({given!r} and {values!r}): a worker works on one "
-                "queue. Run one `sqliteq worker` per queue, or put the jobs in one queue with "
-                "`queue add --priority N` (higher runs first) for rq's priority order."
-            )
-        setattr(namespace, self.dest, values)
-
-
 def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     parser = sub.add_parser(name, help=help_text)
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
@@ -276,7 +260,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
     common(p)
     p.add_argument("handler", help="module:function, called with each job")
-    p.add_argument("--queue", required=True, action=_OneQueue,
+    p.add_argument("--queue", required=True, action="append",
                    help="the queue to work on (it must exist); once: one worker, one queue")
     p.add_argument(
         "--create", action="store_true",
@@ -564,6 +548,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from spark_queue.worker import Worker, load_handler
 
+    queue = _one_queue(args.queue)
     handler = load_handler(args.handler)
     open_store(args.path).close()  # a missing file fails here with the store's message
     # Each failure, a crash and a pause are one line on stderr; -v adds tracebacks.
@@ -571,7 +556,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logging.getLogger("spark_queue.worker").setLevel(level)
     worker = Worker(
         args.path,
-        args.queue,
+        queue,
         handler,
         concurrency=args.concurrency,
         batch_size=args.batch_size,
@@ -581,17 +566,29 @@ def cmd_worker(args: argparse.Namespace) -> int:
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
         create_queue=args.create,
-        on_wait=_delayed_jobs_wait(args.queue, until_empty=args.until_empty, as_json=args.json),
+        on_wait=_delayed_jobs_wait(queue, until_empty=args.until_empty, as_json=args.json),
     )
     try:
         stats = worker.run()
     except WorkerCrashedError:
         # The summary still says what was done before the crash; main() prints the error.
-        emit_object({"queue": args.queue} | worker.stats.as_dict(), as_json=args.json)
+        emit_object({"queue": queue} | worker.stats.as_dict(), as_json=args.json)
         raise
-    emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
+    emit_object({"queue": queue} | stats.as_dict(), as_json=args.json)
     # Handlers still running when the grace period ended: their jobs were nacked, not done.
     return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
+
+
+def _one_queue(given: list[str]) -> str:
+    """``--queue`` once: given twice is refused, never the last one silently (rq's
+    ``rq worker high default low`` habit; one worker works on one queue)."""
+    if len(given) > 1:
+        raise OptionError(
+            f"--queue is given {len(given)} times ({', '.join(map(repr, given))}): a worker "
+            "works on one queue. Run one `sqliteq worker` per queue, or put the jobs in one "
+            "queue with `queue add --priority N` (higher runs first) for rq's priority order."
+        )
+    return given[0]
 
 
 def _delayed_jobs_wait(queue: str, *, until_empty: bool, as_json: bool

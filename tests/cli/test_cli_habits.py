@@ -7,7 +7,7 @@ import io
 import json
 
 from spark_queue.store import Store
-from tests.cli.cli_run import existing, run, usage_error
+from tests.cli.cli_run import existing, one_line_error, run, usage_error
 
 
 def _values(path: str, topic: str = "t") -> list:
@@ -55,10 +55,15 @@ def test_demo_config_dash_reads_the_settings_from_stdin(monkeypatch):
 
 def test_worker_queue_given_twice_is_refused_never_the_last_one_silently(capsys, store_path):
     existing(store_path)
-    last = usage_error(capsys, "worker", store_path, "json:dumps", "--queue", "q",
-                       "--queue", "other", "--until-empty")
-    assert "--queue is given twice ('q' and 'other')" in last
-    assert "one `sqliteq worker` per queue" in last
+    with Store(store_path) as store:
+        store.queue("other").configure()
+        store.queue("q").enqueue(1)
+    err = one_line_error(capsys, "worker", store_path, "json:dumps", "--queue", "q",
+                         "--queue", "other", "--until-empty")
+    assert "--queue is given 2 times ('q', 'other')" in err
+    assert "one `sqliteq worker` per queue" in err
+    with Store(store_path) as store:
+        assert store.queue("q").stats().ready == 1  # nothing ran
 
 
 def test_every_noun_lists_shows_and_creates_with_the_same_verbs(capsys, store_path):
