@@ -114,7 +114,8 @@ def _our_words(argv: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 an error (one line ``sqliteq COMMAND: message``
     on stderr), 2 a usage error (argparse's usage block: a missing argument, an unknown
-    flag, a flag value of the wrong kind or out of range), 130 interrupted."""
+    flag, a flag value of the wrong kind or out of range), 3 (``worker`` only) handlers were
+    still running when the grace period ended, 130 interrupted."""
     argv = _our_words(sys.argv[1:] if argv is None else list(argv))
     word = _command_word(argv)
     parser = build_parser(only=word or "")
