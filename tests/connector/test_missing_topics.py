@@ -62,6 +62,27 @@ def test_a_stream_on_a_missing_named_topic_warns_once_reports_it_and_reads_it_on
     assert reader.reportLatestOffset() == {"clicks": 1, "clickz": 1}
 
 
+def test_the_low_latency_reader_warns_once_too_and_reads_the_topic_once_created(
+    store, store_path, caplog
+):
+    from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+
+    store.publish("clicks", 1)
+    opts = parse_source_options({"path": store_path, "topic": "clickz", "latencyMode": "low"},
+                                streaming=True)
+    reader = SqliteQueueSimpleStreamReader(opts, default_schema(opts))
+    start = reader.initialOffset()
+    with caplog.at_level(logging.WARNING, logger="spark_queue.connector"):
+        for _ in range(3):
+            _, end = reader.read(start)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "did you mean 'clicks'?" in warnings[0], warnings
+    assert end == start
+    store.publish("clickz", "late")
+    rows, end = reader.read(start)
+    assert end == {"clickz": 1}
+
+
 def test_option_errors_are_raised_from_the_data_sources_own_frame(store_path, store):
     bad = [{"path": store_path, "topci": "t"}, {"path": store_path},
            {"path": store_path, "topic": "t", "maxRowsPerTrigger": "many"}]

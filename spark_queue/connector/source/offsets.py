@@ -100,6 +100,39 @@ def require_named_topics(store: Store, options: SourceOptions, bounds: Bounds) -
         )
 
 
+class MissingTopics:
+    """A stream's named topics that the store does not hold yet. The stream waits for them
+    (a producer may create them later) and reads them from offset 0 once they exist; a typo
+    would read nothing forever, so each is logged once at WARN, naming the close topics."""
+
+    def __init__(self, *, reports_latest: bool = True) -> None:
+        self.now: list[str] = []
+        self._warned: set[str] = set()
+        # The reader's reportLatestOffset shows them as null (the simple reader has none).
+        self._reported = (" (its progress reports the topic's latestOffset as null until then)"
+                          if reports_latest else "")
+
+    def note(self, options: SourceOptions, bounds: Bounds, store: Store | None = None) -> None:
+        self.now = missing_topics(options, bounds)
+        new = [topic for topic in self.now if topic not in self._warned]
+        if not new:
+            return
+        self._warned.update(new)
+        own = store is None
+        if store is None:
+            store = open_store(options)
+        try:
+            known = [t.name for t in store.topics()]
+        finally:
+            if own:
+                store.close()
+        log.warning(
+            "%s; the stream waits for it to be created and reads it from offset 0%s. A typo? "
+            "Stop the query and fix the option.",
+            missing_topics_message(options, new, known), self._reported,
+        )
+
+
 def checkpoint_offsets(offsets: object) -> dict[str, int]:
     """``offsets`` as Spark hands them back from a checkpoint, checked to be this source's
     form, ``{topic: next_offset}``; anything else was written by another source.

@@ -27,10 +27,8 @@ from pyspark.sql.types import StructType
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
-    Bounds,
+    MissingTopics,
     checkpoint_offsets,
-    missing_topics,
-    missing_topics_message,
     open_store,
     starting_offsets,
     subscribed_bounds,
@@ -95,8 +93,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         self._position: dict | None = None
         # Named topics the store does not hold yet: the stream waits for them (a producer
         # may create them later), says so once, and reports them in latestOffset as null.
-        self._missing: list[str] = []
-        self._warned: set[str] = set()
+        self._missing = MissingTopics()
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
@@ -119,28 +116,8 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
         bounds = read_bounds(self.options)
-        self._note_missing(bounds)
+        self._missing.note(self.options, bounds)
         return self._admission.next_end(start, bounds, self._limits(limit))
-
-    def _note_missing(self, bounds: Bounds) -> None:
-        """Warn once per named topic the store does not hold (a typo reads nothing
-        forever otherwise), naming the close topics."""
-        self._missing = missing_topics(self.options, bounds)
-        new = [topic for topic in self._missing if topic not in self._warned]
-        if not new:
-            return
-        self._warned.update(new)
-        store = open_store(self.options)
-        try:
-            known = [t.name for t in store.topics()]
-        finally:
-            store.close()
-        log.warning(
-            "%s; the stream waits for it to be created and reads it from offset 0 (its "
-            "progress reports the topic's latestOffset as null until then). A typo? Stop the "
-            "query and fix the option.",
-            missing_topics_message(self.options, new, known),
-        )
 
     def _limits(self, limit) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
@@ -160,7 +137,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             bounds = read_bounds(self.options)
             latest = {t: last for t, (_, last) in bounds.items()}
         # A named topic that does not exist has no offset: null, visible in the progress.
-        reported: dict[str, int | None] = {**latest, **dict.fromkeys(self._missing)}
+        reported: dict[str, int | None] = {**latest, **dict.fromkeys(self._missing.now)}
         return {topic: reported[topic] for topic in sorted(reported)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
