@@ -78,14 +78,12 @@ class _Ignored:
 # difflib offered `prune` for `produce`.
 SYNONYMS = {"produce": "publish", "consume": "tail"}
 NESTED_SYNONYMS = {("topic", "describe"): "show", ("queue", "describe"): "show",
-                   ("queue", "info"): "show", ("topic", "ls"): "list", ("queue", "ls"): "list",
-                   ("consumer", "ls"): "list"}
+                   ("queue", "info"): "show"}
 SUGGESTIONS = {
     "describe": "`sqliteq topic show PATH TOPIC` or `sqliteq queue show PATH QUEUE`",
     "info": "`sqliteq queues PATH` (counts per queue, as `rq info`) or "
             "`sqliteq queue workers PATH`",
     "list": "`sqliteq topics PATH`, `sqliteq queues PATH` or `sqliteq consumers PATH`",
-    "ls": "`sqliteq topics PATH`, `sqliteq queues PATH` or `sqliteq consumers PATH`",
     "delete": "`sqliteq topic delete PATH TOPIC` or `sqliteq job remove PATH QUEUE ID` "
               "(each says what it would delete first)",
 }
