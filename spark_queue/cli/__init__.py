@@ -78,7 +78,7 @@ class _Ignored:
 # difflib offered `prune` for `produce`.
 SYNONYMS = {"produce": "publish", "consume": "tail"}
 NESTED_SYNONYMS = {("topic", "describe"): "show", ("queue", "describe"): "show",
-                   ("queue", "info"): "show"}
+                   ("queue", "info"): "show", ("consumer", "describe"): "show"}
 SUGGESTIONS = {
     "describe": "`sqliteq topic show PATH TOPIC` or `sqliteq queue show PATH QUEUE`",
     "info": "`sqliteq queues PATH` (counts per queue, as `rq info`) or "

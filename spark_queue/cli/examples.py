@@ -27,6 +27,7 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     ),
     "topic delete": "sqliteq topic delete app.sqlite orders --yes",
     "consumer list": "sqliteq consumer list app.sqlite --topic orders",
+    "consumer show": "sqliteq consumer show app.sqlite billing",
     "consumer reset": "sqliteq consumer reset app.sqlite billing --topic orders --to-time 1h",
     "consumer delete": "sqliteq consumer delete app.sqlite billing --topic orders",
     "tail": (

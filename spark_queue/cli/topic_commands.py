@@ -108,6 +108,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topic", help="only this topic")
     p.set_defaults(func=cmd_consumers)
 
+    p = consumer_sub.add_parser(
+        "show", help="one consumer's saved offset and lag on each topic (also: describe)"
+    )
+    common(p)
+    p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
+    p.set_defaults(func=cmd_consumer_show)
+
     p = consumer_sub.add_parser("reset", help="move a consumer's saved offset",
                                 description=RESET_HELP + ".")
     common(p)
@@ -264,6 +271,19 @@ def _consumer_rows(
                          "before": before.get(info.topic), "next_offset": info.next_offset,
                          "earliest": earliest, "latest": info.latest, "lag": info.lag})
     return rows
+
+
+def cmd_consumer_show(args: argparse.Namespace) -> int:
+    with open_store(args.path, readonly=True) as store:
+        rows = [info._asdict() for info in store.consumers() if info.consumer == args.consumer]
+    if not rows:
+        raise UnknownConsumerError(
+            f"consumer {args.consumer!r} has no saved offsets; list consumers with "
+            f"`sqliteq consumer list {args.path}`."
+        )
+    emit(rows, as_json=args.json,
+         columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
+    return 0
 
 
 def cmd_consumer_delete(args: argparse.Namespace) -> int:

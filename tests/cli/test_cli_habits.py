@@ -83,6 +83,13 @@ def test_every_noun_lists_shows_and_creates_with_the_same_verbs(capsys, store_pa
     assert code == 0 and json.loads(out)["retention_ms"] is None, err
     assert (run(capsys, "consumer", "list", store_path, "--json")[1]
             == run(capsys, "consumers", store_path, "--json")[1])
+    for verb in ("show", "describe"):
+        code, out, err = run(capsys, "consumer", verb, store_path, "billing", "--json")
+        assert code == 0, err
+        assert [(c["topic"], c["next_offset"], c["lag"]) for c in json.loads(out)] == [
+            ("t", 1, 0)]
+    code, out, err = run(capsys, "consumer", "show", store_path, "nobody")
+    assert code == 1 and f"sqliteq consumer list {store_path}" in err
     code, out, err = run(capsys, "queue", "create", store_path, "emails", "--max-attempts", "8",
                          "--json")
     assert code == 0 and json.loads(out)["max_attempts"] == 8, err
