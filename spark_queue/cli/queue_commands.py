@@ -331,7 +331,7 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     with open_for_write(args.path, "queue add", create=args.create) as store:
         if not args.create:
             require_queue(store, args.queue, create_hint=(
-                f"make it with `sqliteq queue config {args.path} {args.queue}` or add "
+                f"make it with `sqliteq queue create {args.path} {args.queue}` or add "
                 "--create"))
         q = store.queue(args.queue)
         if lines is None:
