@@ -90,3 +90,13 @@ def test_bad_input_inventory_names_tests_that_exist():
     for path, name in references:
         source = (ROOT / path).read_text(encoding="utf-8")
         assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} does not exist"
+
+
+def test_the_cli_exit_code_list_names_the_workers_3_and_what_a_supervisor_needs():
+    """Issue 34: 3 was in the worker's row only, and systemd marks a unit that exits 3 failed."""
+    from spark_queue.cli.queue_commands import EXIT_JOBS_INTERRUPTED
+
+    codes = CLI_REFERENCE[:CLI_REFERENCE.index("| command |")]
+    codes = codes[codes.index("Exit codes:"):]
+    assert f"; {EXIT_JOBS_INTERRUPTED} (`worker` only)" in " ".join(codes.split())
+    assert "SuccessExitStatus=3" in codes and "--grace-ms" in codes

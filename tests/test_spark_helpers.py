@@ -23,6 +23,11 @@ def test_no_offsets_yet_is_empty_and_anything_else_is_a_named_error():
             progress.offsets(bad)
 
 
+def test_a_null_offset_a_missing_named_topic_reports_is_left_out():
+    # The source reports a subscribed topic that does not exist yet as null (issue 34).
+    assert progress.offsets('{"clicks": 4, "clickz": null}') == {"clicks": 4}
+
+
 def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
     assert progress.end_offset(None, "t") == 0
     report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}

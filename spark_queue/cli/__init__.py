@@ -73,21 +73,56 @@ class _Ignored:
         return lambda *args, **kwargs: self
 
 
+# Kafka's and rq's words. Where one means what a command of ours does, it runs that command;
+# where it could mean several, the usage error names them. Never a command that deletes:
+# difflib offered `prune` for `produce`.
+SYNONYMS = {"produce": "publish", "consume": "tail"}
+NESTED_SYNONYMS = {("topic", "describe"): "show", ("queue", "describe"): "show",
+                   ("queue", "info"): "show", ("consumer", "describe"): "show"}
+SUGGESTIONS = {
+    "describe": "`sqliteq topic show PATH TOPIC` or `sqliteq queue show PATH QUEUE`",
+    "info": "`sqliteq queues PATH` (counts per queue, as `rq info`) or "
+            "`sqliteq queue workers PATH`",
+    "list": "`sqliteq topics PATH`, `sqliteq queues PATH` or `sqliteq consumers PATH`",
+    "delete": "`sqliteq topic delete PATH TOPIC` or `sqliteq job remove PATH QUEUE ID` "
+              "(each says what it would delete first)",
+}
+# Commands difflib may never suggest for a mistyped word: they delete.
+DELETING = frozenset({"prune"})
+
+
 def _command_word(argv: Sequence[str]) -> str | None:
     # The top-level flags take no value: the first other word names the command.
     return next((word for word in argv if not word.startswith("-")), None)
 
 
+def _our_words(argv: list[str]) -> list[str]:
+    """``argv`` with Kafka's and rq's synonyms replaced by ours (``produce`` -> ``publish``,
+    ``topic describe`` -> ``topic show``)."""
+    at = next((i for i, word in enumerate(argv) if not word.startswith("-")), None)
+    if at is None:
+        return argv
+    argv = list(argv)
+    argv[at] = SYNONYMS.get(argv[at], argv[at])
+    if at + 1 < len(argv):
+        argv[at + 1] = NESTED_SYNONYMS.get((argv[at], argv[at + 1]), argv[at + 1])
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 1 an error (one line ``sqliteq COMMAND: message``
     on stderr), 2 a usage error (argparse's usage block: a missing argument, an unknown
-    flag, a flag value of the wrong kind or out of range), 130 interrupted."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    flag, a flag value of the wrong kind or out of range), 3 (``worker`` only) handlers were
+    still running when the grace period ended, 130 interrupted."""
+    argv = _our_words(sys.argv[1:] if argv is None else list(argv))
     word = _command_word(argv)
     parser = build_parser(only=word or "")
     if word is not None and word not in _commands(parser):
         _unknown_command(parser, word)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        words = [args.command, getattr(args, f"{args.command}_command", None)]
+        _positionals_after_flags(_chosen(parser, words), vars(args), extra)
     import logging  # after parsing: --help and usage errors never need it
 
     logging.basicConfig(
@@ -118,6 +153,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
+def _chosen(parser: argparse.ArgumentParser, words: list[str | None]) -> argparse.ArgumentParser:
+    """The parser of the command ``words`` name (``["publish", None]``, ``["queue", "add"]``)."""
+    for word in words:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or word is None:
+            break
+        parser = subs[0].choices[word]
+    return parser
+
+
+def _positionals_after_flags(
+    command: argparse.ArgumentParser, values: dict[str, Any], extra: list[str]
+) -> None:
+    """Flags before the value, in any order (Kafka's tools put them first):
+    ``publish s.sqlite t --key k v``. argparse fills an optional positional (VALUE, a
+    queue, job ids) from the words before the first flag, so the words after it are left
+    over; they go to those positionals of ``command``, in order, into ``values`` (the parsed
+    arguments by name). Anything else is the command's usage error."""
+    words = list(extra)
+    for action in command._actions:
+        if action.option_strings or action.nargs not in ("?", "*") or not words:
+            continue
+        if words[0].startswith("-") and words[0] != "-":
+            break  # an unknown flag
+        if action.nargs == "?":
+            if values.get(action.dest) is None:
+                values[action.dest] = command._get_values(action, [words.pop(0)])
+            continue
+        taken = []
+        while words and not (words[0].startswith("-") and words[0] != "-"):
+            taken.append(words.pop(0))
+        values[action.dest] = (list(values.get(action.dest) or [])
+                               + command._get_values(action, taken))
+    if words:
+        command.error(f"unrecognized arguments: {' '.join(words)}")
+
+
 def _commands(parser: argparse.ArgumentParser) -> list[str]:
     [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return list(sub.choices)
@@ -127,8 +199,13 @@ def _unknown_command(parser: argparse.ArgumentParser, word: str) -> None:
     """A usage error (exit 2) naming the closest commands: `sqliteq tial` -> `tail`."""
     import difflib
 
-    near = difflib.get_close_matches(word, _commands(parser), n=3, cutoff=0.6)
-    hint = f" Did you mean {' or '.join(near)}?" if near else ""
+    if word in SUGGESTIONS:
+        hint = f" Did you mean {SUGGESTIONS[word]}?"
+    else:
+        safe = [name for name in _commands(parser) if name not in DELETING] + list(SYNONYMS)
+        near = difflib.get_close_matches(word, safe, n=3, cutoff=0.6)
+        near = list(dict.fromkeys(SYNONYMS.get(name, name) for name in near))
+        hint = f" Did you mean {' or '.join(near)}?" if near else ""
     parser.error(f"unknown command {word!r}.{hint} `sqliteq --help` lists the commands.")
 
 

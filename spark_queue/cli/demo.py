@@ -21,7 +21,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo", help="run the demo pipeline (producer -> Spark -> Delta and a queue -> workers)"
     )
-    p.add_argument("--config", help="settings file (default: conf/demo.toml)")
+    p.add_argument("--config", help="settings file ('-' for stdin; default: conf/demo.toml)")
     p.add_argument("--dir", help="working directory (default from the config: spark_queue_demo)")
     p.add_argument("--events", type=numbers.positive, help="events to produce in this run")
     p.add_argument(
@@ -37,7 +37,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from spark_queue.demo.run import run_demo
     from spark_queue.spark.session import conf_dir
 
-    if args.config is not None and not os.path.isfile(args.config):
+    if args.config not in (None, "-") and not os.path.isfile(args.config):
         raise OptionError(
             f"--config {args.config!r} is not a file; give a TOML settings file like "
             "conf/demo.toml, or leave --config out."

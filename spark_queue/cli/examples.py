@@ -1,27 +1,46 @@
-"""One example per command, shown at the end of its ``--help`` (``tests/cli/test_cli_examples.py``
-parses every one, so an example can never name a flag the command lacks)."""
+"""Examples for each command, shown at the end of its ``--help``, one per line and never wrapped
+(``tests/cli/test_cli_examples.py`` parses every one, so an example can never name a flag the
+command lacks). Help text wraps between words, never inside a flag (``--retention-rows``)."""
 
 from __future__ import annotations
 
 import argparse
 
-EXAMPLES: dict[str, str] = {
+EXAMPLES: dict[str, str | tuple[str, ...]] = {
     "init": "sqliteq init app.sqlite --durability full",
     "topics": "sqliteq topics app.sqlite --json",
-    "publish": "printf 'c-7:{\"id\": 1}\\n' | sqliteq publish app.sqlite orders --key-separator :",
+    "publish": (
+        "sqliteq publish app.sqlite orders '{\"id\": 1}' --key c-7",
+        "printf 'c-7:{\"id\": 1}\\n' | sqliteq publish app.sqlite orders --key-separator :",
+        "sqliteq publish app.sqlite orders --ndjson orders.ndjson",
+    ),
     "consumers": "sqliteq consumers app.sqlite --topic orders",
     "prune": "sqliteq prune app.sqlite --topic orders --retention 7d",
     "backup": "sqliteq backup app.sqlite /backups/app-$(date +%F).sqlite",
     "check": "sqliteq check app.sqlite",
+    "topic list": "sqliteq topic list app.sqlite",
+    "topic show": "sqliteq topic show app.sqlite orders",
     "topic create": "sqliteq topic create app.sqlite orders --retention 7d --retention-rows 100000",
-    "topic config": "sqliteq topic config app.sqlite orders --retention 30d",
+    "topic config": (
+        "sqliteq topic config app.sqlite orders",
+        "sqliteq topic config app.sqlite orders --retention 30d",
+    ),
     "topic delete": "sqliteq topic delete app.sqlite orders --yes",
+    "consumer list": "sqliteq consumer list app.sqlite --topic orders",
+    "consumer show": "sqliteq consumer show app.sqlite billing",
     "consumer reset": "sqliteq consumer reset app.sqlite billing --topic orders --to-time 1h",
     "consumer delete": "sqliteq consumer delete app.sqlite billing --topic orders",
-    "tail": "sqliteq tail app.sqlite orders --group audit -f",
+    "tail": (
+        "sqliteq tail app.sqlite orders --group audit -f",
+        "sqliteq tail app.sqlite orders --from-beginning --values",
+    ),
     "queue add": "sqliteq queue add app.sqlite emails '{\"to\": \"a@example.com\"}' --delay-ms 30s",
+    "queue create": "sqliteq queue create app.sqlite emails --max-attempts 8",
     "queue list": "sqliteq queue list app.sqlite",
-    "queue show": "sqliteq queue show app.sqlite emails",
+    "queue show": (
+        "sqliteq queue show app.sqlite emails",
+        "sqliteq queue show app.sqlite emails 17",
+    ),
     "queue config": "sqliteq queue config app.sqlite emails --visibility-timeout-ms 2m "
                     "--max-attempts 8",
     "queue pause": "sqliteq queue pause app.sqlite emails",
@@ -42,13 +61,42 @@ EXAMPLES: dict[str, str] = {
 }
 
 
+def examples(path: str) -> tuple[str, ...]:
+    """The examples of the command ``path`` (``queue add``), one command line each."""
+    given = EXAMPLES.get(path, ())
+    return (given,) if isinstance(given, str) else given
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except: text wraps between words only (a flag such as
+    ``--retention-rows`` never breaks at its hyphen), and the examples epilog keeps one
+    example per line, unwrapped, so each can be copied as it stands."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example"):
+            return "\n".join(indent + line for line in text.splitlines())
+        import textwrap
+
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 def add_examples(parser: argparse.ArgumentParser, path: str = "") -> None:
-    """Put each built command's example in its epilog (a command's own epilog stays)."""
+    """Put each built command's examples in its epilog (a command's own epilog stays)."""
+    parser.formatter_class = HelpFormatter
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, command in action.choices.items():
                 add_examples(command, f"{path} {name}".strip())
             return
-    example = EXAMPLES.get(path)
-    if example is not None and parser.epilog is None:
-        parser.epilog = f"example: {example}"
+    lines = examples(path)
+    if lines and parser.epilog is None:
+        heading = "example:" if len(lines) == 1 else "examples:"
+        parser.epilog = "\n".join([heading, *("  " + line for line in lines)])

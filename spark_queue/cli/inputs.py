@@ -184,7 +184,10 @@ def choose_input(
     batch_size: int | None = None,
 ) -> Lines | None:
     """The lines to read (``--ndjson FILE``, or stdin when no VALUE is given), or None for one
-    VALUE. A flag that only means something for lines is refused with a VALUE, never ignored."""
+    VALUE. A flag that only means something for lines is refused with a VALUE, never ignored.
+    VALUE ``-`` means stdin, as everywhere a value or file is read (never the text ``-``)."""
+    if value == "-":
+        value = None
     if value is not None and ndjson is not None:
         raise OptionError(f"{command} takes a VALUE or --ndjson FILE, not both.")
     if value is not None:

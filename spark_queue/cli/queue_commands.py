@@ -89,6 +89,21 @@ def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
+def _setting_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
+    for setting, flag in SETTING_FLAGS.items():
+        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
+        p.add_argument(
+            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
+            help=f"set {setting}",
+        )
+    if clearable:
+        for setting, flag in LIMIT_OFF_FLAGS.items():
+            p.add_argument(
+                flag, dest=f"no_{setting}", action="store_true",
+                help=f"remove the {setting} limit",
+            )
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
@@ -98,7 +113,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("queue", help="the queue (it must exist unless --create)")
     p.add_argument(
-        "value", nargs="?", help="the payload; without it, each line of stdin is one job"
+        "value", nargs="?",
+        help="the payload; without it (or with -), each line of stdin is one job",
     )
     p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "queue")
@@ -145,24 +161,28 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=cmd_queue_list)
 
-    p = queue.add_parser("show", help="one queue's settings and counts")
+    p = queue.add_parser(
+        "show", help="one queue's settings and counts, or one job of it (also: describe)"
+    )
     common(p)
     p.add_argument("queue", help="the queue's name")
+    p.add_argument("job", nargs="?", type=numbers.job_id,
+                   help="a job's id: show that job with the whole text of its last error")
     p.set_defaults(func=cmd_queue_show)
+
+    p = queue.add_parser("create", help="create a queue with its settings")
+    common(p)
+    p.add_argument("queue", help="the queue's name")
+    _setting_flags(p, clearable=False)
+    create_flag(p)
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="succeed without changes when the queue exists")
+    p.set_defaults(func=cmd_queue_create)
 
     p = queue.add_parser("config", help="create a queue or change its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    for setting, flag in SETTING_FLAGS.items():
-        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
-        p.add_argument(
-            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
-            help=f"set {setting}",
-        )
-    for setting, flag in LIMIT_OFF_FLAGS.items():
-        p.add_argument(
-            flag, dest=f"no_{setting}", action="store_true", help=f"remove the {setting} limit"
-        )
+    _setting_flags(p, clearable=True)
     create_flag(p)
     p.set_defaults(func=cmd_queue_config)
 
@@ -240,7 +260,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
     common(p)
     p.add_argument("handler", help="module:function, called with each job")
-    p.add_argument("--queue", required=True, help="the queue to work on (it must exist)")
+    p.add_argument("--queue", required=True, action="append",
+                   help="the queue to work on (it must exist); once: one worker, one queue")
     p.add_argument(
         "--create", action="store_true",
         help="create the queue with default settings if it does not exist",
@@ -310,7 +331,7 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     with open_for_write(args.path, "queue add", create=args.create) as store:
         if not args.create:
             require_queue(store, args.queue, create_hint=(
-                f"make it with `sqliteq queue config {args.path} {args.queue}` or add "
+                f"make it with `sqliteq queue create {args.path} {args.queue}` or add "
                 "--create"))
         q = store.queue(args.queue)
         if lines is None:
@@ -379,8 +400,31 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 def cmd_queue_show(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
-        [row] = _settings_and_stats(store, args.queue)
+        if args.job is not None:
+            row = store.queue(args.queue).get(args.job)._asdict()
+        else:
+            [row] = _settings_and_stats(store, args.queue)
     emit_object(row, as_json=args.json)
+    return 0
+
+
+def cmd_queue_create(args: argparse.Namespace) -> int:
+    from spark_queue.errors import QueueConfigError
+
+    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
+    with open_for_write(args.path, "queue create", create=args.create) as store:
+        q = store.queue(args.queue)
+        if q.exists():
+            if not args.if_not_exists:
+                raise QueueConfigError(
+                    f"queue {args.queue!r} already exists in {args.path!r}; change its "
+                    f"settings with `sqliteq queue config {args.path} {args.queue}`, or add "
+                    "--if-not-exists to succeed without changes."
+                )
+            config = q.config()
+        else:
+            config = q.configure(**settings)
+    emit_object(_settings(config), as_json=args.json)
     return 0
 
 
@@ -436,6 +480,10 @@ def cmd_queue_peek(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
         require_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
+    if not args.json:
+        # One line per job: the error's line that names the exception; the whole text is in
+        # --json and `sqliteq queue show PATH QUEUE JOB`.
+        rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
     emit(rows, as_json=args.json, columns=JOB_COLUMNS)
     return 0
 
@@ -457,7 +505,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
     if not args.json:
         # A traceback does not fit a table cell: its last line says what went wrong; the
-        # whole text is in --json and `sqliteq job get`.
+        # whole text is in --json, `sqliteq queue show PATH QUEUE JOB` and `sqliteq job get`.
         rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
     emit(rows, as_json=args.json, columns=["id", "attempts", "dead_ms", "payload", "last_error"])
     return 0
@@ -500,6 +548,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from spark_queue.worker import Worker, load_handler
 
+    queue = _one_queue(args.queue)
     handler = load_handler(args.handler)
     open_store(args.path).close()  # a missing file fails here with the store's message
     # Each failure, a crash and a pause are one line on stderr; -v adds tracebacks.
@@ -507,7 +556,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logging.getLogger("spark_queue.worker").setLevel(level)
     worker = Worker(
         args.path,
-        args.queue,
+        queue,
         handler,
         concurrency=args.concurrency,
         batch_size=args.batch_size,
@@ -517,17 +566,29 @@ def cmd_worker(args: argparse.Namespace) -> int:
         idle_poll_max_ms=args.idle_poll_max_ms,
         until_empty=args.until_empty,
         create_queue=args.create,
-        on_wait=_delayed_jobs_wait(args.queue, until_empty=args.until_empty, as_json=args.json),
+        on_wait=_delayed_jobs_wait(queue, until_empty=args.until_empty, as_json=args.json),
     )
     try:
         stats = worker.run()
     except WorkerCrashedError:
         # The summary still says what was done before the crash; main() prints the error.
-        emit_object({"queue": args.queue} | worker.stats.as_dict(), as_json=args.json)
+        emit_object({"queue": queue} | worker.stats.as_dict(), as_json=args.json)
         raise
-    emit_object({"queue": args.queue} | stats.as_dict(), as_json=args.json)
+    emit_object({"queue": queue} | stats.as_dict(), as_json=args.json)
     # Handlers still running when the grace period ended: their jobs were nacked, not done.
     return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
+
+
+def _one_queue(given: list[str]) -> str:
+    """``--queue`` once: given twice is refused, never the last one silently (rq's
+    ``rq worker high default low`` habit; one worker works on one queue)."""
+    if len(given) > 1:
+        raise OptionError(
+            f"--queue is given {len(given)} times ({', '.join(map(repr, given))}): a worker "
+            "works on one queue. Run one `sqliteq worker` per queue, or put the jobs in one "
+            "queue with `queue add --priority N` (higher runs first) for rq's priority order."
+        )
+    return given[0]
 
 
 def _delayed_jobs_wait(queue: str, *, until_empty: bool, as_json: bool

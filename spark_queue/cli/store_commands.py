@@ -54,15 +54,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="publish a value, or one event per line of stdin or a file",
         description="Publish VALUE, or without VALUE each line of stdin (of FILE with "
         "--ndjson) as one event, in transactions of --batch-size lines.",
-        epilog="examples: sqliteq publish app.sqlite orders '{\"id\": 1}' --key c-7 | "
-        "printf 'c-7:hello\\n' | sqliteq publish app.sqlite orders --key-separator : | "
-        "sqliteq publish app.sqlite orders --ndjson orders.ndjson",
     )
     common(p)
     p.add_argument("topic", help="the topic (it must exist unless --create)")
     p.add_argument(
         "value", nargs="?",
-        help="the value to publish; without it, each line of stdin is one event",
+        help="the value to publish; without it (or with -), each line of stdin is one event",
     )
     p.add_argument("--value-format", choices=VALUE_FORMATS, help=VALUE_FORMAT_HELP)
     create_flag(p, "topic")

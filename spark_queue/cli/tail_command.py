@@ -2,7 +2,8 @@
 
 Plain lines are ``OFFSET<TAB>TIME (UTC)[ key=KEY][ headers={...}]<TAB>VALUE``, one
 event per line (text holding a newline or tab is printed as a JSON string); ``--json``
-prints one object per line with the raw ``timestamp_ms`` and ``value_type``.
+prints one object per line with the raw ``timestamp_ms`` and ``value_type``; ``--values``
+prints each value alone (kcat's ``-f '%s\n'``).
 ``--group NAME`` reads from consumer NAME's saved offset and saves it as it goes,
 as ``kafka-console-consumer --group`` and ``kcat -G`` do.
 """
@@ -39,9 +40,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     common(p)
     p.add_argument("topic", help="the topic's name")
-    p.add_argument(
+    start = p.add_mutually_exclusive_group()
+    start.add_argument(
         "--from", dest="start", metavar="POSITION", type=numbers.start_position,
         help="an offset, -N for the last N events, 'earliest' (default) or 'latest'",
+    )
+    start.add_argument(
+        "--from-beginning", dest="start", action="store_const", const="earliest",
+        help="the same as --from earliest (kafka-console-consumer's flag)",
     )
     p.add_argument(
         "--since", metavar="DURATION|TIME", type=numbers.point_in_time,
@@ -59,6 +65,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-f", "--follow", action="store_true",
                    help="keep waiting for new events (and for the topic and the store file, "
                    "if they do not exist yet)")
+    p.add_argument(
+        "--values", action="store_true",
+        help="print each event's value alone, one per line (as kcat -f '%%s\\n'): text as "
+        "is, JSON as JSON, bytes as base64:...; text holding a newline as a JSON string",
+    )
     p.add_argument("--poll-ms", default=200, metavar="DURATION", type=numbers.positive_wait_ms,
                    help="how often --follow looks: 200 (ms, the default), 1s, ...")
     p.set_defaults(func=cmd_tail)
@@ -72,6 +83,8 @@ def pause(seconds: float) -> None:
 def cmd_tail(args: argparse.Namespace) -> int:
     if args.start is not None and args.since is not None:
         raise OptionError("give --from or --since, not both.")
+    if args.values and args.json:
+        raise OptionError("give --values (each value alone) or --json (whole events), not both.")
     poll_s = args.poll_ms / 1000
     start: Start = "earliest" if args.start is None else args.start
     since_ms = args.since
@@ -94,7 +107,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             events = store.read(args.topic, position, limit=min(remaining or READ_CHUNK,
                                                                  READ_CHUNK))
             for event in events:
-                _print_event(event, as_json=args.json)
+                _print_event(event, as_json=args.json, values=args.values)
             if events:
                 position = events[-1].offset + 1
                 if args.group is not None:  # printed, then saved: at least once, as Kafka's
@@ -153,7 +166,11 @@ def _first_offset(store: Store, topic: str, start: Start, since_ms: int | None) 
     return max(start, earliest)
 
 
-def _print_event(event: Event, *, as_json: bool) -> None:
+def _print_event(event: Event, *, as_json: bool, values: bool = False) -> None:
+    if values:
+        sys.stdout.write(_one_line(event.value) + "\n")
+        sys.stdout.flush()
+        return
     if as_json:
         emit_line({"offset": event.offset, "timestamp_ms": event.timestamp_ms,
                    "key": event.key, "value": event.value, "value_type": event.value_type,

@@ -1,4 +1,5 @@
-"""Stream management: ``topic create|config|delete`` and ``consumer reset|delete``."""
+"""Stream management: ``topic list|show|create|config|delete`` and
+``consumer list|reset|delete``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 from spark_queue.cli import numbers
 from spark_queue.cli.names import require_topic
 from spark_queue.cli.output import emit, emit_object
-from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
+from spark_queue.cli.store_commands import (
+    cmd_consumers,
+    cmd_topics,
+    common,
+    create_flag,
+    open_for_write,
+    open_store,
+)
 from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
 
 if TYPE_CHECKING:
@@ -49,8 +57,19 @@ def _settings_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    topic = sub.add_parser("topic", help="create, configure or delete a topic")
+    topic = sub.add_parser("topic", help="list, show, create, configure or delete topics")
     topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
+
+    p = topic_sub.add_parser("list", help="list topics with offsets and counts (= topics)")
+    common(p)
+    p.set_defaults(func=cmd_topics)
+
+    p = topic_sub.add_parser(
+        "show", help="one topic's offsets, count, settings and consumers (also: describe)"
+    )
+    common(p)
+    p.add_argument("topic", help="the topic's name")
+    p.set_defaults(func=cmd_topic_show)
 
     p = topic_sub.add_parser("create", help="create a topic with its retention and payload limit")
     common(p)
@@ -62,7 +81,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_topic_create)
 
     p = topic_sub.add_parser(
-        "config", help="change a topic's retention or payload limit (--create: create it too)"
+        "config", help="show a topic's settings, or change its retention or payload limit "
+        "(--create: create it too)"
     )
     common(p)
     p.add_argument("topic", help="the topic's name")
@@ -77,10 +97,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
     p.set_defaults(func=cmd_topic_delete)
 
-    consumer = sub.add_parser("consumer", help="reset or delete a consumer's saved offsets")
+    consumer = sub.add_parser("consumer", help="list, reset or delete consumers' saved offsets")
     consumer_sub = consumer.add_subparsers(
         dest="consumer_command", required=True, metavar="COMMAND"
     )
+    p = consumer_sub.add_parser(
+        "list", help="list consumers with their saved offsets and lag (= consumers)"
+    )
+    common(p)
+    p.add_argument("--topic", help="only this topic")
+    p.set_defaults(func=cmd_consumers)
+
+    p = consumer_sub.add_parser(
+        "show", help="one consumer's saved offset and lag on each topic (also: describe)"
+    )
+    common(p)
+    p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
+    p.set_defaults(func=cmd_consumer_show)
+
     p = consumer_sub.add_parser("reset", help="move a consumer's saved offset",
                                 description=RESET_HELP + ".")
     common(p)
@@ -137,13 +171,30 @@ def cmd_topic_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_topic_show(args: argparse.Namespace) -> int:
+    with open_store(args.path, readonly=True) as store:
+        emit_object(_topic_record(store, args.topic, consumers=True), as_json=args.json)
+    return 0
+
+
+def _topic_record(store: Store, topic: str, *, consumers: bool = False) -> dict[str, Any]:
+    """A topic's offsets, count and settings (and its consumers' lag), as `topics` lists it."""
+    require_topic(store, topic)
+    with store.snapshot():
+        [info] = [t for t in store.topics() if t.name == topic]
+        record = info._asdict()
+        if consumers:
+            record["consumers"] = {c.consumer: c.lag for c in store.consumers(topic)}
+    return record
+
+
 def cmd_topic_config(args: argparse.Namespace) -> int:
     settings = _settings(vars(args))
-    if not settings:
-        raise OptionError(
-            "topic config needs a setting to change: --retention DURATION, --retention-rows N, "
-            "--max-payload-bytes N, or one of their --no-... flags."
-        )
+    if not settings and not args.create:
+        # No change asked for: show the settings, as `kafka-configs --describe` does.
+        with open_store(args.path, readonly=True) as store:
+            emit_object(_topic_record(store, args.topic), as_json=args.json)
+        return 0
     with open_for_write(args.path, "topic config", create=args.create) as store:
         if not args.create:
             require_topic(store, args.topic, create_hint=(
@@ -220,6 +271,19 @@ def _consumer_rows(
                          "before": before.get(info.topic), "next_offset": info.next_offset,
                          "earliest": earliest, "latest": info.latest, "lag": info.lag})
     return rows
+
+
+def cmd_consumer_show(args: argparse.Namespace) -> int:
+    with open_store(args.path, readonly=True) as store:
+        rows = [info._asdict() for info in store.consumers() if info.consumer == args.consumer]
+    if not rows:
+        raise UnknownConsumerError(
+            f"consumer {args.consumer!r} has no saved offsets; list consumers with "
+            f"`sqliteq consumer list {args.path}`."
+        )
+    emit(rows, as_json=args.json,
+         columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
+    return 0
 
 
 def cmd_consumer_delete(args: argparse.Namespace) -> int:

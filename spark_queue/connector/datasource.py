@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
@@ -26,6 +28,25 @@ if TYPE_CHECKING:
     from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
 
 log = logging.getLogger("spark_queue.connector")
+
+_Method = TypeVar("_Method", bound=Callable)
+
+
+def _raised_here(method: _Method) -> _Method:
+    """Raise the connector's own errors (a bad option, a missing path, a bad schema) from this
+    frame, without the frames that found them (``options.py``, ``option_table.py``) or the
+    exception they were translated from: pyspark wraps what a data source raises in a
+    traceback of its own, and the message is then one frame from its end (issue 34)."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except SparkQueueError as exc:
+            raise exc.with_traceback(None) from None
+
+    return wrapper  # type: ignore[return-value]
+
 
 
 class SqliteQueueDataSource(DataSource):
@@ -269,12 +290,14 @@ class SqliteQueueDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT_NAME
 
+    @_raised_here
     def schema(self) -> StructType:
         """Driver, at ``load()`` without a user schema: validate the read options; Kafka's shape."""
         options = parse_source_options(self.options, streaming=None)
         check_path_exists(options)
         return default_schema(options)
 
+    @_raised_here
     def reader(self, schema: StructType) -> SqliteQueueBatchReader:
         """Driver, when a batch read is planned: validate options and schema."""
         from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
@@ -284,6 +307,7 @@ class SqliteQueueDataSource(DataSource):
         check_path_exists(options)
         return SqliteQueueBatchReader(options, schema)
 
+    @_raised_here
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """Driver, at query start: validate options and schema (before any task runs).
 
@@ -319,6 +343,7 @@ class SqliteQueueDataSource(DataSource):
 
         return SqliteQueueStreamReader(options, schema)
 
+    @_raised_here
     def simpleStreamReader(self, schema: StructType) -> SqliteQueueSimpleStreamReader:
         """Driver, at query start with ``latencyMode=low``: validate options and schema."""
         from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
@@ -340,6 +365,7 @@ class SqliteQueueDataSource(DataSource):
             )
         return options
 
+    @_raised_here
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""
         from spark_queue.connector.sink.options import parse_sink_options
@@ -355,6 +381,7 @@ class SqliteQueueDataSource(DataSource):
         options = parse_sink_options(self.options, streaming=False)
         return SqliteQueueBatchWriter(options, plan_layout(schema, options))
 
+    @_raised_here
     def streamWriter(self, schema: StructType, overwrite: bool) -> SqliteQueueStreamWriter:
         """Driver, each micro-batch: validate options and schema (the first one fails the start).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import tomllib
 from typing import Any
 
@@ -48,10 +49,13 @@ _SECTIONS = ("producer", "stream", "alerts", "run")
 def load(path: str | None, overrides: dict[str, Any]) -> DemoConfig:
     """Read ``path`` (flattening its sections), apply non-None ``overrides``, validate."""
     values: dict[str, Any] = {}
-    if path is not None and os.path.exists(path):
+    if path is not None and (path == "-" or os.path.exists(path)):
         try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
+            if path == "-":  # stdin, as everywhere a file is read
+                data = tomllib.load(sys.stdin.buffer)
+            else:
+                with open(path, "rb") as f:
+                    data = tomllib.load(f)
         except tomllib.TOMLDecodeError as exc:
             raise OptionError(
                 f"demo config {path!r} is not valid TOML ({exc}); fix it, or leave --config "

@@ -18,7 +18,8 @@ def offsets(value: Any) -> dict[str, int]:
     """``{topic: next_offset}`` from a progress report's ``startOffset``, ``endOffset`` or
     ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
     or JSON ``null`` (no offset yet: a new query's first batch starts from nothing) for an
-    empty mapping."""
+    empty mapping. A topic whose offset is null (``latestOffset`` of a named topic that does
+    not exist yet) has no offset and is left out."""
     if value is None:
         return {}
     parsed = value
@@ -33,10 +34,11 @@ def offsets(value: Any) -> dict[str, int]:
     if parsed is None:
         return {}
     if not isinstance(parsed, Mapping) or not all(
-        isinstance(offset, int) and not isinstance(offset, bool) for offset in parsed.values()
+        offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
+        for offset in parsed.values()
     ):
         raise ValueError(f"not a source offset ({{topic: offset}}): {value!r}")
-    return {str(topic): int(offset) for topic, offset in parsed.items()}
+    return {str(topic): int(offset) for topic, offset in parsed.items() if offset is not None}
 
 
 def end_offset(progress: Any, topic: str, source: int = 0) -> int:

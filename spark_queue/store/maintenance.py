@@ -29,6 +29,7 @@ from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.schema import (
     APPLICATION_ID,
     latest_version,
+    needs_migrating,
     read_state,
     readable_version,
 )
@@ -182,7 +183,8 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
 
     Opens it read-only with no schema checks, so a damaged file still gets a
     report of what SQLite finds instead of an error at open; nothing is
-    ever written to the file.
+    ever written to the file. A store an older release wrote (not migrated
+    yet) raises :class:`StoreError` saying it needs migrating.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -194,6 +196,16 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
     except apsw.Error as exc:
         return CheckReport(False, [f"cannot open {path!r}: {exc}"])
     try:
+        try:
+            with read_transaction(conn):
+                state = read_state(conn)
+        except apsw.Error:
+            state = None  # damaged: check() reports what SQLite finds
+        if (state is not None and state.application_id == APPLICATION_ID
+                and not state.is_empty and state.user_version < latest_version()):
+            # An older release's tables: checked against this schema they would read as
+            # damage (a missing table). Said as tail and topics say it; the file untouched.
+            raise StoreError(needs_migrating(path, state.user_version))
         return check(conn)
     except apsw.Error as exc:
         return CheckReport(False, [f"{path!r}: {exc}"])

@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from spark_queue.cli import build_parser
-from spark_queue.cli.examples import EXAMPLES
+from spark_queue.cli.examples import EXAMPLES, examples
 
 
 def commands(parser: argparse.ArgumentParser, path: str = ""):
@@ -28,12 +28,26 @@ def test_every_command_has_an_example_and_every_example_a_command():
 
 
 @pytest.mark.parametrize("path", sorted(ALL))
-def test_the_example_is_in_the_help_and_parses(path):
+def test_the_examples_are_in_the_help_and_parse(path):
     assert "example" in (ALL[path].epilog or "")
-    line = EXAMPLES[path].split("|")[-1]  # what sqliteq runs, after a shell pipe
-    argv = shlex.split(line.replace("$(date +%F)", "2026-01-01"))[1:]
-    args = build_parser(only=argv[0]).parse_args(argv)
-    assert args.command == argv[0]
+    for example in examples(path):
+        line = example.split("|")[-1]  # what sqliteq runs, after a shell pipe
+        argv = shlex.split(line.replace("$(date +%F)", "2026-01-01"))[1:]
+        args = build_parser(only=argv[0]).parse_args(argv)
+        assert args.command == argv[0]
+
+
+@pytest.mark.parametrize("path", sorted(ALL))
+def test_help_shows_one_example_per_line_and_never_breaks_a_flag(path, monkeypatch):
+    # Issue 34: publish's three examples were joined with ` | ` (one pipeline, it read), and
+    # at 80 columns `--retention-rows` broke after `--retention-`.
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = ALL[path].format_help().splitlines()
+    for example in examples(path):
+        assert "  " + example in lines, f"{example!r} is not a line of its own"
+    broken = [line for line in lines if line.rstrip().endswith("-") and
+              line.rstrip()[-2:-1].isalnum()]
+    assert broken == []
 
 
 @pytest.mark.parametrize("path", sorted(ALL))

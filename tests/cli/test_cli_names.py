@@ -28,7 +28,7 @@ def test_a_write_to_an_unknown_topic_or_queue_creates_nothing_and_names_the_clos
     before = _names(app)
     err = one_line_error(capsys, "queue", "add", app, "thumbnail", '{"img": 1}')
     assert "queue 'thumbnail' does not exist" in err and "did you mean 'thumbnails'?" in err
-    assert f"`sqliteq queues {app}`" in err and f"`sqliteq queue config {app} thumbnail`" in err
+    assert f"`sqliteq queues {app}`" in err and f"`sqliteq queue create {app} thumbnail`" in err
     assert "--create" in err
     err = one_line_error(capsys, "publish", app, "order", "v")
     assert "topic 'order' does not exist" in err and "did you mean 'orders'?" in err

@@ -145,3 +145,26 @@ def test_a_header_given_twice_is_refused_and_nothing_is_published(capsys, store_
     assert (code, out) == (1, "") and "--header 'a' is given twice (a=1 and a=2)" in err
     with Store(store_path) as store:
         assert store.read("t") == []
+
+
+def test_check_on_a_store_an_older_release_wrote_says_it_needs_migrating_and_writes_nothing(
+    capsys, tmp_path
+):
+    # Was {"ok": false, "problems": ["...: no such table: sq_time_marks"]} and nothing on
+    # stderr (issue 34); tail and topics say it needs migrating.
+    import pathlib
+    import shutil
+
+    fixtures = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "stores"
+    for fixture in sorted(fixtures.glob("v*.sqlite")):
+        path = str(tmp_path / fixture.name)
+        shutil.copyfile(fixture, path)
+        before = file_digest(path)
+        for argv in (["check", path], ["check", path, "--json"]):
+            code, out, err = run(capsys, *argv)
+            assert (code, out) == (1, ""), (fixture.name, out)
+            assert err.count("\n") == 1 and "needs migrating from schema version" in err, err
+            assert f"sqliteq init {path}" in err
+        _, _, topics_err = run(capsys, "topics", path)
+        assert topics_err.split(": ", 1)[1] == err.split(": ", 1)[1]
+        assert file_digest(path) == before

@@ -56,7 +56,7 @@ def test_topic_config_changes_only_the_settings_given(capsys, store_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["topic", "config", "{s}", "t"], "topic config needs a setting to change"),
+        (["topic", "config", "{s}", "nope"], "topic 'nope' does not exist"),
         (["topic", "config", "{s}", "t", "--retention", "1h", "--no-retention"],
          "give --retention or --no-retention, not both"),
         (["topic", "delete", "{s}", "nope", "--yes"], "topic 'nope' does not exist"),

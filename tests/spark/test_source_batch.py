@@ -167,3 +167,16 @@ def test_a_null_value_is_null_in_spark_both_ways(spark, store, store_path):
     df.write.format("sqliteq").mode("append").option("topic", "u").save(store_path)
     event = store.read("u")[0]
     assert (event.key, event.value) == ("gone", None)
+
+
+def test_a_batch_read_of_a_missing_named_topic_fails_naming_the_close_topics(
+    spark, store, store_path
+):
+    # Was 0 rows, silently (issue 34); Kafka's source fails too. Spark asks for the schema
+    # alike for read and readStream, so it fails when the read is planned.
+    store.publish("clicks", 1)
+    df = read(spark, store_path, topic="clickz")
+    with pytest.raises(Exception, match=r"topic 'clickz' \(did you mean 'clicks'\?\) does not "
+                       r"exist") as caught:
+        df.count()
+    assert "UnknownTopicError" in str(caught.value)

@@ -306,3 +306,19 @@ def test_a_kafka_checkpoint_restarted_on_sqliteq_fails_naming_another_source(
     store.publish_many("t", range(5))
     with pytest.raises(Exception, match="written by another source.*new checkpoint location"):
         run_available_now(spark, store_path, ckpt, topic="t")
+
+
+def test_a_stream_on_a_missing_named_topic_reports_it_and_reads_it_once_created(
+    spark, store, store_path, ckpt, latency_mode
+):
+    # Issue 34: a typo (`clickz`) read nothing forever and said nothing. The stream waits for
+    # the topic (a producer may create it later), reports it, and reads it from offset 0.
+    store.publish_many("clicks", range(3))
+    batches, query = run_available_now(spark, store_path, ckpt, topics="clicks,clickz")
+    assert sorted(offsets_of(batches)) == [0, 1, 2]
+    if latency_mode != "low":  # Spark asks a simple reader for no latest offset
+        latest = [p[1] for p in source_progress(query) if p[1]]
+        assert latest and latest[-1] == {"clicks": 3, "clickz": None}
+    store.publish_many("clickz", ["late"])
+    batches, _ = run_available_now(spark, store_path, ckpt, topics="clicks,clickz")
+    assert [row for _, rows in batches for row in rows] == [("clickz", 0)]

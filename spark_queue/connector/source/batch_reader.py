@@ -16,6 +16,7 @@ from pyspark.sql.types import StructType
 from spark_queue.connector.source.offsets import (
     ending_offsets,
     open_store,
+    require_named_topics,
     starting_offsets,
     subscribed_bounds,
 )
@@ -37,6 +38,7 @@ class SqliteQueueBatchReader(DataSourceReader):
         try:
             with store.snapshot():
                 bounds = subscribed_bounds(store, self.options)
+                require_named_topics(store, self.options, bounds)
                 start = starting_offsets(store, self.options, bounds)
                 end = ending_offsets(self.options, bounds, store)
                 for topic, stop in end.items():

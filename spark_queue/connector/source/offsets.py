@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
 from spark_queue.connector.source.options import SourceOptions
-from spark_queue.errors import DataLossError, OptionError, StoreNotFoundError
+from spark_queue.errors import (
+    DataLossError,
+    OptionError,
+    StoreNotFoundError,
+    UnknownTopicError,
+)
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -56,6 +61,76 @@ def subscribed_bounds(store: Store, options: SourceOptions) -> Bounds:
         for info in store.topics()
         if options.subscribes(info.name)
     }
+
+
+def missing_topics(options: SourceOptions, bounds: Bounds) -> list[str]:
+    """The topics named by ``topic``, ``topics`` or ``assign`` that the store does not hold
+    (a ``topicPattern`` names none)."""
+    if options.topic_pattern is not None:
+        return []
+    return [topic for topic in options.topics if topic not in bounds]
+
+
+def missing_topics_message(options: SourceOptions, missing: list[str], known: list[str]) -> str:
+    """``topic 'clickz' does not exist in 'app.sqlite' (did you mean 'clicks'?)``: the close
+    names, else the store's topics (a few), and the command that lists them."""
+    import difflib  # only when a topic is missing
+
+    parts = []
+    for topic in missing:
+        near = difflib.get_close_matches(topic, known, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+        parts.append(f"{topic!r}{hint}")
+    what = "topic" if len(missing) == 1 else "topics"
+    return (
+        f"{FORMAT} source: {what} {', '.join(parts)} "
+        f"{'does' if len(missing) == 1 else 'do'} not exist in {options.path!r}; "
+        f"list its topics with `sqliteq topics {options.path}`"
+    )
+
+
+def require_named_topics(store: Store, options: SourceOptions, bounds: Bounds) -> None:
+    """A batch read of a named topic that does not exist fails (as Kafka's source and the
+    CLI do) instead of reading no rows."""
+    missing = missing_topics(options, bounds)
+    if missing:
+        raise UnknownTopicError(
+            missing_topics_message(options, missing, [t.name for t in store.topics()])
+            + ", or create it (`sqliteq topic create`) before reading."
+        )
+
+
+class MissingTopics:
+    """A stream's named topics that the store does not hold yet. The stream waits for them
+    (a producer may create them later) and reads them from offset 0 once they exist; a typo
+    would read nothing forever, so each is logged once at WARN, naming the close topics."""
+
+    def __init__(self, *, reports_latest: bool = True) -> None:
+        self.now: list[str] = []
+        self._warned: set[str] = set()
+        # The reader's reportLatestOffset shows them as null (the simple reader has none).
+        self._reported = (" (its progress reports the topic's latestOffset as null until then)"
+                          if reports_latest else "")
+
+    def note(self, options: SourceOptions, bounds: Bounds, store: Store | None = None) -> None:
+        self.now = missing_topics(options, bounds)
+        new = [topic for topic in self.now if topic not in self._warned]
+        if not new:
+            return
+        self._warned.update(new)
+        own = store is None
+        if store is None:
+            store = open_store(options)
+        try:
+            known = [t.name for t in store.topics()]
+        finally:
+            if own:
+                store.close()
+        log.warning(
+            "%s; the stream waits for it to be created and reads it from offset 0%s. A typo? "
+            "Stop the query and fix the option.",
+            missing_topics_message(options, new, known), self._reported,
+        )
 
 
 def checkpoint_offsets(offsets: object) -> dict[str, int]:

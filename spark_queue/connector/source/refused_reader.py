@@ -26,7 +26,8 @@ class SqliteQueueRefusedStreamReader(DataSourceStreamReader):
         self.error = error
 
     def _refuse(self) -> NoReturn:
-        raise self.error
+        # Its own frame only: the option parser's frames would bury the message.
+        raise self.error.with_traceback(None) from None
 
     def initialOffset(self) -> dict:
         self._refuse()

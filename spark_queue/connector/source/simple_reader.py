@@ -44,6 +44,7 @@ from spark_queue.connector import compat
 from spark_queue.connector.source.admission import Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
     Bounds,
+    MissingTopics,
     checkpoint_offsets,
     open_store,
     subscribed_bounds,
@@ -73,6 +74,7 @@ class SqliteQueueSimpleStreamReader(
         self._admission = TriggerAdmission(options, time.monotonic)
         self._store: Store | None = None
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
+        self._missing = MissingTopics(reports_latest=False)  # not created yet: one WARN each
 
     def __getstate__(self) -> dict:
         # Spark pickles the reader to replay a batch in an executor: a connection
@@ -90,6 +92,7 @@ class SqliteQueueSimpleStreamReader(
     def read(self, start: dict) -> tuple[Iterator[pa.RecordBatch], dict]:
         try:
             bounds = self._bounds()
+            self._missing.note(self.options, bounds, self._store)
             end = self._admission.next_end(start, bounds, Limits.of(self.options))
             if end == start:
                 return iter(()), start

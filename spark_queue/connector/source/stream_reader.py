@@ -27,9 +27,9 @@ from pyspark.sql.types import StructType
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
+    MissingTopics,
     checkpoint_offsets,
     open_store,
-    sorted_offsets,
     starting_offsets,
     subscribed_bounds,
 )
@@ -91,6 +91,9 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         # partitions(start, end) Spark plans (on restart Spark plans the empty
         # range at its checkpointed offset first: AcceptsLatestSeenOffset).
         self._position: dict | None = None
+        # Named topics the store does not hold yet: the stream waits for them (a producer
+        # may create them later), says so once, and reports them in latestOffset as null.
+        self._missing = MissingTopics()
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
@@ -112,7 +115,9 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
-        return self._admission.next_end(start, read_bounds(self.options), self._limits(limit))
+        bounds = read_bounds(self.options)
+        self._missing.note(self.options, bounds)
+        return self._admission.next_end(start, bounds, self._limits(limit))
 
     def _limits(self, limit) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
@@ -127,10 +132,13 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         return Limits.of(self.options)
 
     def reportLatestOffset(self) -> dict | None:
-        if self._admission.last_latest is not None:
-            return self._admission.last_latest
-        bounds = read_bounds(self.options)
-        return sorted_offsets({t: latest for t, (_, latest) in bounds.items()})
+        latest = self._admission.last_latest
+        if latest is None:
+            bounds = read_bounds(self.options)
+            latest = {t: last for t, (_, last) in bounds.items()}
+        # A named topic that does not exist has no offset: null, visible in the progress.
+        reported: dict[str, int | None] = {**latest, **dict.fromkeys(self._missing.now)}
+        return {topic: reported[topic] for topic in sorted(reported)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         start, end = checkpoint_offsets(start), checkpoint_offsets(end)

@@ -300,6 +300,15 @@ def _refuse_foreign(state: FileState, path: str) -> None:
         )
 
 
+def needs_migrating(path: str, version: int) -> str:
+    """What a read-only open (``tail``, ``topics``, ``check``) says of a store an older release
+    wrote: it must be opened read-write once, and how."""
+    return (
+        f"store {path!r} needs migrating from schema version {version} to "
+        f"{latest_version()}; open it once read-write (e.g. `sqliteq init {path}`)."
+    )
+
+
 def ensure_schema(
     conn: apsw.Connection,
     path: str,
@@ -324,10 +333,7 @@ def ensure_schema(
                 f"created, or a file made by another tool); create it with `sqliteq init {path}`."
             )
         if state.user_version < latest_version():
-            raise StoreError(
-                f"store {path!r} needs migrating from schema version {state.user_version} to "
-                f"{latest_version()}; open it once read-write (e.g. `sqliteq init {path}`)."
-            )
+            raise StoreError(needs_migrating(path, state.user_version))
         return state.user_version
     enable_wal(conn, path, busy_timeout_ms)
     if state.user_version < latest_version():
