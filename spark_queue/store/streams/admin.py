@@ -16,7 +16,7 @@ import apsw
 from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import one_row
-from spark_queue.store.streams import retention, time_marks
+from spark_queue.store.streams import mirrors, retention, time_marks
 from spark_queue.store.streams.topics import (
     TopicInfo,
     bounds_of,
@@ -94,4 +94,5 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     time_marks.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
+    mirrors.forget(conn, topic)
     return TopicDeleted(topic, latest - earliest, names)
