@@ -23,7 +23,7 @@ from spark_queue.errors import (
     KafkaUnavailableError,
 )
 
-INSTALL_HINT = "pip install 'spark-queue[kafka]'"
+INSTALL_HINT = "pip install 'spark-queue[kafka]' (in a checkout: pip install -e '.[kafka]')"
 DEFAULT_TIMEOUT_S = 10.0
 
 # Topics an export creates keep every event, with the store's timestamps: Kafka's

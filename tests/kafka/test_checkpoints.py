@@ -101,7 +101,8 @@ def test_without_the_kafka_client_the_commands_name_the_extra(store, store_path)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "sqliteq kafka export: the Kafka commands need the Kafka client confluent-kafka, "
-        "which is not installed here: pip install 'spark-queue[kafka]'"
+        "which is not installed here: pip install 'spark-queue[kafka]' (in a checkout: "
+        "pip install -e '.[kafka]')"
     ]
 
 
