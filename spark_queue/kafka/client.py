@@ -134,7 +134,9 @@ def partitions(client: Any, settings: KafkaSettings, topic: str) -> list[int] | 
     it may not be described (not authorised); KafkaUnavailableError if no broker answers."""
     kafka = confluent()
     try:
-        metadata = client.list_topics(topic, timeout=settings.timeout_s)
+        # Metadata of every topic: a request naming the topic would make a broker with
+        # auto.create.topics.enable (Kafka's default) create it, with the broker's defaults.
+        metadata = client.list_topics(timeout=settings.timeout_s)
     except kafka.KafkaException as exc:
         raise settings.unavailable(f"asking for topic {topic!r}", exc.args[0]) from exc
     found = metadata.topics.get(topic)

@@ -45,6 +45,15 @@ def kafka_contents(kafka, topic: str, start: int = 0) -> list:
         reader.close()
 
 
+def topic_config(kafka, topic: str) -> dict[str, str]:
+    from confluent_kafka.admin import ConfigResource
+
+    admin = client.admin(kafka)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    found = admin.describe_configs([resource])[resource].result(timeout=20)
+    return {name: entry.value for name, entry in found.items()}
+
+
 def test_store_to_kafka_to_store_gives_the_same_topic_offset_for_offset(
         kafka, prefix, store, store_path, tmp_path):
     store.publish_many("orders", mixed_events(1200))
@@ -59,6 +68,8 @@ def test_store_to_kafka_to_store_gives_the_same_topic_offset_for_offset(
     theirs = kafka_contents(kafka, prefix + "orders")
     assert [offset for offset, _ in theirs] == list(range(1200))
     assert [content for _, content in theirs] == mine  # keys, value bytes, headers, CreateTime
+
+    assert topic_config(kafka, prefix + "orders")["retention.ms"] == "-1"  # keeps every event
 
     back = str(tmp_path / "back.sqlite")
     imported = import_topic(back, kafka, prefix + "orders", into="orders")

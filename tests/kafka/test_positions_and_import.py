@@ -113,6 +113,8 @@ def test_a_time_range_imports_the_records_stamped_in_it(capsys, kafka, prefix, s
 def test_an_unknown_kafka_topic_is_named(kafka, prefix, store_path):
     with pytest.raises(KafkaTopicError, match=f"'{prefix}nope' does not exist"):
         import_topic(store_path, kafka, prefix + "nope")
+    # Asking never made the broker create it (auto.create.topics.enable is Kafka's default).
+    assert client.partitions(client.admin(kafka), kafka, prefix + "nope") is None
 
 
 def test_the_export_summary_names_each_topic_with_its_offsets_and_checksum(capsys, kafka,
