@@ -99,12 +99,14 @@ def admin(settings: KafkaSettings) -> Any:
 
 def producer(settings: KafkaSettings) -> Any:
     """An idempotent producer with acks=all: per partition, no duplicate and no reorder
-    within its session (the export also checks each delivery's offset)."""
+    within its session; an error that would leave a gap behind later records is fatal
+    (librdkafka's gapless guarantee), and the export checks each delivery's offset."""
     kafka = confluent()
     return kafka.Producer(
         settings.client_config(
             **{
                 "enable.idempotence": True,
+                "enable.gapless.guarantee": True,
                 "acks": "all",
                 "linger.ms": 5,
                 "message.timeout.ms": max(1000, int(settings.timeout_s * 1000)),

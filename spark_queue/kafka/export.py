@@ -74,7 +74,8 @@ class _Target:
         if self.failure is not None:
             return
         if err is not None:
-            self.failure = f"Kafka did not take offset {self.delivered_upto}: {err}"
+            text = err.str() if hasattr(err, "str") else err  # a librdkafka KafkaError
+            self.failure = f"Kafka did not take offset {self.delivered_upto}: {text}"
             return
         offset = msg.offset()  # type: ignore[attr-defined]
         if offset != self.delivered_upto:
@@ -197,6 +198,7 @@ class Exporter:
         return total
 
     def _produce(self, target: _Target, content: Content) -> None:
+        kafka = client.confluent()
         while True:
             try:
                 self.producer.produce(
@@ -211,6 +213,16 @@ class Exporter:
                 break
             except BufferError:
                 self.producer.poll(0.05)  # the producer's queue is full: let it drain
+            except kafka.KafkaException as exc:  # refused before sending: too large, ...
+                self.producer.flush(self.settings.timeout_s)  # what came before goes in
+                size = len(content.value or b"") + len(content.key or b"")
+                raise KafkaError(
+                    f"Kafka's client refused store topic {target.topic!r}'s event "
+                    f"{target.sent_upto + target.shift} ({size:,} bytes of key and value): "
+                    f"{exc.args[0].str()}. Events before it are in Kafka; for large events "
+                    "raise the topic's max.message.bytes and pass --kafka-config "
+                    "message.max.bytes=N, then rerun."
+                ) from exc
         self.producer.poll(0)
 
     def flush(self) -> None:

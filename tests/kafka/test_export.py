@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from spark_queue.errors import KafkaTargetMismatchError, KafkaTopicError
+from spark_queue.errors import KafkaError, KafkaTargetMismatchError, KafkaTopicError
 from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
@@ -176,3 +176,11 @@ def test_follow_mirrors_new_events_until_stopped(kafka, prefix, store, store_pat
     assert result.kafka_end == 4
     mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
     assert result.checksum == checksum(mine)
+
+
+def test_an_event_too_large_for_kafka_is_named_and_the_events_before_it_are_in_kafka(
+        kafka, prefix, store, store_path):
+    store.publish_many("t", ["a", "b", "x" * 2_000_000, "c"])
+    with pytest.raises(KafkaError, match="refused store topic 't''s event 2 .*max.message.bytes"):
+        export_topics(store_path, kafka, ["t"], prefix=prefix)
+    assert [c.value for _, c in kafka_contents(kafka, prefix + "t")] == [b"a", b"b"]
