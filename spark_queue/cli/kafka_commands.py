@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spark_queue.cli import numbers
 from spark_queue.cli.output import emit, emit_object
-from spark_queue.cli.progress import watching
+from spark_queue.cli.progress import ExportProgress, watching
 from spark_queue.errors import OptionError
 
 if TYPE_CHECKING:
@@ -127,20 +127,6 @@ def settings_of(bootstrap: str, wait_ms: int, pairs: list[str]) -> KafkaSettings
     return KafkaSettings(bootstrap, wait_ms / 1000, config)
 
 
-class _ExportProgress:
-    """One self-overwriting line per topic on a terminal."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-
-    def __call__(self, topic: str, done: int, total: int) -> None:
-        self.stream.write(f"\rsqliteq kafka export: {topic} {done:,} of {total:,} events "
-                          f"({done * 100 // max(total, 1)}%)")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -158,7 +144,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     results = export_topics(
         args.path, settings, args.topic or None, prefix=args.prefix, follow=args.follow,
         poll_ms=args.poll_ms, stop=stop,
-        progress=_ExportProgress(stream) if stream is not None else None,
+        progress=ExportProgress(stream) if stream is not None else None,
     )
     rows = [{
         "topic": r.topic, "kafka_topic": r.kafka_topic, "shift": r.shift, "written": r.written,

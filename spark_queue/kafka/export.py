@@ -306,7 +306,7 @@ def export_topics(
     with Store(path, create=False) as store:
         exporter = Exporter(store, settings, prefix, progress)
         try:
-            names = list(topics) if topics else [info.name for info in store.topics()]
+            names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
             for name in names:
                 store.bounds(name)  # an unknown topic fails before anything is sent
             while True:
