@@ -110,6 +110,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--value-format", choices=("auto", "json", "text", "bytes"), default="auto",
                    help="how values are stored: auto (standard JSON as JSON, other UTF-8 as "
                    "text, the rest as bytes), json, text or bytes")
+    p.add_argument("--first-offset", type=numbers.count, metavar="N",
+                   help="the store offset of the first record (default: its Kafka offset, so "
+                   "positions mean the same; an export's shift gives that store's offsets)")
     _broker_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=cmd_import)
@@ -193,10 +196,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     settings = settings_of(args.bootstrap, args.timeout, args.kafka_config)
     done = import_topic(args.path, settings, args.kafka_topic, into=args.into,
-                        since_ms=args.since, until_ms=args.until, value_format=args.value_format)
+                        since_ms=args.since, until_ms=args.until, value_format=args.value_format,
+                        first_offset=args.first_offset)
     emit([{"kafka_topic": r.kafka_topic, "partition": r.partition, "topic": r.topic,
            "kafka_first": r.kafka_start, "kafka_end": r.kafka_end, "imported": r.imported,
-           "store_first": r.store_start} for r in done],
+           "store_first": r.store_start, "gaps": r.gaps} for r in done],
          as_json=args.json, columns=["kafka_topic", "partition", "topic", "kafka_first",
-                                     "kafka_end", "imported", "store_first"])
+                                     "kafka_end", "imported", "store_first", "gaps"])
     return 0

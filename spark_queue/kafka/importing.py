@@ -6,12 +6,18 @@ How partitions map: a Kafka topic ``T`` of ONE partition becomes the store topic
 partition keeps each partition's order and offsets apart). ``into`` renames
 ``T``. Each record keeps its key, headers and timestamp; values keep their
 bytes, stored as JSON, text or bytes (``value_format``, see
-:func:`~spark_queue.kafka.records.stored_value`). Store offsets are dense from the
-store topic's next offset: in a plain Kafka log (not compacted, no transactions)
-store offset ``n`` of a new topic is Kafka offset ``first + n``, which the result
-names. A time range (``since_ms``, ``until_ms``) takes the records stamped in
-``[since, until)`` by Kafka's time index; without it, everything up to the end
-offsets when the import starts.
+:func:`~spark_queue.kafka.records.stored_value`).
+
+Offsets: the new store topic keeps Kafka's numbering: its first event gets the
+Kafka offset of the first record imported (a time range starting at Kafka offset
+1,000 makes a topic starting at 1,000, as if retention had removed the events
+before it), so a position in the partition means the same in the store.
+``first_offset`` starts it elsewhere (an export's shift, to get the exported
+store's offsets back). Store offsets are dense: a compacted or transactional
+log skips Kafka offsets, and after the first skip store offsets trail Kafka's
+(the result counts the skips). A time range (``since_ms``, ``until_ms``) takes
+the records stamped in ``[since, until)`` by Kafka's time index; without it,
+everything up to the end offsets when the import starts.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class ImportResult:
     kafka_end: int  # the Kafka offset after the last one asked for
     imported: int
     store_start: int  # the store offset of the first imported record
+    gaps: int  # Kafka offsets skipped in the range (compaction, transaction markers)
 
 
 def store_topic_names(kafka_topic: str, partitions: list[int], into: str | None) -> dict[int, str]:
@@ -56,10 +63,13 @@ def import_topic(
     since_ms: int | None = None,
     until_ms: int | None = None,
     value_format: str = "auto",
+    first_offset: int | None = None,
 ) -> list[ImportResult]:
     """Import every partition of ``kafka_topic`` (records in the time range, if given) into
-    the store at ``path``, creating it. A store topic that already holds events is refused
-    (TopicExistsError) before anything is read: import into a new name with ``into``."""
+    the store at ``path``, creating it; see the module doc for names and offsets. A store
+    topic that holds or held events is refused (TopicExistsError) before anything is
+    written, unless it ends where the import starts (an import continued): import into a
+    new name with ``into``."""
     if value_format not in VALUE_FORMATS:
         raise OptionError(
             f"value_format must be one of {', '.join(VALUE_FORMATS)}; got {value_format!r}."
@@ -75,15 +85,17 @@ def import_topic(
     reader = client.consumer(settings)
     try:
         ranges = {p: _range(reader, settings, kafka_topic, p, since_ms, until_ms) for p in parts}
+        starts = {p: ranges[p][0] if first_offset is None else first_offset for p in parts}
         with Store(path) as store:
-            for name in names.values():
-                if store.has_topic(name) and store.latest_offset(name) > store.earliest_offset(
-                    name
-                ):
+            for p, name in names.items():
+                if store.has_topic(name) and store.latest_offset(name) not in (0, starts[p]):
                     raise TopicExistsError(
-                        f"store topic {name!r} already holds events; an import writes a new "
-                        "topic: name another with --into, or delete it (`sqliteq topic delete`)."
+                        f"store topic {name!r} holds or held events; an import writes a new "
+                        "topic (or continues one where it ends): name another with --into, or "
+                        "delete it (`sqliteq topic delete`)."
                     )
+            for p, name in names.items():
+                store.start_topic_at(name, starts[p])
             return [
                 _import_partition(
                     store, reader, settings, kafka_topic, p, names[p], ranges[p], value_format
@@ -137,11 +149,13 @@ def _import_partition(
     value_format: str,
 ) -> ImportResult:
     start, end = span
-    store.create_topic(topic)
     first = store.latest_offset(topic)
     batch: list[Record] = []
-    imported = 0
+    imported = gaps = 0
+    expected = start
     for msg in client.read_range(reader, settings, kafka_topic, partition, start, end):
+        gaps += msg.offset() != expected
+        expected = msg.offset() + 1
         where = f"{kafka_topic!r} [{partition}] offset {msg.offset()}"
         kind, stamp = msg.timestamp()
         batch.append(
@@ -157,4 +171,4 @@ def _import_partition(
             batch = []
     if batch:
         imported += len(store.publish_many(topic, batch))
-    return ImportResult(kafka_topic, partition, topic, start, end, imported, first)
+    return ImportResult(kafka_topic, partition, topic, start, end, imported, first, gaps)

@@ -111,6 +111,13 @@ class Store:
         with self.write():
             topic_log.ensure_topic(self.conn, topic)
 
+    def start_topic_at(self, topic: str, offset: int) -> None:
+        """Create ``topic`` empty, its first event to get ``offset`` (as if retention had
+        removed the events before it), in one transaction; idempotent for that offset.
+        A topic that holds or held events is refused (TopicExistsError)."""
+        with self.write():
+            topic_admin.start_at(self.conn, topic, offset)
+
     def publish(
         self,
         topic: str,

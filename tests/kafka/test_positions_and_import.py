@@ -102,12 +102,17 @@ def test_a_time_range_imports_the_records_stamped_in_it(capsys, kafka, prefix, s
     produce(kafka, name, 1, [(0, b"v%d" % i, 1_700_000_000_000 + i * 1000) for i in range(10)])
     rows = run_json(capsys, "kafka", "import", store_path, name, "--bootstrap", kafka.bootstrap,
                     "--into", "t", "--since", "1700000003000", "--until", "1700000006000")
-    assert [(r["topic"], r["kafka_first"], r["kafka_end"], r["imported"]) for r in rows] == [
-        ("t", 3, 6, 3)]
-    with Store(store_path) as store:
-        assert [e.value for e in store.read("t")] == ["v3", "v4", "v5"]
-    with pytest.raises(TopicExistsError, match="'t' already holds events"):
+    assert [(r["topic"], r["kafka_first"], r["kafka_end"], r["imported"], r["store_first"],
+             r["gaps"]) for r in rows] == [("t", 3, 6, 3, 3, 0)]
+    with Store(store_path) as store:  # Kafka's numbering: store offset n = Kafka offset n
+        assert [(e.offset, e.value) for e in store.read("t", 3)] == [
+            (3, "v3"), (4, "v4"), (5, "v5")]
+        assert store.bounds("t") == (3, 6)
+    with pytest.raises(TopicExistsError, match="'t' holds or held events"):
         import_topic(store_path, kafka, name, into="t")
+    # Continued where the store ends: the records from Kafka offset 6 on append.
+    [more] = import_topic(store_path, kafka, name, into="t", since_ms=1_700_000_006_000)
+    assert (more.kafka_start, more.store_start, more.imported) == (6, 6, 4)
 
 
 def test_an_unknown_kafka_topic_is_named(kafka, prefix, store_path):
