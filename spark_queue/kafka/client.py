@@ -90,6 +90,11 @@ class KafkaSettings:
         )
 
 
+def settings_of(kafka: KafkaSettings | str) -> KafkaSettings:
+    """``kafka`` as settings: a bootstrap string (``"host:9092"``) gets the defaults."""
+    return KafkaSettings(kafka) if isinstance(kafka, str) else kafka
+
+
 def admin(settings: KafkaSettings) -> Any:
     confluent()  # first: a missing client is named, whatever is imported below
     from confluent_kafka.admin import AdminClient

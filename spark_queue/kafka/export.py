@@ -287,7 +287,7 @@ class Exporter:
 
 def export_topics(
     path: str | os.PathLike[str],
-    settings: KafkaSettings,
+    kafka: KafkaSettings | str,
     topics: Sequence[str] | None = None,
     *,
     prefix: str = "",
@@ -302,6 +302,7 @@ def export_topics(
     ``follow`` it keeps mirroring new events (and, exporting every topic, new topics)
     until ``stop`` is set or Ctrl-C, then flushes, verifies and returns.
     """
+    settings = client.settings_of(kafka)
     stop = stop or threading.Event()
     with Store(path, create=False) as store:
         exporter = Exporter(store, settings, prefix, progress)

@@ -56,7 +56,7 @@ def store_topic_names(kafka_topic: str, partitions: list[int], into: str | None)
 
 def import_topic(
     path: str | os.PathLike[str],
-    settings: KafkaSettings,
+    kafka: KafkaSettings | str,
     kafka_topic: str,
     *,
     into: str | None = None,
@@ -70,6 +70,7 @@ def import_topic(
     topic that holds or held events is refused (TopicExistsError) before anything is
     written, unless it ends where the import starts (an import continued): import into a
     new name with ``into``."""
+    settings = client.settings_of(kafka)
     if value_format not in VALUE_FORMATS:
         raise OptionError(
             f"value_format must be one of {', '.join(VALUE_FORMATS)}; got {value_format!r}."

@@ -29,7 +29,7 @@ class GroupOffset:
 
 def commit_consumer_offsets(
     path: str | os.PathLike[str],
-    settings: KafkaSettings,
+    kafka: KafkaSettings | str,
     consumer: str,
     *,
     group: str | None = None,
@@ -42,7 +42,8 @@ def commit_consumer_offsets(
     Every offset is checked before any is committed: the topic was exported, and the
     copy already holds the events up to the offset (export first, then commit).
     """
-    kafka = client.confluent()
+    settings = client.settings_of(kafka)
+    module = client.confluent()
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     with Store(path, create=False, readonly=True) as store:
@@ -72,7 +73,7 @@ def commit_consumer_offsets(
         reader.close()
     name = group or consumer
     request = ConsumerGroupTopicPartitions(
-        name, [kafka.TopicPartition(p.kafka_topic, 0, p.kafka_offset) for p in planned]
+        name, [module.TopicPartition(p.kafka_topic, 0, p.kafka_offset) for p in planned]
     )
     admin = client.admin(settings)  # held: a collected client never completes its futures
     future = admin.alter_consumer_group_offsets([request], request_timeout=settings.timeout_s)[
@@ -80,7 +81,7 @@ def commit_consumer_offsets(
     ]
     try:
         answer = future.result(timeout=settings.timeout_s + 1)
-    except kafka.KafkaException as exc:
+    except module.KafkaException as exc:
         raise KafkaError(
             f"Kafka at {settings.bootstrap} refused offsets for group {name!r}: "
             f"{exc.args[0].str()} (a group with running consumers cannot be given offsets: "

@@ -82,7 +82,7 @@ def test_a_rerun_continues_where_kafka_ends_and_writes_nothing_twice(kafka, pref
                                                                       store_path):
     store.publish_many("t", mixed_events(300))
     [first] = export_topics(store_path, kafka, ["t"], prefix=prefix)
-    [again] = export_topics(store_path, kafka, ["t"], prefix=prefix)
+    [again] = export_topics(store_path, kafka.bootstrap, ["t"], prefix=prefix)  # a string too
     store.publish_many("t", mixed_events(50, start=300))
     [more] = export_topics(store_path, kafka, ["t"], prefix=prefix)
 
