@@ -69,3 +69,38 @@ def test_an_export_killed_at_random_points_and_rerun_leaves_kafka_equal_to_the_s
         reader.close()
     assert [offset for offset, _ in theirs] == list(range(EVENTS))
     assert [content for _, content in theirs] == mine
+
+
+@pytest.mark.slow
+def test_an_export_across_a_broker_restart_and_rerun_leaves_kafka_equal_to_the_store(
+        kafka, prefix, store_path, restart_broker):
+    with Store(store_path) as store:
+        store.publish_many("t", [Record({"i": i}, key=f"k{i % 13}") for i in range(EVENTS)])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spark_queue", "kafka", "export", store_path, "--bootstrap",
+         kafka.bootstrap, "--prefix", prefix, "--timeout", "5s"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    watcher = client.consumer(kafka)
+    try:
+        deadline = time.monotonic() + 120
+        while kafka_end(watcher, kafka, prefix + "t") < EVENTS // 10 and process.poll() is None:
+            assert time.monotonic() < deadline, "the export made no progress"
+            time.sleep(0.02)
+    finally:
+        watcher.close()
+    restart_broker()  # the export retries, or fails saying the broker did not answer
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0 or "no Kafka broker" in err or "rerun" in err, err
+
+    [result] = export_topics(store_path, kafka, ["t"], prefix=prefix)
+
+    assert (result.kafka_start, result.kafka_end) == (0, EVENTS)
+    with Store(store_path) as store:
+        mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
+    reader = client.consumer(kafka)
+    try:
+        theirs = [from_message(m) for m in client.read_range(reader, kafka, prefix + "t", 0, 0,
+                                                             EVENTS)]
+    finally:
+        reader.close()
+    assert theirs == mine
