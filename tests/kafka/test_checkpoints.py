@@ -72,6 +72,17 @@ def test_a_checkpoint_without_one_sqliteq_position_is_named(store, store_path, t
         kafka_starting_offsets(str(root), store_path)
 
 
+def test_a_query_reading_several_sources_names_the_one_to_move(capsys, store, store_path,
+                                                               tmp_path):
+    store.publish_many("t", range(5))
+    store.fix_mirror_shift("t", 0)
+    checkpoint = write_checkpoint(tmp_path / "chk", {0: ['{"t":2}', '{"other":{"0":7}}',
+                                                         '{"t":4}']}, [0])
+    code, out, err = run(capsys, "kafka", "starting-offsets", store_path, checkpoint,
+                         "--source-index", "2")
+    assert (code, out) == (0, '{"t":{"0":4}}\n'), err
+
+
 def test_a_topic_never_exported_is_named_with_the_command_that_exports_it(store, store_path,
                                                                          tmp_path):
     store.publish_many("t", range(5))

@@ -168,22 +168,24 @@ def test_follow_mirrors_new_events_until_stopped(kafka, prefix, store, store_pat
     stop = threading.Event()
     results: list = []
     runner = threading.Thread(target=lambda: results.extend(export_topics(
-        store_path, kafka, ["t"], prefix=prefix, follow=True, poll_ms=50, stop=stop)))
+        store_path, kafka, prefix=prefix, follow=True, poll_ms=50, stop=stop)))
     runner.start()
     try:
         for i in range(3):
             store.publish("t", f"after {i}")
+        store.publish("new", "a topic created while following")
         deadline = time.monotonic() + 30
-        while len(kafka_contents(kafka, prefix + "t")) < 4:
+        while (len(kafka_contents(kafka, prefix + "t")) < 4
+               or client.partitions(client.admin(kafka), kafka, prefix + "new") is None
+               or len(kafka_contents(kafka, prefix + "new")) < 1):
             assert time.monotonic() < deadline, "follow did not mirror the new events"
             time.sleep(0.1)
     finally:
         stop.set()
         runner.join(60)
-    [result] = results
-    assert result.kafka_end == 4
+    assert [(r.topic, r.kafka_end) for r in results] == [("new", 1), ("t", 4)]
     mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
-    assert result.checksum == checksum(mine)
+    assert results[1].checksum == checksum(mine)
 
 
 def test_an_event_too_large_for_kafka_is_named_and_the_events_before_it_are_in_kafka(
