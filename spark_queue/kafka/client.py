@@ -21,6 +21,7 @@ from spark_queue.errors import (
     KafkaError,
     KafkaTopicError,
     KafkaUnavailableError,
+    OptionError,
 )
 
 INSTALL_HINT = "pip install 'spark-queue[kafka]' (in a checkout: pip install -e '.[kafka]')"
@@ -99,7 +100,22 @@ def admin(settings: KafkaSettings) -> Any:
     confluent()  # first: a missing client is named, whatever is imported below
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient(settings.client_config())
+    return _built(AdminClient, settings.client_config())
+
+
+def _built(factory: Any, config: dict[str, Any]) -> Any:
+    """A client from ``config``; a setting librdkafka rejects (a --kafka-config typo) is an
+    OptionError naming it, not an unexpected exception."""
+    kafka = confluent()
+    try:
+        return factory(config)
+    except (kafka.KafkaException, ValueError, TypeError) as exc:
+        error = exc.args[0] if exc.args else exc
+        text = error.str() if hasattr(error, "str") else str(error)
+        raise OptionError(
+            f"the Kafka client refused its settings: {text}. Check --kafka-config "
+            "(librdkafka's setting names: security.protocol, sasl.mechanism, ...)."
+        ) from exc
 
 
 def producer(settings: KafkaSettings) -> Any:
@@ -107,7 +123,8 @@ def producer(settings: KafkaSettings) -> Any:
     within its session; an error that would leave a gap behind later records is fatal
     (librdkafka's gapless guarantee), and the export checks each delivery's offset."""
     kafka = confluent()
-    return kafka.Producer(
+    return _built(
+        kafka.Producer,
         settings.client_config(
             **{
                 "enable.idempotence": True,
@@ -116,14 +133,15 @@ def producer(settings: KafkaSettings) -> Any:
                 "linger.ms": 5,
                 "message.timeout.ms": max(1000, int(settings.timeout_s * 1000)),
             }
-        )
+        ),
     )
 
 
 def consumer(settings: KafkaSettings, group: str = "sqliteq-reader") -> Any:
     """A consumer for assigned partitions: it never joins its group and commits nothing."""
     kafka = confluent()
-    return kafka.Consumer(
+    return _built(
+        kafka.Consumer,
         settings.client_config(
             **{
                 "group.id": group,
@@ -132,7 +150,7 @@ def consumer(settings: KafkaSettings, group: str = "sqliteq-reader") -> Any:
                 "auto.offset.reset": "earliest",
                 "fetch.wait.max.ms": 50,
             }
-        )
+        ),
     )
 
 

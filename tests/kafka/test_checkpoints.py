@@ -126,3 +126,16 @@ def test_the_kafka_package_and_the_cli_help_load_no_kafka_client():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("bogus.setting=1", 'refused its settings: No such configuration property: "bogus.setting"'),
+    ("no-equals-sign", "--kafka-config takes KEY=VALUE; got 'no-equals-sign'"),
+])
+def test_a_client_setting_kafka_rejects_is_one_line_naming_it(capsys, store, store_path,
+                                                              setting, message):
+    pytest.importorskip("confluent_kafka")
+    store.publish("t", "x")
+    err = one_line_error(capsys, "kafka", "export", store_path, "--bootstrap", "127.0.0.1:1",
+                         "--kafka-config", setting)
+    assert message in err
