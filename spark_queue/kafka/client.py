@@ -73,6 +73,16 @@ class KafkaSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     config: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.bootstrap, str) or not self.bootstrap.strip():
+            raise OptionError(
+                f"Kafka's bootstrap servers must be HOST:PORT[,...]; got {self.bootstrap!r}."
+            )
+        if not 0 < self.timeout_s <= 3600:
+            raise OptionError(
+                f"timeout_s must be more than 0 and at most 3600 seconds; got {self.timeout_s!r}."
+            )
+
     def client_config(self, **extra: Any) -> dict[str, Any]:
         return {
             "bootstrap.servers": self.bootstrap,
@@ -240,7 +250,10 @@ def read_range(
     kafka = confluent()
     if start >= end:
         return
-    reader.assign([kafka.TopicPartition(topic, partition, start)])
+    try:
+        reader.assign([kafka.TopicPartition(topic, partition, start)])
+    except kafka.KafkaException as exc:
+        raise raise_for(exc, settings, f"reading {topic!r} [{partition}]") from exc
     try:
         deadline = time.monotonic() + settings.timeout_s
         while True:
