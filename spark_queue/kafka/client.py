@@ -26,6 +26,9 @@ from spark_queue.errors import (
 
 INSTALL_HINT = "pip install 'spark-queue[kafka]' (in a checkout: pip install -e '.[kafka]')"
 DEFAULT_TIMEOUT_S = 10.0
+# A record's delivery may wait longer than an answer to a request: a broker busy on a loaded
+# machine acknowledges late, and a record that times out ends the export (a rerun resumes).
+MIN_DELIVERY_TIMEOUT_S = 60.0
 
 # Topics an export creates keep every event, with the store's timestamps: Kafka's
 # defaults would delete events older than 7 days at once (retention.ms) and refuse
@@ -82,6 +85,11 @@ class KafkaSettings:
             raise OptionError(
                 f"timeout_s must be more than 0 and at most 3600 seconds; got {self.timeout_s!r}."
             )
+
+    @property
+    def delivery_timeout_s(self) -> float:
+        """How long a produced record may wait for its acknowledgement."""
+        return max(self.timeout_s, MIN_DELIVERY_TIMEOUT_S)
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -141,7 +149,7 @@ def producer(settings: KafkaSettings) -> Any:
                 "enable.gapless.guarantee": True,
                 "acks": "all",
                 "linger.ms": 5,
-                "message.timeout.ms": max(1000, int(settings.timeout_s * 1000)),
+                "message.timeout.ms": int(settings.delivery_timeout_s * 1000),
             }
         ),
     )

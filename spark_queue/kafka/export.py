@@ -226,7 +226,7 @@ class Exporter:
         self.producer.poll(0)
 
     def flush(self) -> None:
-        left = self.producer.flush(self.settings.timeout_s)
+        left = self.producer.flush(self.settings.delivery_timeout_s + 5)
         for target in self.targets.values():
             self._raise_failure(target)
         if left:

@@ -26,7 +26,7 @@ def test_progress_is_shown_on_a_terminal_and_never_with_json(monkeypatch, capsys
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["kafka", "export", store_path, "--bootstrap", kafka.bootstrap,
-                 "--prefix", prefix]) == 0
+                 "--prefix", prefix]) == 0, terminal.getvalue()
     lines = terminal.getvalue().split("\r")
     assert "sqliteq kafka export: t 5,000 of 12,000 events (41%)" in lines
     assert lines[-1] == "sqliteq kafka export: t 12,000 of 12,000 events (100%)\n"
@@ -36,7 +36,7 @@ def test_progress_is_shown_on_a_terminal_and_never_with_json(monkeypatch, capsys
     terminal.truncate()
     store.publish_many("t", range(10))
     assert main(["kafka", "export", store_path, "--bootstrap", kafka.bootstrap,
-                 "--prefix", prefix, "--json"]) == 0
+                 "--prefix", prefix, "--json"]) == 0, terminal.getvalue()
     assert terminal.getvalue() == ""
 
 
