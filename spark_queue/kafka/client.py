@@ -238,12 +238,17 @@ def watermarks(
             )
             return low, high
         except kafka.KafkaException as exc:
-            # A topic created a moment ago is not yet in this client's metadata.
-            young = exc.args[0].code() in (
+            # A topic created a moment ago is not yet in this client's metadata, and a
+            # partition whose leader moves (a new topic, a broker restart) answers "not
+            # leader" until the client learns the new one: both pass, so wait for them.
+            error = exc.args[0]
+            passing = error.retriable() or error.code() in (
                 kafka.KafkaError._UNKNOWN_PARTITION,
                 kafka.KafkaError.UNKNOWN_TOPIC_OR_PART,
+                kafka.KafkaError.NOT_LEADER_FOR_PARTITION,
+                kafka.KafkaError.LEADER_NOT_AVAILABLE,
             )
-            if not young or time.monotonic() > deadline:
+            if not passing or time.monotonic() > deadline:
                 raise settings.unavailable(
                     f"reading the offsets of {topic!r}", exc.args[0]
                 ) from exc
