@@ -137,3 +137,29 @@ class WorkerCrashedError(SparkQueueError, RuntimeError):
     def __init__(self, message: str, stats: object = None) -> None:
         super().__init__(message)
         self.stats = stats
+
+
+class CheckpointError(SparkQueueError, ValueError):
+    """A Spark checkpoint directory holds no position this source wrote (missing, empty,
+    another source's offsets, several sqliteq sources where one was asked for)."""
+
+
+class KafkaError(SparkQueueError):
+    """Kafka could not be used as asked (``spark_queue.kafka``, ``sqliteq kafka ...``)."""
+
+
+class KafkaClientMissingError(KafkaError, ImportError):
+    """The Kafka client (confluent-kafka, the ``kafka`` extra) is not installed."""
+
+
+class KafkaUnavailableError(KafkaError, TimeoutError):
+    """No Kafka broker answered at the bootstrap servers within the stated timeout."""
+
+
+class KafkaTopicError(KafkaError, LookupError):
+    """A Kafka topic is unknown, not authorised, or not of the shape asked for."""
+
+
+class KafkaTargetMismatchError(KafkaError, ValueError):
+    """An export's Kafka topic holds records that are not the store topic's, offset for
+    offset (another topic's, or more than the store has); nothing was written to it."""

@@ -8,7 +8,9 @@ Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the lis
   in the shared session, and on every pyspark of the version matrix;
 - every other ```python block: here, each page's in order in one empty directory, each
   in a fresh ``python`` of this venv, as a user pastes it;
-- the other ``bash`` blocks: a test of their own here (``SHELL``);
+- the other ``bash`` blocks: a test of their own (``SHELL``);
+- docs/outgrowing.md's recipe (Python and bash, needing a broker and Spark's Kafka
+  connector): tests/kafka/test_handoff.py, in a Spark driver of its own;
 - ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
   tests/store/foreign_producer.py, which runs them verbatim.
 """
@@ -26,7 +28,7 @@ import pytest
 
 from spark_queue.store import Store
 from tests.docs_pages import ROOT, Block, blocks, pages, section
-from tests.smoke.test_doc_examples import spark_snippets
+from tests.smoke.test_doc_examples import RUN_ELSEWHERE, spark_snippets
 
 BIN = str(Path(sys.executable).parent)  # the venv's sqliteq, python and pip
 WALKTHROUGH = "## A walkthrough with the CLI"
@@ -39,6 +41,7 @@ SHELL = {
         "tests/test_docs_snippets.py::test_the_install_block_runs_in_a_fresh_venv",
     ("docs/spark-versions.md", "LOCAL=${LOCAL:-/local_disk0/spark_queue}"):
         "tests/test_docs_snippets.py::test_the_databricks_backup_and_restore_run_in_two_dirs",
+    ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
 }
 
 
@@ -53,6 +56,8 @@ def in_walkthrough(block: Block) -> bool:
 
 def runner(block: Block) -> str | None:
     """The test that runs ``block`` as written (``path::name``), or None."""
+    if block.lang == "python" and block.page in RUN_ELSEWHERE:
+        return RUN_ELSEWHERE[block.page]
     if block.lang == "python":
         return ("tests/smoke/test_doc_examples.py::test_the_pages_spark_snippets_run_as_written"
                 if is_spark(block) else PYTHON_HERE)

@@ -7,7 +7,7 @@
   outside itself; the two wings, ``store/streams/`` and ``store/queues/``, import
   only the file layer and themselves (never each other, never the door above them).
 - Inside ``connector/``: ``source/`` and ``sink/`` never import each other.
-- The connector, the CLI, the worker, the demo, the metrics and the benchmarks use
+- The connector, the CLI, the worker, the demo, the metrics, the benchmarks and ``kafka/`` use
   the store through the public names of ``spark_queue.store`` only.
 - No module imports another module's ``_private`` name.
 - No two modules import each other, directly or around a circle (imports
@@ -65,7 +65,7 @@ def store_public_names() -> set[str]:
 def violations_of_layers() -> list[str]:
     bad = []
     forbidden = ("pyspark", "py4j", "spark_queue.connector", "spark_queue.cli",
-                 "spark_queue.worker", "spark_queue.demo")
+                 "spark_queue.worker", "spark_queue.demo", "spark_queue.kafka", "confluent_kafka")
     for name, path in MODULES.items():
         if not name.startswith("spark_queue.store"):
             continue
@@ -123,7 +123,7 @@ def violations_of_public_store_use() -> list[str]:
     public = store_public_names()
     bad = []
     users = ("spark_queue.connector", "spark_queue.cli", "spark_queue.worker",
-             "spark_queue.demo", "spark_queue.metrics", "spark_queue.bench")
+             "spark_queue.demo", "spark_queue.metrics", "spark_queue.bench", "spark_queue.kafka")
     for name, path in MODULES.items():
         if not name.startswith(users):
             continue

@@ -15,6 +15,7 @@ from typing import Any
 from spark_queue import __version__
 from spark_queue.cli import (
     demo,
+    kafka_commands,
     metrics_command,
     queue_commands,
     store_commands,
@@ -28,7 +29,8 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 COMMAND_MODULES = [
-    store_commands, topic_commands, tail_command, queue_commands, metrics_command, demo
+    store_commands, topic_commands, tail_command, queue_commands, metrics_command,
+    kafka_commands, demo,
 ]
 
 

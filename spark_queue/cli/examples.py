@@ -57,6 +57,12 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     "job remove": "sqliteq job remove app.sqlite emails 17",
     "worker": "sqliteq worker app.sqlite myapp.jobs:send_email --queue emails --concurrency 4",
     "metrics": "sqliteq metrics app.sqlite --serve 9464",
+    "kafka export": "sqliteq kafka export app.sqlite --bootstrap kafka-1:9092 --topic orders",
+    "kafka commit-offsets": "sqliteq kafka commit-offsets app.sqlite billing "
+                            "--bootstrap kafka-1:9092",
+    "kafka starting-offsets": "sqliteq kafka starting-offsets app.sqlite /chk/orders-job",
+    "kafka import": "sqliteq kafka import local.sqlite orders --bootstrap kafka-1:9092 "
+                    "--since 1h",
     "demo": "sqliteq demo --events 20000",
 }
 

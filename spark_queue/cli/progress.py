@@ -47,6 +47,20 @@ class BackupProgress:
             self.stream.flush()
 
 
+class ExportProgress:
+    """``kafka export``: one self-overwriting line per topic, ended when the topic is sent."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __call__(self, topic: str, done: int, total: int) -> None:
+        self.stream.write(f"\rsqliteq kafka export: {topic} {done:,} of {total:,} events "
+                          f"({done * 100 // max(total, 1)}%)")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
 class DelayedJobsWait:
     """What a ``worker --until-empty`` waits for, one line each time it changes.
 

@@ -33,7 +33,7 @@ from spark_queue.store.queues import jobs as queue_jobs
 from spark_queue.store.queues.config import QueueSettings
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.streams import admin as topic_admin
-from spark_queue.store.streams import arrow_read, retention
+from spark_queue.store.streams import arrow_read, mirrors, retention
 from spark_queue.store.streams import consumers as consumer_offsets
 from spark_queue.store.streams import topics as topic_log
 from spark_queue.store.streams.publish_one import OnePublisher
@@ -112,6 +112,13 @@ class Store:
         """Create ``topic`` if it does not exist (one transaction; idempotent)."""
         with self.write():
             topic_log.ensure_topic(self.conn, topic)
+
+    def start_topic_at(self, topic: str, offset: int) -> None:
+        """Create ``topic`` empty, its first event to get ``offset`` (as if retention had
+        removed the events before it), in one transaction; idempotent for that offset.
+        A topic that holds or held events is refused (TopicExistsError)."""
+        with self.write():
+            topic_admin.start_at(self.conn, topic, offset)
 
     def publish(
         self,
@@ -237,6 +244,18 @@ class Store:
         """Whether ``topic`` exists (one read)."""
         with self.file.read() as conn:
             return topic_log.find_id(conn, topic) is not None
+
+    def mirror_shift(self, topic: str) -> int | None:
+        """The fixed shift of ``topic``'s exported copy (copy offset = store offset - shift),
+        or None if it was never exported (one read)."""
+        with self.file.read() as conn:
+            return mirrors.shift(conn, topic)
+
+    def fix_mirror_shift(self, topic: str, shift: int) -> int:
+        """Record ``shift`` for ``topic``'s copy unless one is recorded, in one transaction;
+        returns the recorded shift (the first export's, for good)."""
+        with self.write() as conn:
+            return mirrors.fix_shift(conn, topic, shift)
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(

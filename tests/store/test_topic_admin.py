@@ -74,3 +74,14 @@ def test_deleting_a_topic_keeps_the_sink_ledger_keyed_by_sink_id(store_path):
 def test_unknown_settings_are_named(store):
     with pytest.raises(OptionError, match="unknown topic setting"):
         store.configure_topic("t", retention=5)
+
+
+def test_a_topic_started_at_an_offset_is_a_pruned_topic_that_publishes_from_there(store):
+    store.start_topic_at("copy", 1000)
+    store.start_topic_at("copy", 1000)  # idempotent for that offset
+    assert store.bounds("copy") == (1000, 1000)
+    assert list(store.publish_many("copy", ["a", "b"])) == [1000, 1001]
+    assert [(e.offset, e.value) for e in store.read("copy", 1000)] == [(1000, "a"), (1001, "b")]
+    assert store.check().ok
+    with pytest.raises(TopicExistsError, match="'copy' already holds events up to offset 1001"):
+        store.start_topic_at("copy", 5)

@@ -15,8 +15,9 @@ import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.store.file import payload_limits
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import one_row
-from spark_queue.store.streams import retention, time_marks
+from spark_queue.store.streams import mirrors, retention, time_marks
 from spark_queue.store.streams.topics import (
     TopicInfo,
     bounds_of,
@@ -76,6 +77,25 @@ def configure(
     return next(info for info in list_topics(conn) if info.name == topic)
 
 
+def start_at(conn: apsw.Connection, topic: str, offset: int) -> None:
+    """Create ``topic`` empty with ``offset`` as its next offset: the state of a topic whose
+    events before ``offset`` retention removed (a copy that keeps another log's numbering).
+
+    A topic that holds or ever held events (next offset not 0 nor ``offset``) is refused
+    with :class:`TopicExistsError`; the caller holds the write transaction.
+    """
+    offset = check_int(offset, "offset", low=0)
+    tid, nxt = ensure_topic(conn, topic)
+    if nxt == offset:
+        return
+    if nxt != 0:
+        raise TopicExistsError(
+            f"topic {topic!r} already holds events up to offset {nxt - 1}; only a new topic "
+            f"can start at offset {offset}."
+        )
+    conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (offset, tid))
+
+
 def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     """Remove ``topic``, its events and its consumers' saved offsets.
 
@@ -94,4 +114,5 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     time_marks.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
+    mirrors.forget(conn, topic)
     return TopicDeleted(topic, latest - earliest, names)

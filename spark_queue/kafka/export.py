@@ -1,0 +1,327 @@
+"""Export store topics into Kafka, offset for offset, resumably.
+
+Each store topic ``t`` goes to the Kafka topic ``prefix + t`` with ONE partition,
+in which the record at offset ``n - shift`` is the store's event ``n``: the same
+key and value bytes, headers and timestamp (CreateTime). The shift is 0 unless
+retention had removed the topic's head before its first export; it is fixed
+then and recorded in the store (``Store.mirror_shift``), and the positions
+helpers apply it.
+
+How an interrupted export stays a prefix: the producer is idempotent with
+``acks=all`` and a gap is fatal, so within a run Kafka receives the events in
+order, each once, and the delivery report of each is checked to land at its
+expected offset. A rerun reads Kafka's end offset ``E`` and continues with the
+store's event ``E + shift``, after comparing the records both sides hold at
+Kafka's first and last offsets: a target holding other records (another topic,
+another store, more records than the store has) is refused, naming it, and
+nothing is written to it. The end is verified: Kafka's end offset against the
+store's, and a checksum over the first and last records of both
+(``tests/kafka/test_export.py``, ``tests/kafka/test_export_kill.py``).
+
+What is exported: the events committed when a pass starts; ``follow=True``
+repeats passes until ``stop`` is set (or Ctrl-C), for the weeks when producers
+move over.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from spark_queue.errors import KafkaError, KafkaTargetMismatchError, KafkaTopicError
+from spark_queue.kafka import client
+from spark_queue.kafka.client import KafkaSettings
+from spark_queue.kafka.records import Content, checksum, from_message, from_store_row, kafka_headers
+from spark_queue.store import Store
+
+CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
+SAMPLE_EVENTS = 100  # records compared at each end of the log when an export is verified
+
+Progress = Callable[[str, int, int], None]  # (store topic, events sent this run, to send)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """One topic's export, verified: Kafka's log ``[kafka_start, kafka_end)`` holds the
+    store's events ``[kafka_start + shift, kafka_end + shift)``."""
+
+    topic: str
+    kafka_topic: str
+    shift: int
+    written: int  # records this run wrote
+    kafka_start: int
+    kafka_end: int
+    sampled: int  # records compared, at both ends of the log
+    checksum: str  # SHA-256 of the sampled records' contents, equal on both sides
+
+
+class _Target:
+    """One store topic's Kafka copy during a run: where the next event lands, and the
+    delivery reports that say it did."""
+
+    def __init__(self, topic: str, kafka_topic: str, shift: int, next_kafka: int) -> None:
+        self.topic = topic
+        self.kafka_topic = kafka_topic
+        self.shift = shift
+        self.sent_upto = next_kafka  # the Kafka offset of the next event to send
+        self.delivered_upto = next_kafka  # the Kafka offset the next report must name
+        self.written = 0
+        self.failure: str | None = None
+
+    def delivered(self, err: object, msg: object) -> None:
+        if self.failure is not None:
+            return
+        if err is not None:
+            text = err.str() if hasattr(err, "str") else err  # a librdkafka KafkaError
+            self.failure = f"Kafka did not take offset {self.delivered_upto}: {text}"
+            return
+        offset = msg.offset()  # type: ignore[attr-defined]
+        if offset != self.delivered_upto:
+            self.failure = (
+                f"the record meant for offset {self.delivered_upto} landed at {offset}: another "
+                "producer writes this topic"
+            )
+            return
+        self.delivered_upto += 1
+        self.written += 1
+
+
+class Exporter:
+    """Exports through one producer; :func:`export_topics` is the usual way in."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: KafkaSettings,
+        prefix: str = "",
+        progress: Progress | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.prefix = prefix
+        self.progress = progress
+        self.admin = client.admin(settings)
+        self.producer = client.producer(settings)
+        self.reader = client.consumer(settings, group=f"sqliteq-export-{os.getpid()}")
+        self.targets: dict[str, _Target] = {}
+
+    def close(self) -> None:
+        self.reader.close()
+
+    # -- opening a target: checks before anything is written ---------------
+    def target(self, topic: str) -> _Target:
+        if topic in self.targets:
+            return self.targets[topic]
+        kafka_topic = self.prefix + topic
+        parts = client.partitions(self.admin, self.settings, kafka_topic)
+        if parts is None:
+            client.create_topic(self.admin, self.settings, kafka_topic)
+        elif parts != [0]:
+            raise KafkaTopicError(
+                f"Kafka topic {kafka_topic!r} has {len(parts)} partitions; an export writes "
+                f"one partition whose offsets are store topic {topic!r}'s: export to a new "
+                "topic (--prefix) or delete it."
+            )
+        low, high = client.watermarks(self.reader, self.settings, kafka_topic)
+        earliest, latest = self.store.bounds(topic)
+        recorded = self.store.mirror_shift(topic)
+        shift = earliest if recorded is None else recorded
+        self._check_overlap(topic, kafka_topic, shift, (low, high), (earliest, latest))
+        shift = self.store.fix_mirror_shift(topic, shift)
+        found = self.targets[topic] = _Target(topic, kafka_topic, shift, high)
+        return found
+
+    def _check_overlap(
+        self,
+        topic: str,
+        kafka_topic: str,
+        shift: int,
+        kafka: tuple[int, int],
+        store: tuple[int, int],
+    ) -> None:
+        (low, high), (earliest, latest) = kafka, store
+        where = f"Kafka topic {kafka_topic!r} at {self.settings.bootstrap}"
+        if high + shift > latest:
+            raise KafkaTargetMismatchError(
+                f"{where} holds records up to offset {high - 1}, more than store topic "
+                f"{topic!r} has (its offsets end at {latest - 1 - shift} in Kafka's numbering, "
+                f"shift {shift}): it is not this topic's copy. Export to a new Kafka topic "
+                "(--prefix) or delete that one."
+            )
+        if high + shift < earliest:
+            raise KafkaTargetMismatchError(
+                f"{where} ends at offset {high}, but retention removed store topic {topic!r}'s "
+                f"events up to {earliest - 1} (shift {shift}): the copy cannot be continued "
+                "without a gap. Export to a new Kafka topic (--prefix)."
+            )
+        for offset in sorted({low, high - 1}):
+            if low <= offset < high and offset + shift >= earliest:
+                mine = self._store_contents(topic, offset + shift, offset + shift + 1)
+                theirs = self._kafka_contents(kafka_topic, offset, offset + 1)
+                if mine != theirs:
+                    raise KafkaTargetMismatchError(
+                        f"{where} holds other records: its offset {offset} is not store topic "
+                        f"{topic!r}'s offset {offset + shift} (key, value, headers or "
+                        "timestamp differ). Nothing was written to it; export to a new Kafka "
+                        "topic (--prefix) or delete that one."
+                    )
+
+    def _store_contents(self, topic: str, start: int, end: int) -> list[Content]:
+        table = self.store.read_arrow(topic, start, end)
+        return [from_store_row(row) for row in table.to_pylist()]
+
+    def _kafka_contents(self, kafka_topic: str, start: int, end: int) -> list[Content]:
+        messages = client.read_range(self.reader, self.settings, kafka_topic, 0, start, end)
+        return [from_message(msg) for msg in messages]
+
+    # -- sending ---------------------------------------------------------------
+    def send(self, topic: str) -> int:
+        """Send the store's events past what Kafka holds, up to the store's latest now;
+        returns how many were handed to the producer (delivered once :meth:`flush` returns)."""
+        target = self.target(topic)
+        latest = self.store.latest_offset(topic)
+        start = target.sent_upto + target.shift
+        total = max(0, latest - start)
+        for chunk_start in range(start, latest, CHUNK_EVENTS):
+            rows = self.store.read_arrow(
+                topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
+            )
+            for row in rows.to_pylist():
+                content = from_store_row(row)
+                self._produce(target, content)
+                target.sent_upto += 1
+            self._raise_failure(target)
+            if self.progress is not None:
+                self.progress(topic, min(latest, chunk_start + CHUNK_EVENTS) - start, total)
+        return total
+
+    def _produce(self, target: _Target, content: Content) -> None:
+        kafka = client.confluent()
+        while True:
+            try:
+                self.producer.produce(
+                    target.kafka_topic,
+                    value=content.value,
+                    key=content.key,
+                    partition=0,
+                    timestamp=content.timestamp_ms,
+                    headers=kafka_headers(content),
+                    on_delivery=target.delivered,
+                )
+                break
+            except BufferError:
+                self.producer.poll(0.05)  # the producer's queue is full: let it drain
+            except kafka.KafkaException as exc:  # refused before sending: too large, ...
+                self.producer.flush(self.settings.timeout_s)  # what came before goes in
+                size = len(content.value or b"") + len(content.key or b"")
+                raise KafkaError(
+                    f"Kafka's client refused store topic {target.topic!r}'s event "
+                    f"{target.sent_upto + target.shift} ({size:,} bytes of key and value): "
+                    f"{exc.args[0].str()}. Events before it are in Kafka; for large events "
+                    "raise the topic's max.message.bytes and pass --kafka-config "
+                    "message.max.bytes=N, then rerun."
+                ) from exc
+        self.producer.poll(0)
+
+    def flush(self) -> None:
+        left = self.producer.flush(self.settings.delivery_timeout_s + 5)
+        for target in self.targets.values():
+            self._raise_failure(target)
+        if left:
+            raise self.settings.unavailable(f"delivering {left} records")
+
+    def _raise_failure(self, target: _Target) -> None:
+        if target.failure is not None:
+            raise KafkaError(
+                f"export of store topic {target.topic!r} to Kafka topic {target.kafka_topic!r} "
+                f"stopped: {target.failure}. Kafka holds a prefix of the store up to there; "
+                "rerun the export to continue."
+            )
+
+    # -- the end ---------------------------------------------------------------
+    def verify(self, topic: str) -> ExportResult:
+        """Compare Kafka's end offset with the store's, then the first and last records of
+        both logs; KafkaTargetMismatchError names the first difference."""
+        target = self.targets[topic]
+        low, high = client.watermarks(self.reader, self.settings, target.kafka_topic)
+        earliest, _ = self.store.bounds(topic)
+        where = f"Kafka topic {target.kafka_topic!r}"
+        if high != target.sent_upto:
+            raise KafkaTargetMismatchError(
+                f"{where} ends at offset {high} after the export, expected {target.sent_upto}: "
+                "another producer writes it."
+            )
+        # Both logs hold [lower, high): Kafka's retention or the store's may have cut a head.
+        lower = min(high, max(low, earliest - target.shift))
+        windows = [(max(lower, high - SAMPLE_EVENTS), high)]
+        if lower < windows[0][0]:
+            windows.insert(0, (lower, min(lower + SAMPLE_EVENTS, windows[0][0])))
+        mine: list[Content] = []
+        theirs: list[Content] = []
+        for start, end in windows:
+            mine += self._store_contents(topic, start + target.shift, end + target.shift)
+            theirs += self._kafka_contents(target.kafka_topic, start, end)
+        if mine != theirs:
+            first = next(
+                (i for i, pair in enumerate(zip(mine, theirs, strict=False)) if pair[0] != pair[1]),
+                min(len(mine), len(theirs)),
+            )
+            raise KafkaTargetMismatchError(
+                f"{where} differs from store topic {topic!r} in the records checked "
+                f"({len(theirs)} read from Kafka, {len(mine)} from the store; the "
+                f"{first + 1}th differs)."
+            )
+        return ExportResult(
+            topic,
+            target.kafka_topic,
+            target.shift,
+            target.written,
+            low,
+            high,
+            len(mine),
+            checksum(mine),
+        )
+
+
+def export_topics(
+    path: str | os.PathLike[str],
+    kafka: KafkaSettings | str,
+    topics: Sequence[str] | None = None,
+    *,
+    prefix: str = "",
+    follow: bool = False,
+    poll_ms: int = 500,
+    stop: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> list[ExportResult]:
+    """Export ``topics`` (default: every topic) of the store at ``path``; see the module doc.
+
+    Resumable: rerun after any interruption and it continues where Kafka ends. With
+    ``follow`` it keeps mirroring new events (and, exporting every topic, new topics)
+    until ``stop`` is set or Ctrl-C, then flushes, verifies and returns.
+    """
+    settings = client.settings_of(kafka)
+    stop = stop or threading.Event()
+    with Store(path, create=False) as store:
+        exporter = Exporter(store, settings, prefix, progress)
+        try:
+            names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
+            for name in names:
+                store.bounds(name)  # an unknown topic fails before anything is sent
+            while True:
+                for name in names:
+                    exporter.send(name)
+                exporter.flush()
+                if not follow or stop.is_set():
+                    break
+                try:
+                    stop.wait(poll_ms / 1000)
+                except KeyboardInterrupt:
+                    stop.set()
+                if not topics:
+                    names = [info.name for info in store.topics()]
+            return [exporter.verify(name) for name in names]
+        finally:
+            exporter.close()

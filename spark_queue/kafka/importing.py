@@ -1,0 +1,175 @@
+"""Capture a Kafka topic into a store: production data for a local replay or a test.
+
+How partitions map: a Kafka topic ``T`` of ONE partition becomes the store topic
+``T``; a topic of several partitions becomes one store topic per partition,
+``T.0``, ``T.1``, ... (a store topic has one partition, and one topic per
+partition keeps each partition's order and offsets apart). ``into`` renames
+``T``. Each record keeps its key, headers and timestamp; values keep their
+bytes, stored as JSON, text or bytes (``value_format``, see
+:func:`~spark_queue.kafka.records.stored_value`).
+
+Offsets: the new store topic keeps Kafka's numbering: its first event gets the
+Kafka offset of the first record imported (a time range starting at Kafka offset
+1,000 makes a topic starting at 1,000, as if retention had removed the events
+before it), so a position in the partition means the same in the store.
+``first_offset`` starts it elsewhere (an export's shift, to get the exported
+store's offsets back). Store offsets are dense: a compacted or transactional
+log skips Kafka offsets, and after the first skip store offsets trail Kafka's
+(the result counts the skips). A time range (``since_ms``, ``until_ms``) takes
+the records stamped in ``[since, until)`` by Kafka's time index; without it,
+everything up to the end offsets when the import starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from spark_queue.errors import KafkaTopicError, OptionError, TopicExistsError
+from spark_queue.kafka import client
+from spark_queue.kafka.client import KafkaSettings
+from spark_queue.kafka.records import VALUE_FORMATS, stored_key, stored_value, text_headers
+from spark_queue.store import Record, Store
+
+CHUNK_EVENTS = 5000  # records per store transaction
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    kafka_topic: str
+    partition: int
+    topic: str  # the store topic
+    kafka_start: int  # the first Kafka offset asked for
+    kafka_end: int  # the Kafka offset after the last one asked for
+    imported: int
+    store_start: int  # the store offset of the first imported record
+    gaps: int  # Kafka offsets skipped in the range (compaction, transaction markers)
+
+
+def store_topic_names(kafka_topic: str, partitions: list[int], into: str | None) -> dict[int, str]:
+    """The documented mapping: one partition -> ``T``; several -> ``T.<partition>``."""
+    base = into or kafka_topic
+    if len(partitions) == 1:
+        return {partitions[0]: base}
+    return {p: f"{base}.{p}" for p in partitions}
+
+
+def import_topic(
+    path: str | os.PathLike[str],
+    kafka: KafkaSettings | str,
+    kafka_topic: str,
+    *,
+    into: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    value_format: str = "auto",
+    first_offset: int | None = None,
+) -> list[ImportResult]:
+    """Import every partition of ``kafka_topic`` (records in the time range, if given) into
+    the store at ``path``, creating it; see the module doc for names and offsets. A store
+    topic that holds or held events is refused (TopicExistsError) before anything is
+    written, unless it ends where the import starts (an import continued): import into a
+    new name with ``into``."""
+    settings = client.settings_of(kafka)
+    if value_format not in VALUE_FORMATS:
+        raise OptionError(
+            f"value_format must be one of {', '.join(VALUE_FORMATS)}; got {value_format!r}."
+        )
+    if since_ms is not None and until_ms is not None and until_ms < since_ms:
+        raise OptionError(f"until ({until_ms}) is before since ({since_ms}).")
+    parts = client.partitions(client.admin(settings), settings, kafka_topic)
+    if not parts:
+        raise KafkaTopicError(
+            f"Kafka topic {kafka_topic!r} does not exist at {settings.bootstrap}; check the name."
+        )
+    names = store_topic_names(kafka_topic, parts, into)
+    reader = client.consumer(settings)
+    try:
+        ranges = {p: _range(reader, settings, kafka_topic, p, since_ms, until_ms) for p in parts}
+        starts = {p: ranges[p][0] if first_offset is None else first_offset for p in parts}
+        with Store(path) as store:
+            for p, name in names.items():
+                if store.has_topic(name) and store.latest_offset(name) not in (0, starts[p]):
+                    raise TopicExistsError(
+                        f"store topic {name!r} holds or held events; an import writes a new "
+                        "topic (or continues one where it ends): name another with --into, or "
+                        "delete it (`sqliteq topic delete`)."
+                    )
+            for p, name in names.items():
+                store.start_topic_at(name, starts[p])
+            return [
+                _import_partition(
+                    store, reader, settings, kafka_topic, p, names[p], ranges[p], value_format
+                )
+                for p in parts
+            ]
+    finally:
+        reader.close()
+
+
+def _range(
+    reader: object,
+    settings: KafkaSettings,
+    topic: str,
+    partition: int,
+    since_ms: int | None,
+    until_ms: int | None,
+) -> tuple[int, int]:
+    low, high = client.watermarks(reader, settings, topic, partition)
+    start = (
+        low if since_ms is None else _offset_at(reader, settings, topic, partition, since_ms, high)
+    )
+    end = (
+        high if until_ms is None else _offset_at(reader, settings, topic, partition, until_ms, high)
+    )
+    return max(start, low), min(max(end, start), high)
+
+
+def _offset_at(
+    reader: object, settings: KafkaSettings, topic: str, partition: int, time_ms: int, high: int
+) -> int:
+    """The first offset stamped at or after ``time_ms`` (``high`` if none is)."""
+    kafka = client.confluent()
+    try:
+        [found] = reader.offsets_for_times(  # type: ignore[attr-defined]
+            [kafka.TopicPartition(topic, partition, time_ms)], timeout=settings.timeout_s
+        )
+    except kafka.KafkaException as exc:
+        raise client.raise_for(exc, settings, f"a time lookup in {topic!r}") from exc
+    return high if found.offset < 0 else found.offset
+
+
+def _import_partition(
+    store: Store,
+    reader: object,
+    settings: KafkaSettings,
+    kafka_topic: str,
+    partition: int,
+    topic: str,
+    span: tuple[int, int],
+    value_format: str,
+) -> ImportResult:
+    start, end = span
+    first = store.latest_offset(topic)
+    batch: list[Record] = []
+    imported = gaps = 0
+    expected = start
+    for msg in client.read_range(reader, settings, kafka_topic, partition, start, end):
+        gaps += msg.offset() != expected
+        expected = msg.offset() + 1
+        where = f"{kafka_topic!r} [{partition}] offset {msg.offset()}"
+        kind, stamp = msg.timestamp()
+        batch.append(
+            Record(
+                stored_value(msg.value(), value_format, where),
+                stored_key(msg.key()),
+                text_headers(msg.headers(), where),
+                stamp if kind != 0 and stamp >= 0 else None,  # 0: TIMESTAMP_NOT_AVAILABLE
+            )
+        )
+        if len(batch) >= CHUNK_EVENTS:
+            imported += len(store.publish_many(topic, batch))
+            batch = []
+    if batch:
+        imported += len(store.publish_many(topic, batch))
+    return ImportResult(kafka_topic, partition, topic, start, end, imported, first, gaps)
