@@ -414,10 +414,10 @@ def _bulk(spark, path: str, workdir: str, args: argparse.Namespace) -> dict[str,
 def _own_work_ms(path: str) -> dict[str, float]:
     """Every reader's driver-side calls for one new row, and the executor path's task read."""
     from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
-    from spark_queue.connector.source.options import parse_source_options
     from spark_queue.connector.source.partition_reader import read_partition
-    from spark_queue.connector.source.schema import default_schema
     from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+    from spark_queue.connector.source.source_options import parse_source_options
+    from spark_queue.connector.source.source_schema import default_schema
     from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
     from spark_queue.store import Store
 

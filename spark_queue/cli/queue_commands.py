@@ -15,7 +15,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.names import require_queue
+from spark_queue.cli.name_hints import require_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.progress import DelayedJobsWait, watching
 from spark_queue.cli.store_commands import (

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli import numbers
-from spark_queue.cli.names import require_topic
+from spark_queue.cli.name_hints import require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.store_commands import (
     cmd_consumers,

@@ -28,16 +28,18 @@ from spark_queue.store.file.connection import (
     translated,
 )
 from spark_queue.store.file.schema import ensure_schema
-from spark_queue.store.queues import admin as queue_admin
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.queues.config import QueueSettings
+from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.queue import Queue
-from spark_queue.store.streams import admin as topic_admin
-from spark_queue.store.streams import arrow_read, retention
-from spark_queue.store.streams import consumers as consumer_offsets
-from spark_queue.store.streams import topics as topic_log
+from spark_queue.store.queues.queue_config import QueueSettings
+from spark_queue.store.streams import (
+    arrow_read,
+    consumer_offsets,
+    retention,
+    topic_admin,
+    topic_log,
+)
 from spark_queue.store.streams.publish_one import OnePublisher
-from spark_queue.store.streams.topics import Event, TopicInfo
+from spark_queue.store.streams.topic_log import Event, TopicInfo
 
 
 @translated
@@ -292,7 +294,7 @@ class Store:
         ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
         age, rows = _retention_limits("set_retention", retention_ms, retention_rows, deprecated)
         with self.write():
-            retention.set_retention(self.conn, topic, max_age_ms=age, max_rows=rows)
+            retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
 
     def prune(
         self,
@@ -324,7 +326,7 @@ class Store:
             with self.write():
                 results.append(
                     retention.prune_id(
-                        self.conn, tid, name, max_age_ms=age, max_rows=rows,
+                        self.conn, tid, name, retention_ms=age, retention_rows=rows,
                         force=force, at_ms=at_ms,
                     )
                 )

@@ -7,7 +7,7 @@ import threading
 from spark_queue.errors import QueueConfigError
 from spark_queue.store import check_int
 
-# The store's bound on integers it binds (store/queues/jobs.py): a lease added to epoch ms
+# The store's bound on integers it binds (store/queues/queue_jobs.py): a lease added to epoch ms
 # in SQL stays within 64 bits.
 MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
 # What a thread can wait for at once (threading.Event.wait refuses more).

@@ -19,14 +19,12 @@ from spark_queue.errors import (
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.connection import HasStoreConnection, now_ms, translated
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.queues import admin, controls, leases
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.queues import workers as queue_workers
-from spark_queue.store.queues.admin import JobInfo, QueueStats
-from spark_queue.store.queues.config import QueueConfig, QueueSettings
+from spark_queue.store.queues import controls, leases, queue_admin, queue_jobs, queue_workers
 from spark_queue.store.queues.controls import Admission
-from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
-from spark_queue.store.queues.workers import WorkerInfo
+from spark_queue.store.queues.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queues.queue_config import QueueConfig, QueueSettings
+from spark_queue.store.queues.queue_jobs import Job, Lease, LeaseResult, NackResult, NewJob
+from spark_queue.store.queues.queue_workers import WorkerInfo
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
 _MAX_WAIT_STEP_S = 0.05
@@ -56,7 +54,7 @@ class Queue:
     def configure(self, **settings: Unpack[QueueSettings]) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
         with self.file.write() as conn:
-            return admin.configure(conn, self.name, settings)
+            return queue_admin.configure(conn, self.name, settings)
 
     def pause(self) -> QueueConfig:
         """Stop claims (one transaction): from its commit on, claims return nothing.
@@ -85,7 +83,7 @@ class Queue:
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
         with self.file.read():
-            return admin.require_queue(self.file.conn, self.name)
+            return queue_admin.require_queue(self.file.conn, self.name)
 
     def exists(self) -> bool:
         with self.file.read():
@@ -224,53 +222,53 @@ class Queue:
     def stats(self) -> QueueStats:
         """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
         with self.file.read():
-            return admin.stats(self.file.conn, self.name)[0]
+            return queue_admin.stats(self.file.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
         check_int(limit, "peek limit", error=QueueConfigError)
         with self.file.read():
-            return admin.peek(self.file.conn, self.name, limit)
+            return queue_admin.peek(self.file.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
         check_int(job_id, "job id")
         with self.file.read():
-            return admin.get_job(self.file.conn, self.name, job_id)
+            return queue_admin.get_job(self.file.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
         check_int(job_id, "job id")
         with self.file.write() as conn:
-            return admin.remove_job(conn, self.name, job_id)
+            return queue_admin.remove_job(conn, self.name, job_id)
 
     def purge(self, *, include_leased: bool = False) -> int:
         """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
         with self.file.write() as conn:
-            return admin.purge(conn, self.name, include_leased=include_leased)
+            return queue_admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
         """Delete jobs past their TTL that no live lease holds (one transaction)."""
         with self.file.write() as conn:
-            return admin.sweep_expired(conn, self.name)
+            return queue_admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
         check_optional_int(limit, "dead letters limit", error=QueueConfigError,
                            none_means="all")
         with self.file.read():
-            return admin.dead_letters(self.file.conn, self.name, limit)
+            return queue_admin.dead_letters(self.file.conn, self.name, limit)
 
     def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
         """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
         with self.file.write() as conn:
-            return admin.requeue_dead(conn, self.name, job_ids)
+            return queue_admin.requeue_dead(conn, self.name, job_ids)
 
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
         with self.file.write() as conn:
-            return admin.purge_dead(conn, self.name, job_ids)
+            return queue_admin.purge_dead(conn, self.name, job_ids)
 
-    def counters(self) -> admin.QueueCounters:
+    def counters(self) -> queue_admin.QueueCounters:
         """Jobs ever acked, failed and dead-lettered (one read); UnknownQueueError if missing."""
         with self.file.read() as conn:
-            return admin.counters(conn, self.name)
+            return queue_admin.counters(conn, self.name)
 
     # -- workers -------------------------------------------------------------
     def register_worker(self, *, host: str, pid: int, concurrency: int, ttl_ms: int) -> int:

@@ -1,6 +1,6 @@
 """Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
 
-The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.jobs`.
+The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.queue_jobs`.
 Functions that write expect the caller to hold the write transaction; the
 read-only ones expect one read snapshot.
 """
@@ -18,7 +18,7 @@ from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import first_value, one_row
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.queues import controls
-from spark_queue.store.queues.jobs import (
+from spark_queue.store.queues.queue_jobs import (
     CONFIG_COLUMNS,
     QueueConfig,
     config_from_row,

@@ -17,7 +17,7 @@ from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import retention, time_marks
-from spark_queue.store.streams.topics import (
+from spark_queue.store.streams.topic_log import (
     TopicInfo,
     bounds_of,
     ensure_topic,
@@ -70,8 +70,8 @@ def configure(
         )
         retention.set_retention(
             conn, topic,
-            max_age_ms=settings.get("retention_ms", stored_ms),
-            max_rows=settings.get("retention_rows", stored_rows),
+            retention_ms=settings.get("retention_ms", stored_ms),
+            retention_rows=settings.get("retention_rows", stored_rows),
         )
     return next(info for info in list_topics(conn) if info.name == topic)
 
