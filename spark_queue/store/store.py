@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
@@ -395,6 +396,12 @@ class Store:
         Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
         """
         return self.file.data_version()
+
+    def wait_for_commit(self, timeout_ms: int, *, stop: threading.Event | None = None) -> bool:
+        """Sleep until another connection commits, ``timeout_ms`` passes or ``stop`` is set;
+        True if a commit came (no lock held while waiting; it polls :meth:`data_version`
+        with back-off). A worker waits for work with it."""
+        return self.file.wait_for_commit(timeout_ms / 1000, stop)
 
     # -- queues (spark_queue/store/queues/) -----------
     def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:

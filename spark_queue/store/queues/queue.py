@@ -137,16 +137,8 @@ class Queue:
                 if remaining is not None and remaining <= 0:
                     raise
             # Sleep with back-off, but look again as soon as the file changed.
-            self._wait_for_change(step if remaining is None else min(step, remaining))
+            self.file.wait_for_commit(step if remaining is None else min(step, remaining))
             step = min(step * 2, _MAX_WAIT_STEP_S)
-
-    def _wait_for_change(self, timeout_s: float) -> None:
-        version = self.file.data_version()
-        end = time.monotonic() + timeout_s
-        pause = 0.0005
-        while time.monotonic() < end and self.file.data_version() == version:
-            time.sleep(min(pause, max(0.0, end - time.monotonic())))
-            pause = min(pause * 2, 0.01)
 
     # -- leases ------------------------------------------------------------
     def claim(self, limit: int = 1, *, lease_ms: int | None = None) -> list[Job]:
