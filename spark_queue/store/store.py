@@ -21,6 +21,7 @@ import pyarrow as pa
 from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
 from spark_queue.store.file import payload_limits
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     StoreConnection,
     first_value,
@@ -42,6 +43,8 @@ from spark_queue.store.streams import (
 from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic_log import Event, TopicInfo
 
+# The longest a thread can wait at once (threading.Event.wait refuses more).
+_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 @translated
 class Store:
@@ -401,6 +404,7 @@ class Store:
         """Sleep until another connection commits, ``timeout_ms`` passes or ``stop`` is set;
         True if a commit came (no lock held while waiting; it polls :meth:`data_version`
         with back-off). A worker waits for work with it."""
+        check_int(timeout_ms, "timeout_ms", high=_MAX_WAIT_MS, owner="wait_for_commit")
         return self.file.wait_for_commit(timeout_ms / 1000, stop)
 
     # -- queues (spark_queue/store/queues/) -----------
