@@ -18,6 +18,7 @@ from spark_queue.cli.inputs import (
 from spark_queue.cli.name_hints import require_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.progress import DelayedJobsWait, watching
+from spark_queue.cli.setting_flags import add_setting_flags, given_settings
 from spark_queue.cli.store_commands import (
     common,
     create_flag,
@@ -25,6 +26,7 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OptionError, WorkerCrashedError
+from spark_queue.setting_table import QUEUE_SETTINGS
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -43,43 +45,11 @@ JOB_COLUMNS = [
     "payload",
     "last_error",
 ]
-SETTING_FLAGS = {
-    "visibility_timeout_ms": "--visibility-timeout-ms",
-    "max_attempts": "--max-attempts",
-    "backoff_base_ms": "--backoff-base-ms",
-    "backoff_cap_ms": "--backoff-cap-ms",
-    "max_size": "--max-size",
-    "idempotency_window_ms": "--idempotency-window-ms",
-    "max_leased": "--max-leased",
-    "rate_limit_per_s": "--rate-limit-per-s",
-    "rate_burst": "--rate-burst",
-    "max_payload_bytes": "--max-payload-bytes",
-}
-SETTING_TYPES = {
-    "visibility_timeout_ms": numbers.positive_duration_ms,
-    "max_attempts": numbers.positive,
-    "backoff_base_ms": numbers.duration_ms,
-    "backoff_cap_ms": numbers.duration_ms,
-    "max_size": numbers.positive,
-    "idempotency_window_ms": numbers.positive_duration_ms,
-    "max_leased": numbers.positive,
-    "rate_limit_per_s": numbers.number(0, 1e9),
-    "rate_burst": numbers.positive,
-    "max_payload_bytes": numbers.positive,
-}
 # Threads and jobs per claim: far beyond any use, small enough to start and to bind.
 MAX_CONCURRENCY = 1024
 # `worker`: stopped, but handlers were still running when the grace period ended.
 EXIT_JOBS_INTERRUPTED = 3
 MAX_BATCH_SIZE = 100_000
-# Limits a --no-... flag switches off.
-LIMIT_OFF_FLAGS = {
-    "max_size": "--no-max-size",
-    "max_leased": "--no-max-leased",
-    "rate_limit_per_s": "--no-rate-limit",
-    "rate_burst": "--no-rate-burst",
-    "max_payload_bytes": "--no-max-payload-bytes",
-}
 # The bucket as last written: `queue show` prints the live content instead.
 _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
@@ -87,21 +57,6 @@ _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     parser = sub.add_parser(name, help=help_text)
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
-
-
-def _setting_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
-    for setting, flag in SETTING_FLAGS.items():
-        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
-        p.add_argument(
-            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
-            help=f"set {setting}",
-        )
-    if clearable:
-        for setting, flag in LIMIT_OFF_FLAGS.items():
-            p.add_argument(
-                flag, dest=f"no_{setting}", action="store_true",
-                help=f"remove the {setting} limit",
-            )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -173,7 +128,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("create", help="create a queue with its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    _setting_flags(p, clearable=False)
+    add_setting_flags(p, QUEUE_SETTINGS, clearable=False)
     create_flag(p)
     p.add_argument("--if-not-exists", action="store_true",
                    help="succeed without changes when the queue exists")
@@ -182,7 +137,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("config", help="create a queue or change its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    _setting_flags(p, clearable=True)
+    add_setting_flags(p, QUEUE_SETTINGS, clearable=True)
     create_flag(p)
     p.set_defaults(func=cmd_queue_config)
 
@@ -411,7 +366,7 @@ def cmd_queue_show(args: argparse.Namespace) -> int:
 def cmd_queue_create(args: argparse.Namespace) -> int:
     from spark_queue.errors import QueueConfigError
 
-    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
+    settings = given_settings(vars(args), QUEUE_SETTINGS)
     with open_for_write(args.path, "queue create", create=args.create) as store:
         q = store.queue(args.queue)
         if q.exists():
@@ -429,12 +384,7 @@ def cmd_queue_create(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_config(args: argparse.Namespace) -> int:
-    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
-    for setting, flag in LIMIT_OFF_FLAGS.items():
-        if getattr(args, f"no_{setting}"):
-            if setting in settings:
-                raise OptionError(f"give {SETTING_FLAGS[setting]} or {flag}, not both.")
-            settings[setting] = None
+    settings = given_settings(vars(args), QUEUE_SETTINGS)
     with open_for_write(args.path, "queue config", create=args.create) as store:
         config = store.queue(args.queue).configure(**settings)
     emit_object(_settings(config), as_json=args.json)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
+from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import retention, time_marks
@@ -26,7 +27,8 @@ from spark_queue.store.streams.topic_log import (
     topic_id,
 )
 
-TOPIC_SETTINGS = ("retention_ms", "retention_rows", "max_payload_bytes")
+# The settings (declared in spark_queue/setting_table.py).
+TOPIC_SETTINGS = tuple(TOPIC_SETTING)
 
 
 class TopicDeleted(NamedTuple):
