@@ -232,9 +232,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="jobs each thread claims (and acks) per transaction (default 1)",
     )
     p.add_argument(
-        "--lease-ms", type=numbers.positive_duration_ms, metavar="DURATION",
+        # --lease-ms: the flag's name before the lease had one name (the queue setting's).
+        "--visibility-timeout-ms", "--lease-ms", dest="visibility_timeout_ms",
+        type=numbers.positive_duration_ms, metavar="DURATION",
         help="lease length, a duration such as 30s or 1500ms (default: the queue's "
-        "visibility timeout)",
+        "visibility_timeout_ms)",
     )
     p.add_argument(
         "--heartbeat-ms", type=numbers.positive_wait_ms, metavar="DURATION",
@@ -510,7 +512,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         handler,
         concurrency=args.concurrency,
         batch_size=args.batch_size,
-        lease_ms=args.lease_ms,
+        visibility_timeout_ms=args.visibility_timeout_ms,
         heartbeat_ms=args.heartbeat_ms,
         grace_ms=args.grace_ms,
         idle_poll_max_ms=args.idle_poll_max_ms,

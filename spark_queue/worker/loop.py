@@ -25,7 +25,7 @@ from spark_queue.errors import (
 from spark_queue.store import Job, Queue, QueueConfig, QueueStats, Store
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import InFlight
-from spark_queue.worker.settings import MAX_WAIT_MS, check_settings
+from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
 from spark_queue.worker.stats import Tally, WorkerStats
 from spark_queue.worker.task import (
     Action,
@@ -58,7 +58,7 @@ class Worker:
         *,
         concurrency: int = 1,
         batch_size: int = 1,
-        lease_ms: int | None = None,
+        visibility_timeout_ms: int | None = None,
         heartbeat_ms: int | None = None,
         grace_ms: int = defaults.WORKER_GRACE_MS,
         idle_poll_max_ms: int = 500,
@@ -67,17 +67,21 @@ class Worker:
         durability: str = defaults.DURABILITY,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         create_queue: bool = False,
+        lease_ms: int | None = None,
     ) -> None:
+        lease = deprecated_lease_ms(visibility_timeout_ms, lease_ms)
         check_settings(
             concurrency=concurrency, batch_size=batch_size, grace_ms=grace_ms,
-            idle_poll_max_ms=idle_poll_max_ms, lease_ms=lease_ms, heartbeat_ms=heartbeat_ms,
+            idle_poll_max_ms=idle_poll_max_ms, heartbeat_ms=heartbeat_ms,
+            # Named as the caller named it, the deprecated name included.
+            **{"visibility_timeout_ms" if lease_ms is None else "lease_ms": lease},
         )
         self.path = os.fspath(path)
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
         self.batch_size = batch_size
-        self.lease_ms = lease_ms
+        self.visibility_timeout_ms = lease
         self.heartbeat_ms = heartbeat_ms
         self.grace_ms = grace_ms
         self.idle_poll_max_ms = idle_poll_max_ms
@@ -123,7 +127,7 @@ class Worker:
         done). ``stats.interrupted`` counts handlers still running at the end.
         """
         config = self._open_queue()
-        lease = self.lease_ms or config.visibility_timeout_ms
+        lease = self.visibility_timeout_ms or config.visibility_timeout_ms
         heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
         # Listed alive while heartbeats come; a few may be late on a busy store.
         self._alive_ms = max(3 * heartbeat_ms, _MIN_ALIVE_MS)
@@ -343,7 +347,8 @@ class Worker:
         jobs: list[Job] = []
         while not self._stopping.is_set():
             if not jobs:
-                jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
+                jobs = self._retry(lambda: q.claim(
+                    self.batch_size, visibility_timeout_ms=self.visibility_timeout_ms))
             if not jobs:
                 if self._held_wait(store, q):
                     continue
@@ -408,7 +413,8 @@ class Worker:
         else:
             # One commit instead of two.
             result, claimed = self._retry(
-                partial(q.ack_and_claim, done, self.batch_size, lease_ms=self.lease_ms)
+                partial(q.ack_and_claim, done, self.batch_size,
+                        visibility_timeout_ms=self.visibility_timeout_ms)
             )
         self._inflight.discard(done)
         self._tally.count(acked=len(result.done), lost=len(result.rejected))
@@ -465,7 +471,8 @@ class Worker:
                     ))
                     if not jobs:
                         continue
-                    result = self._retry(partial(q.extend, jobs, lease_ms=self.lease_ms))
+                    result = self._retry(partial(
+                        q.extend, jobs, visibility_timeout_ms=self.visibility_timeout_ms))
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
         except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker

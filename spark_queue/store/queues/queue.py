@@ -7,6 +7,7 @@ guarantees. Like the Store, a handle belongs to one thread.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable
 from typing import Any, Unpack
 
@@ -141,16 +142,22 @@ class Queue:
             step = min(step * 2, _MAX_WAIT_STEP_S)
 
     # -- leases ------------------------------------------------------------
-    def claim(self, limit: int = 1, *, lease_ms: int | None = None) -> list[Job]:
-        """Lease up to ``limit`` due jobs in one transaction (one ``UPDATE ... RETURNING``).
+    def claim(
+        self, limit: int = 1, *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
+    ) -> list[Job]:
+        """Lease up to ``limit`` due jobs in one transaction (one ``UPDATE ... RETURNING``)
+        for ``visibility_timeout_ms`` (default: the queue's; ``lease_ms`` is its deprecated
+        name).
 
         At-least-once: a job comes back to another claim if this lease expires
         before ack, nack or extend. Order is ``priority DESC, available_at, id``.
         A paused queue returns nothing; ``max_leased`` and the rate limit may
         cut the batch short (:meth:`admission` says why).
         """
+        lease = _visibility_timeout("claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
-            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
 
     def ack(self, job: Lease) -> None:
         """Mark one leased job done (deleted), one transaction; StaleLeaseError if lost."""
@@ -164,16 +171,18 @@ class Queue:
             return leases.ack(conn, self.name, jobs)
 
     def ack_and_claim(
-        self, done: Iterable[Lease], limit: int, *, lease_ms: int | None = None
+        self, done: Iterable[Lease], limit: int, *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
     ) -> tuple[LeaseResult, list[Job]]:
         """Ack ``done`` and claim up to ``limit`` more in ONE transaction (one commit, not two).
 
         For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
         the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
         """
+        lease = _visibility_timeout("ack_and_claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
             acked = leases.ack(conn, self.name, done)
-            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
 
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
@@ -197,10 +206,15 @@ class Queue:
         with self.file.write() as conn:
             return leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
-    def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
-        """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
+    def extend(
+        self, jobs: Iterable[Lease], *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
+    ) -> LeaseResult:
+        """Heartbeat: push the leases' expiry to ``visibility_timeout_ms`` (default: the
+        queue's) from now (one transaction); ``lease_ms`` is its deprecated name."""
+        lease = _visibility_timeout("extend", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
-            return leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
+            return leases.extend(conn, self.name, jobs, lease_ms=lease)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
         return (
@@ -296,3 +310,19 @@ class Queue:
         """The queue's registered workers, alive or lost (one read)."""
         with self.file.read() as conn:
             return queue_workers.list_workers(conn, self.name, now=now_ms())
+
+
+def _visibility_timeout(
+    method: str, visibility_timeout_ms: int | None, lease_ms: int | None
+) -> int | None:
+    """A lease's length has one name, the queue setting's; ``lease_ms`` was its name in
+    claim, ack_and_claim and extend before, and still works, with a DeprecationWarning."""
+    if lease_ms is None:
+        return visibility_timeout_ms
+    if visibility_timeout_ms is not None:
+        raise TypeError(
+            f"{method}() got both 'visibility_timeout_ms' and its deprecated name 'lease_ms'"
+        )
+    warnings.warn(f"{method}(lease_ms=...) is deprecated; use visibility_timeout_ms=...",
+                  DeprecationWarning, stacklevel=4)  # past the translating wrapper
+    return lease_ms

@@ -418,7 +418,9 @@ def _claim_rows(
 def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
     if lease_ms is None:
         return config.visibility_timeout_ms
-    return check_int(lease_ms, "lease_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError)
+    return check_int(
+        lease_ms, "visibility_timeout_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError
+    )
 
 
 def bury(
