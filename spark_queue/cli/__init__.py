@@ -20,6 +20,7 @@ from spark_queue.cli import (
     store_commands,
     tail_command,
     topic_commands,
+    worker_command,
 )
 from spark_queue.cli.examples import add_examples
 from spark_queue.errors import SparkQueueError
@@ -28,7 +29,8 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 COMMAND_MODULES = [
-    store_commands, topic_commands, tail_command, queue_commands, metrics_command, demo
+    store_commands, topic_commands, tail_command, queue_commands, worker_command,
+    metrics_command, demo,
 ]
 
 
