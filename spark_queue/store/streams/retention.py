@@ -13,6 +13,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
+from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, one_row
 from spark_queue.store.streams import time_marks
@@ -33,8 +34,8 @@ def set_retention(
 ) -> None:
     """Store the topic's default retention (None clears a limit)."""
     for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
-        check_optional_int(value, name, low=1, error=OptionError, owner="retention",
-                           none_means="no limit")
+        check_optional_int(value, name, low=int(TOPIC_SETTING[name].low), error=OptionError,
+                           owner="retention", none_means="no limit")
     conn.execute(
         "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
         (retention_ms, retention_rows, topic_id(conn, topic)),
