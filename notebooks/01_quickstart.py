@@ -41,7 +41,7 @@ import os
 
 import spark_queue
 from spark_queue.spark import run_available_now, tables_dir, work_dir
-from spark_queue.spark.progress import offsets
+from spark_queue.spark.query_progress import offsets
 from spark_queue.store import Record, Store
 
 try:

@@ -1,9 +1,11 @@
 """Defaults said once, for every entry point: the Python API, the CLI, the worker and the
 Spark sink. Imports nothing, so every layer may import it.
 
-A queue's own settings (lease, attempts, backoff, idempotency window) default in one
-place too, but a different one: the column defaults of ``sq_queues``
-(:mod:`spark_queue.store.file.schema`), so a queue created by any SQLite client gets them.
+A queue's and a topic's own settings (lease, attempts, backoff, idempotency window,
+retention, limits) are declared in :mod:`spark_queue.setting_table`, defaults included;
+the column defaults of ``sq_queues`` (:mod:`spark_queue.store.file.schema`) say them again
+so a queue created by any SQLite client gets them, and ``tests/test_setting_table.py``
+holds the two together.
 """
 
 #: ``PRAGMA synchronous`` per connection: ``normal`` in WAL mode survives a process

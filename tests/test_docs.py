@@ -94,7 +94,7 @@ def test_bad_input_inventory_names_tests_that_exist():
 
 def test_the_cli_exit_code_list_names_the_workers_3_and_what_a_supervisor_needs():
     """Issue 34: 3 was in the worker's row only, and systemd marks a unit that exits 3 failed."""
-    from spark_queue.cli.queue_commands import EXIT_JOBS_INTERRUPTED
+    from spark_queue.cli.worker_command import EXIT_JOBS_INTERRUPTED
 
     codes = CLI_REFERENCE[:CLI_REFERENCE.index("| command |")]
     codes = codes[codes.index("Exit codes:"):]

@@ -23,15 +23,15 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 # this list until someone reviews it: user text must be bound with ?, never spliced.
 REVIEWED_SQL_INTERPOLATIONS = {
     ("store/file/connection.py", "_SYNCHRONOUS[durability]"),  # fixed dict, durability validated
-    ("store/queues/admin.py", "name"),  # a queue SETTINGS key, checked against the constants
+    ("store/queues/queue_admin.py", "name"),  # a queue SETTINGS key, checked against the constants
     ("store/file/schema.py", "APPLICATION_ID"),  # int constant
     ("store/file/schema.py", "version + 1"),  # int from PRAGMA user_version
     ("store/streams/arrow_read.py", "cast"),  # 'BLOB' or 'TEXT' from a literal tuple
-    ("store/queues/admin.py", "CONFIG_COLUMNS"),  # column-list constants
-    ("store/queues/jobs.py", "CONFIG_COLUMNS"),
-    ("store/queues/admin.py", "_JOB_COLUMNS"),
-    ("store/queues/admin.py", "_DEAD_COLUMNS"),
-    ("store/queues/admin.py", "table"),  # one of two table-name literals
+    ("store/queues/queue_admin.py", "CONFIG_COLUMNS"),  # column-list constants
+    ("store/queues/queue_jobs.py", "CONFIG_COLUMNS"),
+    ("store/queues/queue_admin.py", "_JOB_COLUMNS"),
+    ("store/queues/queue_admin.py", "_DEAD_COLUMNS"),
+    ("store/queues/queue_admin.py", "table"),  # one of two table-name literals
     ("store/streams/packed_insert.py", "_INSERT"),  # the INSERT column list, a constant
     ("store/streams/packed_insert.py", "key_sql"),  # one of four literal key expressions
 }

@@ -5,40 +5,41 @@ from __future__ import annotations
 import pytest
 
 from spark_queue.errors import OptionError
-from spark_queue.spark import progress
+from spark_queue.spark import query_progress
 
 
 @pytest.mark.parametrize("value", ['{"orders": 250, "b": 3}', "{'orders': 250, 'b': 3}",
                                    {"orders": 250, "b": 3}])
 def test_source_offsets_read_the_same_from_json_from_a_python_repr_and_from_a_dict(value):
     # pyspark 4.2+ reports JSON, 4.0 and 4.1 the Python repr of the parsed offsets.
-    assert progress.offsets(value) == {"orders": 250, "b": 3}
+    assert query_progress.offsets(value) == {"orders": 250, "b": 3}
 
 
 def test_no_offsets_yet_is_empty_and_anything_else_is_a_named_error():
-    assert progress.offsets(None) == {}
-    assert progress.offsets("null") == {}  # pyspark 4.2's startOffset of a new query's batch 0
+    assert query_progress.offsets(None) == {}
+    # pyspark 4.2's startOffset of a new query's batch 0
+    assert query_progress.offsets("null") == {}
     for bad in ("not offsets", "[1, 2]", "{'a': 'x'}"):
         with pytest.raises(ValueError, match="offset"):
-            progress.offsets(bad)
+            query_progress.offsets(bad)
 
 
 def test_a_null_offset_a_missing_named_topic_reports_is_left_out():
     # The source reports a subscribed topic that does not exist yet as null (issue 34).
-    assert progress.offsets('{"clicks": 4, "clickz": null}') == {"clicks": 4}
+    assert query_progress.offsets('{"clicks": 4, "clickz": null}') == {"clicks": 4}
 
 
 def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
-    assert progress.end_offset(None, "t") == 0
+    assert query_progress.end_offset(None, "t") == 0
     report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}
-    assert progress.end_offset(report, "t") == 7
-    assert progress.end_offset(report, "other") == 0
+    assert query_progress.end_offset(report, "t") == 7
+    assert query_progress.end_offset(report, "other") == 0
 
 
 def test_start_offset_is_where_a_batch_began_and_0_for_a_new_querys_first():
-    assert progress.start_offset({"sources": [{"startOffset": "null"}]}, "t") == 0
-    assert progress.start_offset({"sources": [{"startOffset": None}]}, "t") == 0
-    assert progress.start_offset({"sources": [{"startOffset": '{"t": 5000}'}]}, "t") == 5000
+    assert query_progress.start_offset({"sources": [{"startOffset": "null"}]}, "t") == 0
+    assert query_progress.start_offset({"sources": [{"startOffset": None}]}, "t") == 0
+    assert query_progress.start_offset({"sources": [{"startOffset": '{"t": 5000}'}]}, "t") == 5000
 
 
 class FakeQuery:

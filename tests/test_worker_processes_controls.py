@@ -17,7 +17,7 @@ import apsw
 import pytest
 
 from spark_queue.store import Store
-from spark_queue.store.queues import admin as queue_admin
+from spark_queue.store.queues import queue_admin
 
 pytestmark = pytest.mark.slow
 

@@ -117,9 +117,9 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
             return time.perf_counter() - started
 
     # -- the sink's phases, in-process ----------------------------------------
-    from spark_queue.connector.sink.options import SinkOptions
-    from spark_queue.connector.sink.schema import TEXT as VALUE_TEXT
-    from spark_queue.connector.sink.schema import SinkLayout
+    from spark_queue.connector.sink.sink_options import SinkOptions
+    from spark_queue.connector.sink.sink_schema import TEXT as VALUE_TEXT
+    from spark_queue.connector.sink.sink_schema import SinkLayout
     from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
 
     table = pa.table({"value": pa.array(values, pa.string())})

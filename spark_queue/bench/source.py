@@ -60,8 +60,8 @@ def _ceiling_source():
         def read(self, partition):
             from pyspark.sql.pandas.types import to_arrow_schema
 
-            from spark_queue.connector.source.options import parse_source_options
-            from spark_queue.connector.source.schema import default_schema
+            from spark_queue.connector.source.source_options import parse_source_options
+            from spark_queue.connector.source.source_schema import default_schema
 
             opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
             target = to_arrow_schema(default_schema(opts), timezone="UTC")
@@ -90,8 +90,8 @@ def _ceiling_source():
             return "sqliteq_bench_ceiling"
 
         def schema(self):
-            from spark_queue.connector.source.options import parse_source_options
-            from spark_queue.connector.source.schema import default_schema
+            from spark_queue.connector.source.source_options import parse_source_options
+            from spark_queue.connector.source.source_schema import default_schema
 
             opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
             return default_schema(opts)
@@ -147,10 +147,10 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
         store.publish_many("backlog", (f"{i:010d}-{pad}" for i in range(args.available_now_events)))
 
     # -- without Spark ---------------------------------------------------------
-    from spark_queue.connector.source.options import parse_source_options
     from spark_queue.connector.source.partition_reader import read_partition
     from spark_queue.connector.source.partitions import StoreRangePartition
-    from spark_queue.connector.source.schema import default_schema
+    from spark_queue.connector.source.source_options import parse_source_options
+    from spark_queue.connector.source.source_schema import default_schema
 
     def raw_read() -> None:
         with Store(path) as store:

@@ -21,6 +21,7 @@ from spark_queue.cli import (
     store_commands,
     tail_command,
     topic_commands,
+    worker_command,
 )
 from spark_queue.cli.examples import add_examples
 from spark_queue.errors import SparkQueueError
@@ -29,8 +30,8 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 COMMAND_MODULES = [
-    store_commands, topic_commands, tail_command, queue_commands, metrics_command,
-    kafka_commands, demo,
+    store_commands, topic_commands, tail_command, queue_commands, worker_command,
+    metrics_command, kafka_commands, demo,
 ]
 
 

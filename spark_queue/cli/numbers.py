@@ -20,7 +20,7 @@ from collections.abc import Callable
 # spark_queue.times (and datetime) load when a flag is read, not for `sqliteq --help`.
 
 INT64_MAX = 2**63 - 1
-# The store's own bound on the integers it keeps (store/queues/jobs.py, admin.py): a
+# The store's own bound on the integers it keeps (store/queues/queue_jobs.py, admin.py): a
 # duration added to now_ms always fits in 64 bits.
 MAX_STORED = 2**62 - 1
 MAX_WAIT_MS = int(TIMEOUT_MAX * 1000)

@@ -14,16 +14,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from spark_queue.setting_table import QUEUE_SETTINGS, TOPIC_SETTINGS
+
 # Fields that hold a point in time as epoch milliseconds.
 TIME_FIELDS = frozenset({
     "timestamp_ms", "created_ms", "updated_ms", "enqueued_ms", "available_at_ms",
     "lease_expires_ms", "expires_ms", "dead_ms", "started_ms", "seen_ms",
 })
-# Fields that hold a span of time in milliseconds.
-DURATION_FIELDS = frozenset({
-    "retention_ms", "max_age_ms", "visibility_timeout_ms", "backoff_base_ms",
-    "backoff_cap_ms", "idempotency_window_ms", "oldest_ready_age_ms",
-})
+# Fields that hold a span of time in milliseconds: the duration settings, as declared.
+DURATION_FIELDS = frozenset(
+    {"max_age_ms", "oldest_ready_age_ms"}
+    | {s.name for s in QUEUE_SETTINGS + TOPIC_SETTINGS if s.duration}
+)
 
 
 def emit(rows: Sequence[Mapping[str, Any]], *, as_json: bool, columns: Sequence[str]) -> None:

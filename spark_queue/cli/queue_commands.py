@@ -15,16 +15,17 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.names import require_queue
+from spark_queue.cli.name_hints import require_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
-from spark_queue.cli.progress import DelayedJobsWait, watching
+from spark_queue.cli.setting_flags import add_setting_flags, given_settings
 from spark_queue.cli.store_commands import (
     common,
     create_flag,
     open_for_write,
     open_store,
 )
-from spark_queue.errors import OptionError, WorkerCrashedError
+from spark_queue.errors import OptionError
+from spark_queue.setting_table import QUEUE_SETTINGS
 
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
@@ -43,43 +44,6 @@ JOB_COLUMNS = [
     "payload",
     "last_error",
 ]
-SETTING_FLAGS = {
-    "visibility_timeout_ms": "--visibility-timeout-ms",
-    "max_attempts": "--max-attempts",
-    "backoff_base_ms": "--backoff-base-ms",
-    "backoff_cap_ms": "--backoff-cap-ms",
-    "max_size": "--max-size",
-    "idempotency_window_ms": "--idempotency-window-ms",
-    "max_leased": "--max-leased",
-    "rate_limit_per_s": "--rate-limit-per-s",
-    "rate_burst": "--rate-burst",
-    "max_payload_bytes": "--max-payload-bytes",
-}
-SETTING_TYPES = {
-    "visibility_timeout_ms": numbers.positive_duration_ms,
-    "max_attempts": numbers.positive,
-    "backoff_base_ms": numbers.duration_ms,
-    "backoff_cap_ms": numbers.duration_ms,
-    "max_size": numbers.positive,
-    "idempotency_window_ms": numbers.positive_duration_ms,
-    "max_leased": numbers.positive,
-    "rate_limit_per_s": numbers.number(0, 1e9),
-    "rate_burst": numbers.positive,
-    "max_payload_bytes": numbers.positive,
-}
-# Threads and jobs per claim: far beyond any use, small enough to start and to bind.
-MAX_CONCURRENCY = 1024
-# `worker`: stopped, but handlers were still running when the grace period ended.
-EXIT_JOBS_INTERRUPTED = 3
-MAX_BATCH_SIZE = 100_000
-# Limits a --no-... flag switches off.
-LIMIT_OFF_FLAGS = {
-    "max_size": "--no-max-size",
-    "max_leased": "--no-max-leased",
-    "rate_limit_per_s": "--no-rate-limit",
-    "rate_burst": "--no-rate-burst",
-    "max_payload_bytes": "--no-max-payload-bytes",
-}
 # The bucket as last written: `queue show` prints the live content instead.
 _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
@@ -87,21 +51,6 @@ _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
     parser = sub.add_parser(name, help=help_text)
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
-
-
-def _setting_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
-    for setting, flag in SETTING_FLAGS.items():
-        metavar = "DURATION" if setting.endswith("_ms") else None  # 30s, 1h, 7d or ms
-        p.add_argument(
-            flag, dest=setting, type=SETTING_TYPES[setting], metavar=metavar,
-            help=f"set {setting}",
-        )
-    if clearable:
-        for setting, flag in LIMIT_OFF_FLAGS.items():
-            p.add_argument(
-                flag, dest=f"no_{setting}", action="store_true",
-                help=f"remove the {setting} limit",
-            )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -173,7 +122,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("create", help="create a queue with its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    _setting_flags(p, clearable=False)
+    add_setting_flags(p, QUEUE_SETTINGS, clearable=False)
     create_flag(p)
     p.add_argument("--if-not-exists", action="store_true",
                    help="succeed without changes when the queue exists")
@@ -182,7 +131,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = queue.add_parser("config", help="create a queue or change its settings")
     common(p)
     p.add_argument("queue", help="the queue's name")
-    _setting_flags(p, clearable=True)
+    add_setting_flags(p, QUEUE_SETTINGS, clearable=True)
     create_flag(p)
     p.set_defaults(func=cmd_queue_config)
 
@@ -256,57 +205,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("queue", help="the queue's name")
     p.add_argument("id", type=numbers.job_id, help="the job's id (as peek and dlq list show it)")
     p.set_defaults(func=cmd_job_remove)
-
-    p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
-    common(p)
-    p.add_argument("handler", help="module:function, called with each job")
-    p.add_argument("--queue", required=True, action="append",
-                   help="the queue to work on (it must exist); once: one worker, one queue")
-    p.add_argument(
-        "--create", action="store_true",
-        help="create the queue with default settings if it does not exist",
-    )
-    p.add_argument(
-        "--concurrency", type=numbers.integer(1, MAX_CONCURRENCY), default=1,
-        help="jobs at once (threads; default 1)",
-    )
-    p.add_argument(
-        "--batch-size",
-        type=numbers.integer(1, MAX_BATCH_SIZE),
-        default=1,
-        help="jobs each thread claims (and acks) per transaction (default 1)",
-    )
-    p.add_argument(
-        "--lease-ms", type=numbers.positive_duration_ms, metavar="DURATION",
-        help="lease length, a duration such as 30s or 1500ms (default: the queue's "
-        "visibility timeout)",
-    )
-    p.add_argument(
-        "--heartbeat-ms", type=numbers.positive_wait_ms, metavar="DURATION",
-        help="lease extension interval, a duration such as 10s (default lease/3)",
-    )
-    p.add_argument(
-        "--grace-ms",
-        type=numbers.wait_ms,
-        metavar="DURATION",
-        default=defaults.WORKER_GRACE_MS,
-        help="on SIGTERM/SIGINT, how long running jobs may finish (default "
-        f"{defaults.WORKER_GRACE_MS // 1000}s); jobs still running then are nacked "
-        "with an error saying so and the worker exits 3",
-    )
-    p.add_argument(
-        "--idle-poll-max-ms",
-        type=numbers.positive_wait_ms,
-        metavar="DURATION",
-        default=500,
-        help="when idle, look for due jobs at least this often (default 500ms)",
-    )
-    p.add_argument(
-        "--until-empty",
-        action="store_true",
-        help="exit when the queue has no ready, delayed or leased jobs",
-    )
-    p.set_defaults(func=cmd_worker)
 
 
 def cmd_queue_add(args: argparse.Namespace) -> int:
@@ -411,7 +309,7 @@ def cmd_queue_show(args: argparse.Namespace) -> int:
 def cmd_queue_create(args: argparse.Namespace) -> int:
     from spark_queue.errors import QueueConfigError
 
-    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
+    settings = given_settings(vars(args), QUEUE_SETTINGS)
     with open_for_write(args.path, "queue create", create=args.create) as store:
         q = store.queue(args.queue)
         if q.exists():
@@ -429,12 +327,7 @@ def cmd_queue_create(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_config(args: argparse.Namespace) -> int:
-    settings = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k) is not None}
-    for setting, flag in LIMIT_OFF_FLAGS.items():
-        if getattr(args, f"no_{setting}"):
-            if setting in settings:
-                raise OptionError(f"give {SETTING_FLAGS[setting]} or {flag}, not both.")
-            settings[setting] = None
+    settings = given_settings(vars(args), QUEUE_SETTINGS)
     with open_for_write(args.path, "queue config", create=args.create) as store:
         config = store.queue(args.queue).configure(**settings)
     emit_object(_settings(config), as_json=args.json)
@@ -541,58 +434,3 @@ def cmd_job_remove(args: argparse.Namespace) -> int:
         state = store.queue(args.queue).remove(args.id)
     emit_object({"queue": args.queue, "id": args.id, "removed_from": state}, as_json=args.json)
     return 0
-
-
-def cmd_worker(args: argparse.Namespace) -> int:
-    import logging
-
-    from spark_queue.worker import Worker, load_handler
-
-    queue = _one_queue(args.queue)
-    handler = load_handler(args.handler)
-    open_store(args.path).close()  # a missing file fails here with the store's message
-    # Each failure, a crash and a pause are one line on stderr; -v adds tracebacks.
-    level = logging.DEBUG if args.verbose else logging.INFO
-    logging.getLogger("spark_queue.worker").setLevel(level)
-    worker = Worker(
-        args.path,
-        queue,
-        handler,
-        concurrency=args.concurrency,
-        batch_size=args.batch_size,
-        lease_ms=args.lease_ms,
-        heartbeat_ms=args.heartbeat_ms,
-        grace_ms=args.grace_ms,
-        idle_poll_max_ms=args.idle_poll_max_ms,
-        until_empty=args.until_empty,
-        create_queue=args.create,
-        on_wait=_delayed_jobs_wait(queue, until_empty=args.until_empty, as_json=args.json),
-    )
-    try:
-        stats = worker.run()
-    except WorkerCrashedError:
-        # The summary still says what was done before the crash; main() prints the error.
-        emit_object({"queue": queue} | worker.stats.as_dict(), as_json=args.json)
-        raise
-    emit_object({"queue": queue} | stats.as_dict(), as_json=args.json)
-    # Handlers still running when the grace period ended: their jobs were nacked, not done.
-    return EXIT_JOBS_INTERRUPTED if stats.interrupted else 0
-
-
-def _one_queue(given: list[str]) -> str:
-    """``--queue`` once: given twice is refused, never the last one silently (rq's
-    ``rq worker high default low`` habit; one worker works on one queue)."""
-    if len(given) > 1:
-        raise OptionError(
-            f"--queue is given {len(given)} times ({', '.join(map(repr, given))}): a worker "
-            "works on one queue. Run one `sqliteq worker` per queue, or put the jobs in one "
-            "queue with `queue add --priority N` (higher runs first) for rq's priority order."
-        )
-    return given[0]
-
-
-def _delayed_jobs_wait(queue: str, *, until_empty: bool, as_json: bool
-                       ) -> DelayedJobsWait | None:
-    """A line on stderr each time ``--until-empty`` waits for a changed number of delayed jobs."""
-    stream = watching(as_json) if until_empty else None
-    return None if stream is None else DelayedJobsWait(stream, queue)

@@ -20,7 +20,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.names import closest, require_topic
+from spark_queue.cli.name_hints import closest, require_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.progress import BackupProgress, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli import numbers
-from spark_queue.cli.names import require_topic
+from spark_queue.cli.name_hints import require_topic
 from spark_queue.cli.output import emit, emit_object
+from spark_queue.cli.setting_flags import add_setting_flags, given_settings
 from spark_queue.cli.store_commands import (
     cmd_consumers,
     cmd_topics,
@@ -19,6 +19,7 @@ from spark_queue.cli.store_commands import (
     open_store,
 )
 from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
+from spark_queue.setting_table import TOPIC_SETTINGS
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -40,22 +41,6 @@ RESET_HELP = (
 )
 
 
-def _settings_flags(p: argparse.ArgumentParser, *, clearable: bool) -> None:
-    p.add_argument(
-        "--retention", metavar="DURATION", type=numbers.positive_duration_ms,
-        help="keep events this long when pruning: 7d, 1h, 30m, 500ms (a bare number is ms)",
-    )
-    p.add_argument("--retention-rows", type=numbers.positive, metavar="N",
-                   help="keep at most the newest N events when pruning")
-    p.add_argument("--max-payload-bytes", type=numbers.positive, metavar="N",
-                   help="refuse publishes with a larger value (bytes)")
-    if clearable:
-        p.add_argument("--no-retention", action="store_true", help="remove the age limit")
-        p.add_argument("--no-retention-rows", action="store_true", help="remove the row limit")
-        p.add_argument("--no-max-payload-bytes", action="store_true",
-                       help="remove the payload limit")
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
     topic = sub.add_parser("topic", help="list, show, create, configure or delete topics")
     topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
@@ -74,7 +59,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = topic_sub.add_parser("create", help="create a topic with its retention and payload limit")
     common(p)
     p.add_argument("topic", help="the topic's name")
-    _settings_flags(p, clearable=False)
+    add_setting_flags(p, TOPIC_SETTINGS, clearable=False)
     create_flag(p)
     p.add_argument("--if-not-exists", action="store_true",
                    help="succeed without changes when the topic exists")
@@ -86,7 +71,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     common(p)
     p.add_argument("topic", help="the topic's name")
-    _settings_flags(p, clearable=True)
+    add_setting_flags(p, TOPIC_SETTINGS, clearable=True)
     create_flag(p, "topic")
     p.set_defaults(func=cmd_topic_config)
 
@@ -142,26 +127,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_consumer_delete)
 
 
-def _settings(flags: Mapping[str, Any]) -> dict[str, int | None]:
-    """The topic settings the flags name (argparse's values by dest), None for a --no-*."""
-    settings: dict[str, int | None] = {}
-    for name, given in (("retention_ms", flags["retention"]),
-                        ("retention_rows", flags["retention_rows"]),
-                        ("max_payload_bytes", flags["max_payload_bytes"])):
-        if given is not None:
-            settings[name] = given
-    for name, flag in (("retention_ms", "--retention"), ("retention_rows", "--retention-rows"),
-                       ("max_payload_bytes", "--max-payload-bytes")):
-        off = f"no_{name.removesuffix('_ms')}"
-        if flags.get(off, False):
-            if name in settings:
-                raise OptionError(f"give {flag} or --{off.replace('_', '-')}, not both.")
-            settings[name] = None
-    return settings
-
-
 def cmd_topic_create(args: argparse.Namespace) -> int:
-    settings = _settings(vars(args))
+    settings = given_settings(vars(args), TOPIC_SETTINGS)
     with open_for_write(args.path, "topic create", create=args.create) as store:
         if args.if_not_exists and store.has_topic(args.topic):
             info = next(t for t in store.topics() if t.name == args.topic)
@@ -189,7 +156,7 @@ def _topic_record(store: Store, topic: str, *, consumers: bool = False) -> dict[
 
 
 def cmd_topic_config(args: argparse.Namespace) -> int:
-    settings = _settings(vars(args))
+    settings = given_settings(vars(args), TOPIC_SETTINGS)
     if not settings and not args.create:
         # No change asked for: show the settings, as `kafka-configs --describe` does.
         with open_store(args.path, readonly=True) as store:

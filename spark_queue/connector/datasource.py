@@ -14,8 +14,8 @@ from pyspark.sql.types import StructType
 from spark_queue import FORMAT_NAME
 from spark_queue.connector import compat
 from spark_queue.connector.source.offsets import check_path_exists
-from spark_queue.connector.source.options import SourceOptions, parse_source_options
-from spark_queue.connector.source.schema import check_user_schema, default_schema
+from spark_queue.connector.source.source_options import SourceOptions, parse_source_options
+from spark_queue.connector.source.source_schema import check_user_schema, default_schema
 from spark_queue.errors import OptionError, SparkQueueError
 
 # Readers, writers and the store are imported by the methods that use them: Spark
@@ -368,8 +368,8 @@ class SqliteQueueDataSource(DataSource):
     @_raised_here
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""
-        from spark_queue.connector.sink.options import parse_sink_options
-        from spark_queue.connector.sink.schema import plan_layout
+        from spark_queue.connector.sink.sink_options import parse_sink_options
+        from spark_queue.connector.sink.sink_schema import plan_layout
         from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
 
         if overwrite:
@@ -387,8 +387,8 @@ class SqliteQueueDataSource(DataSource):
 
         ``overwrite`` (complete output mode) appends the whole result, as Kafka's sink does.
         """
-        from spark_queue.connector.sink.options import parse_sink_options
-        from spark_queue.connector.sink.schema import plan_layout
+        from spark_queue.connector.sink.sink_options import parse_sink_options
+        from spark_queue.connector.sink.sink_schema import plan_layout
         from spark_queue.connector.sink.writers import SqliteQueueStreamWriter
 
         options = parse_sink_options(self.options, streaming=True)

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from spark_queue.demo.config import DemoConfig
-from spark_queue.demo.producer import SensorProducer
+from spark_queue.demo.sensor_producer import SensorProducer
 from spark_queue.demo.status import BronzeStatus, has_checkpoint
 from spark_queue.store import Job, Store
 from spark_queue.worker import Worker
@@ -33,7 +33,7 @@ def handle_alert(config: DemoConfig):
 
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
-    from spark_queue.spark.progress import end_offset
+    from spark_queue.spark.query_progress import end_offset
     from spark_queue.spark.session import get_or_create, table_format
 
     os.makedirs(config.dir, exist_ok=True)

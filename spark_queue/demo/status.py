@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from spark_queue.spark.progress import end_offset, start_offset
+from spark_queue.spark.query_progress import end_offset, start_offset
 
 
 def has_checkpoint(checkpoint: str) -> bool:

@@ -11,7 +11,7 @@ This package imports pyspark (it sits above the connector, beside the demo);
   tables go, storage every node of a cluster sees.
 - :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
   backlog in bounded micro-batches on every supported Spark version.
-- :mod:`spark_queue.spark.progress`: source offsets out of ``StreamingQueryProgress``,
+- :mod:`spark_queue.spark.query_progress`: source offsets out of ``StreamingQueryProgress``,
   the same on pyspark 4.0 to 4.3.
 """
 

@@ -19,7 +19,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from spark_queue.connector import compat
 from spark_queue.errors import OptionError
-from spark_queue.spark.progress import input_rows
+from spark_queue.spark.query_progress import input_rows
 
 log = logging.getLogger(__name__)
 

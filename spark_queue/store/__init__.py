@@ -10,18 +10,18 @@ from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
-from spark_queue.store.queues.admin import JobInfo, QueueCounters, QueueStats
-from spark_queue.store.queues.config import QueueConfig
 from spark_queue.store.queues.controls import Admission
-from spark_queue.store.queues.jobs import Job, LeaseResult, NackResult, NewJob, enqueue_rows
 from spark_queue.store.queues.queue import Queue
-from spark_queue.store.queues.workers import WorkerInfo
+from spark_queue.store.queues.queue_admin import JobInfo, QueueCounters, QueueStats
+from spark_queue.store.queues.queue_config import QueueConfig
+from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
+from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
-from spark_queue.store.streams.admin import TopicDeleted
-from spark_queue.store.streams.consumers import ConsumerInfo
+from spark_queue.store.streams.consumer_offsets import ConsumerInfo
 from spark_queue.store.streams.retention import PruneResult
-from spark_queue.store.streams.topics import EncodedChunk, Event, Record, TopicInfo
+from spark_queue.store.streams.topic_admin import TopicDeleted
+from spark_queue.store.streams.topic_log import EncodedChunk, Event, Record, TopicInfo
 
 __all__ = [
     "BYTES",
@@ -57,6 +57,5 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
-    "enqueue_rows",
     "validate_name",
 ]

@@ -33,7 +33,7 @@ from spark_queue.store.file.schema import (
     read_state,
     readable_version,
 )
-from spark_queue.store.streams.topics import offsets_are_unique
+from spark_queue.store.streams.topic_log import offsets_are_unique
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024

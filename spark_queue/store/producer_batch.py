@@ -11,7 +11,7 @@ is a Future or anything with ``set_result``/``set_exception``.
   topic's ``max_payload_bytes`` is found before anything is inserted (the
   limit is read in the same transaction), so the topic path needs no
   savepoint; a queue's ``max_payload_bytes`` or ``max_size`` refuses inside
-  :func:`~spark_queue.store.queues.jobs.enqueue_rows`, so each queue's calls are
+  :func:`~spark_queue.store.queues.queue_jobs.enqueue_rows`, so each queue's calls are
   written in a savepoint and, if refused, again one by one.
 """
 
@@ -26,8 +26,8 @@ import apsw
 from spark_queue.errors import PayloadTooLargeError, QueueFullError
 from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.streams import event_log, topics
+from spark_queue.store.queues import queue_jobs
+from spark_queue.store.streams import event_log, topic_log
 
 EVENT, JOB = 0, 1
 
@@ -71,7 +71,7 @@ def _append(
     first = log.next_offset
     if log.limit is not None:  # each call over it refused alone, before anything is written
         calls = _within_limit(calls, log.limit, topic, results)
-    topics.insert_stored(conn, log, ts_ms, [call[2] for call in calls])
+    topic_log.insert_stored(conn, log, ts_ms, [call[2] for call in calls])
     results.extend(zip([call[3] for call in calls], range(first, first + len(calls)),
                        strict=True))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
@@ -20,6 +21,7 @@ import pyarrow as pa
 from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
 from spark_queue.store.file import payload_limits
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     StoreConnection,
     first_value,
@@ -28,17 +30,22 @@ from spark_queue.store.file.connection import (
     translated,
 )
 from spark_queue.store.file.schema import ensure_schema
-from spark_queue.store.queues import admin as queue_admin
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.queues.config import QueueSettings
+from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.queue import Queue
-from spark_queue.store.streams import admin as topic_admin
-from spark_queue.store.streams import arrow_read, mirrors, retention
-from spark_queue.store.streams import consumers as consumer_offsets
-from spark_queue.store.streams import topics as topic_log
+from spark_queue.store.queues.queue_config import QueueSettings
+from spark_queue.store.streams import (
+    arrow_read,
+    consumer_offsets,
+    mirrors,
+    retention,
+    topic_admin,
+    topic_log,
+)
 from spark_queue.store.streams.publish_one import OnePublisher
-from spark_queue.store.streams.topics import Event, TopicInfo
+from spark_queue.store.streams.topic_log import Event, TopicInfo
 
+# The longest a thread can wait at once (threading.Event.wait refuses more).
+_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 @translated
 class Store:
@@ -311,7 +318,7 @@ class Store:
         ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
         age, rows = _retention_limits("set_retention", retention_ms, retention_rows, deprecated)
         with self.write():
-            retention.set_retention(self.conn, topic, max_age_ms=age, max_rows=rows)
+            retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
 
     def prune(
         self,
@@ -343,7 +350,7 @@ class Store:
             with self.write():
                 results.append(
                     retention.prune_id(
-                        self.conn, tid, name, max_age_ms=age, max_rows=rows,
+                        self.conn, tid, name, retention_ms=age, retention_rows=rows,
                         force=force, at_ms=at_ms,
                     )
                 )
@@ -412,6 +419,13 @@ class Store:
         Cheap (no lock, no I/O); pollers compare it to skip work while the file is unchanged.
         """
         return self.file.data_version()
+
+    def wait_for_commit(self, timeout_ms: int, *, stop: threading.Event | None = None) -> bool:
+        """Sleep until another connection commits, ``timeout_ms`` passes or ``stop`` is set;
+        True if a commit came (no lock held while waiting; it polls :meth:`data_version`
+        with back-off). A worker waits for work with it."""
+        check_int(timeout_ms, "timeout_ms", high=_MAX_WAIT_MS, owner="wait_for_commit")
+        return self.file.wait_for_commit(timeout_ms / 1000, stop)
 
     # -- queues (spark_queue/store/queues/) -----------
     def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:

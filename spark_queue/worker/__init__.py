@@ -15,7 +15,8 @@ up to ``batch_size`` jobs, run the handler on each in turn and ack the batch;
 a handler that raises anything (any ``BaseException``, ``SystemExit`` and
 ``KeyboardInterrupt`` included) nacks the job with its traceback as the error
 (retry with backoff, dead letters at max attempts), and the worker goes on:
-:func:`~spark_queue.worker.task.run_task` is that policy, in one place.
+:mod:`spark_queue.worker.task` is that policy, in one place: it turns a handler's
+outcome, or a stop, into the action (ack, nack, release) the loop carries out.
 One heartbeat thread extends the
 leases of every claimed, unacked job every ``heartbeat_ms`` (a third of the
 lease by default), so long jobs keep their lease, and every 30 s deletes

@@ -25,16 +25,21 @@ from spark_queue.errors import (
 from spark_queue.store import Job, Queue, QueueConfig, QueueStats, Store
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import InFlight
-from spark_queue.worker.settings import MAX_WAIT_MS, check_settings
+from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
 from spark_queue.worker.stats import Tally, WorkerStats
-from spark_queue.worker.task import Failure, Handler, one_line, outcome_text, run_task, storable
+from spark_queue.worker.task import (
+    Action,
+    Handler,
+    held_at_stop,
+    one_line,
+    outcome_text,
+    task_action,
+)
 
 log = logging.getLogger("spark_queue.worker")
 
 T = TypeVar("T")
 
-_IDLE_STEP_MIN_S = 0.001
-_IDLE_STEP_MAX_S = 0.05
 _BUSY_STEP_MAX_S = 1.0
 # How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
 _SWEEP_EVERY_S = 30.0
@@ -53,7 +58,7 @@ class Worker:
         *,
         concurrency: int = 1,
         batch_size: int = 1,
-        lease_ms: int | None = None,
+        visibility_timeout_ms: int | None = None,
         heartbeat_ms: int | None = None,
         grace_ms: int = defaults.WORKER_GRACE_MS,
         idle_poll_max_ms: int = 500,
@@ -62,17 +67,21 @@ class Worker:
         durability: str = defaults.DURABILITY,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         create_queue: bool = False,
+        lease_ms: int | None = None,
     ) -> None:
+        lease = deprecated_lease_ms(visibility_timeout_ms, lease_ms)
         check_settings(
             concurrency=concurrency, batch_size=batch_size, grace_ms=grace_ms,
-            idle_poll_max_ms=idle_poll_max_ms, lease_ms=lease_ms, heartbeat_ms=heartbeat_ms,
+            idle_poll_max_ms=idle_poll_max_ms, heartbeat_ms=heartbeat_ms,
+            # Named as the caller named it, the deprecated name included.
+            **{"visibility_timeout_ms" if lease_ms is None else "lease_ms": lease},
         )
         self.path = os.fspath(path)
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
         self.batch_size = batch_size
-        self.lease_ms = lease_ms
+        self.visibility_timeout_ms = lease
         self.heartbeat_ms = heartbeat_ms
         self.grace_ms = grace_ms
         self.idle_poll_max_ms = idle_poll_max_ms
@@ -118,7 +127,7 @@ class Worker:
         done). ``stats.interrupted`` counts handlers still running at the end.
         """
         config = self._open_queue()
-        lease = self.lease_ms or config.visibility_timeout_ms
+        lease = self.visibility_timeout_ms or config.visibility_timeout_ms
         heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
         # Listed alive while heartbeats come; a few may be late on a busy store.
         self._alive_ms = max(3 * heartbeat_ms, _MIN_ALIVE_MS)
@@ -284,15 +293,8 @@ class Worker:
             signal.set_wakeup_fd(old_fd)
 
     def _give_back_leftovers(self) -> int:
-        """Give back every lease still held; the number given back.
-
-        Jobs claimed but never started are released (their attempt not counted); jobs
-        whose handler returned but whose ack was not written are released with the
-        attempt counted (they run again). Jobs whose handler is still running are
-        nacked with an error saying so, at once (no backoff): the attempt counts, and
-        a job that hangs every time dies at max attempts with that error, not a lease
-        expiry's.
-        """
+        """Carry out :func:`~spark_queue.worker.task.held_at_stop` for every lease still
+        held; the number given back."""
         held = self._inflight.take_all()
         running = held["running"]
         total = sum(map(len, held.values()))
@@ -301,22 +303,10 @@ class Worker:
         given_back = 0
         with self._open_store() as store:
             q = store.queue(self.queue)
-            for jobs, counted in ((held["claimed"], False), (held["finished"], True)):
-                if jobs:
-                    result = self._retry(partial(q.release, jobs, count_attempt=counted))
-                    self._tally.count(released=len(result.done))
-                    given_back += len(result.done)
-            if running:
-                error = storable(self._interrupted_error())
-                nacked = self._retry(partial(q.nack_many, running, error, delay_ms=0))
-                self._tally.nacked(nacked, failed=0, interrupted=len(running))
-                given_back += len(nacked.retried) + len(nacked.dead)
-                for job in running:
-                    log.warning(
-                        "job %d of queue %r was still running at shutdown (attempt %d); %s",
-                        job.id, self.queue, job.attempts,
-                        "dead-lettered" if job.id in nacked.dead else "ready again",
-                    )
+            for phase in ("claimed", "finished", "running"):
+                if held[phase]:
+                    action = held_at_stop(phase, self._interrupted_error())
+                    given_back += self._carry_out(q, held[phase], action)
         log.warning("gave back %d leases at shutdown (%d were running)", total, len(running))
         return given_back
 
@@ -357,46 +347,63 @@ class Worker:
         jobs: list[Job] = []
         while not self._stopping.is_set():
             if not jobs:
-                jobs = self._retry(lambda: q.claim(self.batch_size, lease_ms=self.lease_ms))
+                jobs = self._retry(lambda: q.claim(
+                    self.batch_size, visibility_timeout_ms=self.visibility_timeout_ms))
             if not jobs:
                 if self._held_wait(store, q):
                     continue
                 if self.until_empty and self._queue_drained(q):
                     return
-                self._idle_wait(store)
+                # Another connection's commit may have brought work; else look again
+                # for delayed jobs and expired leases.
+                store.wait_for_commit(self.idle_poll_max_ms, stop=self._stopping)
                 continue
             self._inflight.add(jobs)
             done: list[Job] = []
             for position, job in enumerate(jobs):
                 if self._stopping.is_set():
-                    rest = jobs[position:]
-                    result = self._retry(partial(q.release, rest))
-                    self._inflight.discard(rest)
-                    self._tally.count(released=len(result.done))
+                    self._carry_out(q, jobs[position:], held_at_stop("claimed", ""))
                     break
                 self._inflight.mark(job, "running")
-                failure = run_task(self.handler, job)
-                if failure is None:
+                action = task_action(self.handler, job)
+                if action.kind == "ack":  # with the rest of the batch, below
                     self._inflight.mark(job, "finished")
                     done.append(job)
                 else:
-                    self._settle_failure(q, job, failure)
+                    self._carry_out(q, [job], action)
             jobs = []
             if done:
                 jobs = self._ack(q, done)
         if jobs:  # claimed together with the last ack, then asked to stop: never started
-            result = self._retry(lambda: q.release(jobs))
-            self._tally.count(released=len(result.done))
+            self._carry_out(q, jobs, held_at_stop("claimed", ""))
 
-    def _settle_failure(self, q: Queue, job: Job, failure: Failure) -> None:
-        """Nack a failed job with its error (a retry after backoff, or the dead letters)."""
-        nacked = self._retry(partial(q.nack_many, [job], failure.error))
-        self._inflight.discard([job])
-        self._tally.nacked(nacked)
-        log.warning(
-            "job %d of queue %r failed (attempt %d): %s; %s",
-            job.id, self.queue, job.attempts, failure.line, outcome_text(nacked),
-        )
+    def _carry_out(self, q: Queue, jobs: list[Job], action: Action) -> int:
+        """Release or nack ``jobs`` as ``action`` says (acks go in batches, see
+        :meth:`_ack`); the number of jobs given back."""
+        if action.kind == "release":
+            result = self._retry(partial(q.release, jobs, count_attempt=action.count_attempt))
+            self._inflight.discard(jobs)
+            self._tally.count(released=len(result.done))
+            return len(result.done)
+        nacked = self._retry(partial(q.nack_many, jobs, action.error, delay_ms=action.delay_ms))
+        self._inflight.discard(jobs)
+        if action.interrupted:
+            self._tally.nacked(nacked, failed=0, interrupted=len(jobs))
+        else:
+            self._tally.nacked(nacked)
+        for job in jobs:
+            if action.interrupted:
+                log.warning(
+                    "job %d of queue %r was still running at shutdown (attempt %d); %s",
+                    job.id, self.queue, job.attempts,
+                    "dead-lettered" if job.id in nacked.dead else "ready again",
+                )
+            else:
+                log.warning(
+                    "job %d of queue %r failed (attempt %d): %s; %s",
+                    job.id, self.queue, job.attempts, action.line, outcome_text(nacked),
+                )
+        return len(nacked.retried) + len(nacked.dead)
 
     def _ack(self, q: Queue, done: list[Job]) -> list[Job]:
         """Ack a finished batch and, unless stopping, claim the next in the same transaction."""
@@ -406,7 +413,8 @@ class Worker:
         else:
             # One commit instead of two.
             result, claimed = self._retry(
-                partial(q.ack_and_claim, done, self.batch_size, lease_ms=self.lease_ms)
+                partial(q.ack_and_claim, done, self.batch_size,
+                        visibility_timeout_ms=self.visibility_timeout_ms)
             )
         self._inflight.discard(done)
         self._tally.count(acked=len(result.done), lost=len(result.rejected))
@@ -440,23 +448,9 @@ class Worker:
             wait_ms = self.idle_poll_max_ms
             if admission.retry_after_ms is not None:
                 wait_ms = min(wait_ms, admission.retry_after_ms)
-            self._wait_for_commit(store, wait_ms / 1000)
+            store.wait_for_commit(wait_ms, stop=self._stopping)
             admission = self._retry(q.admission)
         return True
-
-    def _wait_for_commit(self, store: Store, timeout_s: float) -> None:
-        """Sleep until another connection commits or ``timeout_s`` passes (or a stop)."""
-        version = store.data_version()
-        step = _IDLE_STEP_MIN_S
-        end = time.monotonic() + timeout_s
-        while not self._stopping.wait(min(step, max(0.0, end - time.monotonic()))):
-            if store.data_version() != version or time.monotonic() >= end:
-                return
-            step = min(step * 2, _IDLE_STEP_MAX_S)
-
-    def _idle_wait(self, store: Store) -> None:
-        """Sleep until another connection commits, with back-off, at most idle_poll_max_ms."""
-        self._wait_for_commit(store, self.idle_poll_max_ms / 1000)
 
     # -- heartbeat thread ------------------------------------------------------
     def _heartbeat(self, every_s: float) -> None:
@@ -477,7 +471,8 @@ class Worker:
                     ))
                     if not jobs:
                         continue
-                    result = self._retry(partial(q.extend, jobs, lease_ms=self.lease_ms))
+                    result = self._retry(partial(
+                        q.extend, jobs, visibility_timeout_ms=self.visibility_timeout_ms))
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
         except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 from spark_queue.errors import QueueConfigError
 from spark_queue.store import check_int
 
-# The store's bound on integers it binds (store/queues/jobs.py): a lease added to epoch ms
+# The store's bound on integers it binds (store/queues/queue_jobs.py): a lease added to epoch ms
 # in SQL stays within 64 bits.
 MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
 # What a thread can wait for at once (threading.Event.wait refuses more).
@@ -19,7 +20,8 @@ _BOUNDS: dict[str, tuple[int, int | None, bool]] = {
     "batch_size": (1, MAX_BATCH_SIZE, False),
     "grace_ms": (0, MAX_WAIT_MS, False),
     "idle_poll_max_ms": (1, MAX_WAIT_MS, False),
-    "lease_ms": (1, MAX_LEASE_MS, True),
+    "visibility_timeout_ms": (1, MAX_LEASE_MS, True),
+    "lease_ms": (1, MAX_LEASE_MS, True),  # visibility_timeout_ms's deprecated name
     "heartbeat_ms": (1, MAX_WAIT_MS, True),
 }
 
@@ -31,3 +33,17 @@ def check_settings(**values: int | None) -> None:
         if value is None and optional:
             continue
         check_int(value, name, low=low, high=high, error=QueueConfigError, owner="worker")
+
+
+def deprecated_lease_ms(visibility_timeout_ms: int | None, lease_ms: int | None) -> int | None:
+    """The lease length: ``visibility_timeout_ms``, the queue setting's name, or
+    ``lease_ms``, the worker's name for it before, with a DeprecationWarning."""
+    if lease_ms is None:
+        return visibility_timeout_ms
+    if visibility_timeout_ms is not None:
+        raise TypeError(
+            "Worker() got both 'visibility_timeout_ms' and its deprecated name 'lease_ms'"
+        )
+    warnings.warn("Worker(lease_ms=...) is deprecated; use visibility_timeout_ms=...",
+                  DeprecationWarning, stacklevel=3)
+    return lease_ms

@@ -1,14 +1,19 @@
-"""One job through its handler: the one place a handler's outcome becomes ack, retry or
-dead letter (honker's ``run_task``), apart from the loop that claims.
+"""What becomes of a claimed job: the one place a handler's outcome, or a stop, becomes an
+:class:`Action` (honker's ``run_task``); the loop that claims only carries it out.
 
-A handler that returns succeeded: the caller acks it with the rest of its batch (in
-the transaction that claims the next). A handler that raises anything, any
-:class:`BaseException` (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``,
-``asyncio.CancelledError``, a class of its own) failed: the job is nacked at once
-with the traceback as its ``last_error``, so it is retried after its backoff or
-dead-lettered at max attempts with its real error. None of these stops the worker:
-it stops only for its own shutdown signals, which its signal handlers turn into a
-flag and never raise in a handler's thread.
+- A handler that returns succeeded: ``ack``, with the rest of its batch (in the
+  transaction that claims the next).
+- A handler that raises anything, any :class:`BaseException` (``KeyboardInterrupt``,
+  ``SystemExit``, ``GeneratorExit``, ``asyncio.CancelledError``, a class of its own)
+  failed: ``nack`` at once with the traceback as its ``last_error``; the store retries
+  it after its backoff or dead-letters it at max attempts with its real error. None of
+  these stops the worker: it stops only for its own shutdown signals, which its signal
+  handlers turn into a flag and never raise in a handler's thread.
+- A job still held when the worker stops (:func:`held_at_stop`): never started, it is
+  released (the attempt not counted); its handler returned but the ack was not written,
+  it is released with the attempt counted (it runs again); its handler still running,
+  it is nacked at once (no backoff) with an error saying so, so a job that hangs every
+  time dies at max attempts with that error, not a lease expiry's.
 
 The error text is made storable first: SQLite keeps text as UTF-8, so a lone
 surrogate (``bytes.decode(errors="surrogateescape")`` makes them) is escaped as
@@ -23,10 +28,11 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from spark_queue.store import Job, NackResult
 from spark_queue.times import format_duration_ms
+from spark_queue.worker.inflight import Phase
 
 log = logging.getLogger("spark_queue.worker")
 
@@ -36,6 +42,25 @@ Handler = Callable[[Job], Any]
 MAX_ERROR_CHARS = 64 * 1024
 # A failure's log line: a message of a megabyte is not a line.
 MAX_LINE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the loop does with a job: ``ack`` it, ``nack`` it with ``error`` (the store
+    retries it after its backoff, or at once with ``delay_ms=0``, or dead-letters it at
+    max attempts), or ``release`` it (back to ready; ``count_attempt`` if it ran).
+    ``line`` is a failure's one-line summary for the log; ``interrupted``: a nack of a
+    handler still running when the worker stopped, not a failure of its own."""
+
+    kind: Literal["ack", "nack", "release"]
+    error: str = ""
+    line: str = ""
+    delay_ms: int | None = None
+    count_attempt: bool = False
+    interrupted: bool = False
+
+
+ACK = Action("ack")
 
 
 @dataclass(frozen=True)
@@ -57,6 +82,23 @@ def run_task(handler: Handler, job: Job) -> Failure | None:
     except BaseException as exc:  # noqa: BLE001 - the policy: every raise fails the job
         return Failure(storable(_traceback_text(exc)), one_line(exc))
     return None
+
+
+def task_action(handler: Handler, job: Job) -> Action:
+    """:func:`run_task`'s outcome as the action: ``ack`` if the handler returned, else a
+    ``nack`` with what it raised."""
+    failure = run_task(handler, job)
+    return ACK if failure is None else Action("nack", failure.error, failure.line)
+
+
+def held_at_stop(phase: Phase, why: str) -> Action:
+    """What becomes of a job the worker holds when it stops, by the job's phase; ``why``
+    is the error a still-running job is nacked with."""
+    if phase == "claimed":
+        return Action("release")
+    if phase == "finished":
+        return Action("release", count_attempt=True)
+    return Action("nack", storable(why), delay_ms=0, interrupted=True)
 
 
 def outcome_text(result: NackResult) -> str:

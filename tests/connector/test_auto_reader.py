@@ -17,10 +17,10 @@ import pytest
 
 from spark_queue.connector.source import auto_reader
 from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
-from spark_queue.connector.source.options import parse_source_options
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.partitions import RangesPartition, StoreRangePartition
-from spark_queue.connector.source.schema import default_schema
+from spark_queue.connector.source.source_options import parse_source_options
+from spark_queue.connector.source.source_schema import default_schema
 
 
 def make_reader(store_path, **options):

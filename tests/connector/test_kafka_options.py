@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from spark_queue.connector import option_table
-from spark_queue.connector.source.options import parse_source_options
+from spark_queue.connector.source.source_options import parse_source_options
 from spark_queue.errors import OptionError
 
 

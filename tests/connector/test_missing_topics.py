@@ -12,8 +12,8 @@ import pytest
 
 from spark_queue.connector.datasource import SqliteQueueDataSource
 from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
-from spark_queue.connector.source.options import parse_source_options
-from spark_queue.connector.source.schema import default_schema
+from spark_queue.connector.source.source_options import parse_source_options
+from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 from spark_queue.errors import OptionError, UnknownTopicError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spark_queue.connector.source.offsets import ending_offsets, starting_offsets, subscribed_bounds
-from spark_queue.connector.source.options import parse_source_options
+from spark_queue.connector.source.source_options import parse_source_options
 from spark_queue.errors import OptionError
 from spark_queue.store import Record
 

@@ -15,8 +15,8 @@ import pytest
 
 from spark_queue.connector import SqliteQueueDataSource
 from spark_queue.connector.option_table import OptionTable
-from spark_queue.connector.sink.options import SINK_TABLE
-from spark_queue.connector.source.options import SOURCE_TABLE
+from spark_queue.connector.sink.sink_options import SINK_TABLE
+from spark_queue.connector.source.source_options import SOURCE_TABLE
 from tests.docs_pages import text
 
 SIDES = {

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 CONNECTOR = pathlib.Path(__file__).resolve().parents[2] / "spark_queue" / "connector"
-OPTION_MODULES = ("option_table.py", "offset_json.py", "source/options.py", "sink/options.py")
+OPTION_MODULES = ("option_table.py", "offset_json.py", "source/source_options.py",
+                  "sink/sink_options.py")
 ALLOWED_PROJECT = (
     "spark_queue", "spark_queue.defaults", "spark_queue.errors", "spark_queue.times",
     "spark_queue.store",

@@ -43,7 +43,7 @@ def test_a_missing_store_on_a_stream_is_raised_on_the_first_call(tmp_path):
 
 
 def _schema():
-    from spark_queue.connector.source.options import parse_source_options
-    from spark_queue.connector.source.schema import default_schema
+    from spark_queue.connector.source.source_options import parse_source_options
+    from spark_queue.connector.source.source_schema import default_schema
 
     return default_schema(parse_source_options({"path": "x", "topic": "a"}, streaming=None))

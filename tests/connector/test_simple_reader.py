@@ -13,9 +13,9 @@ import pickle
 
 import pytest
 
-from spark_queue.connector.source.options import parse_source_options
-from spark_queue.connector.source.schema import default_schema
 from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+from spark_queue.connector.source.source_options import parse_source_options
+from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.errors import StoreError
 
 

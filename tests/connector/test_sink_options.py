@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from spark_queue.connector import option_table
-from spark_queue.connector.sink.options import (
+from spark_queue.connector.sink.sink_options import (
     SinkOptions,
     parse_sink_options,
 )
@@ -140,7 +140,7 @@ def test_source_only_kafka_options_are_unknown_on_the_sink():
 
 
 def test_sink_refuses_async_progress_tracking_saying_why():
-    from spark_queue.connector.sink.options import parse_sink_options
+    from spark_queue.connector.sink.sink_options import parse_sink_options
 
     with pytest.raises(OptionError, match="asyncProgressTrackingEnabled=true.*rows would be lost"):
         parse_sink_options(
@@ -155,7 +155,7 @@ def test_sink_refuses_async_progress_tracking_saying_why():
 
 
 def test_sink_accepts_the_options_spark_itself_passes_to_a_stream_sink():
-    from spark_queue.connector.sink.options import parse_sink_options
+    from spark_queue.connector.sink.sink_options import parse_sink_options
 
     parsed = parse_sink_options(
         {"path": "/tmp/x.sqlite", "queue": "q", "queryName": "alerts",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from spark_queue.connector.sink.schema import SinkLayout
+from spark_queue.connector.sink.sink_schema import SinkLayout
 from spark_queue.connector.sink.writers import _jobs
 from spark_queue.store import JSON, Store
 

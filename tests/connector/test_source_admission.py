@@ -7,8 +7,8 @@ import pickle
 import pytest
 
 from spark_queue.connector.compat import ReadAllAvailable, ReadMaxRows, ReadMinRows
-from spark_queue.connector.source.options import parse_source_options
-from spark_queue.connector.source.schema import default_schema
+from spark_queue.connector.source.source_options import parse_source_options
+from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 from spark_queue.errors import DataLossError, OffsetRangeError
 

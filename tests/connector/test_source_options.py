@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_queue.connector.source.options import (
+from spark_queue.connector.source.source_options import (
     OPTION_NAMES,
     SOURCE_OPTIONS,
     parse_source_options,

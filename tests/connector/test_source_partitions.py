@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_queue.connector.source.offsets import cap_rows
-from spark_queue.connector.source.options import parse_source_options
 from spark_queue.connector.source.partition_planner import rows_per_partition
 from spark_queue.connector.source.partitions import (
     MIN_DEFAULT_PARTITION_ROWS,
@@ -19,6 +18,7 @@ from spark_queue.connector.source.partitions import (
     reading_cpus,
     split_ranges,
 )
+from spark_queue.connector.source.source_options import parse_source_options
 
 topic_names = st.sampled_from(["a", "b", "c", "d"])
 ranges = st.dictionaries(

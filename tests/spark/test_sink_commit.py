@@ -8,8 +8,8 @@ import tracemalloc
 import pyarrow as pa
 import pytest
 
-from spark_queue.connector.sink.options import SinkOptions
-from spark_queue.connector.sink.schema import BYTES, TEXT, SinkLayout
+from spark_queue.connector.sink.sink_options import SinkOptions
+from spark_queue.connector.sink.sink_schema import BYTES, TEXT, SinkLayout
 from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
 from spark_queue.store import Store, sinks
 

@@ -44,6 +44,7 @@ STORE_CALLS = {
     "prune.at": lambda s, q, n: s.prune("t", retention_ms=1, at_ms=n),
     "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, topic="t"),
     "queue": lambda s, q, n: s.queue("q", max_attempts=n),
+    "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
 }
 STORE_NO_INTEGER = {
     "create_topic": lambda s: s.create_topic("t2"),

@@ -11,9 +11,9 @@ import pytest
 
 from spark_queue.store import Record, Store
 from spark_queue.store.file import carray
-from spark_queue.store.streams import topics
+from spark_queue.store.streams import topic_log
 from spark_queue.store.streams.event_log import open_log
-from spark_queue.store.streams.topics import EncodedChunk
+from spark_queue.store.streams.topic_log import EncodedChunk
 
 N = carray.CHUNK + 3  # crosses a chunk boundary
 
@@ -46,8 +46,8 @@ _COLUMNS = (
 def _row_by_row(store: Store, topic: str, items: list) -> None:
     """The reference: encode each item alone and insert it with executemany."""
     with store.write() as conn:
-        tid, first, _ = topics.open_topic(conn, topic)
-        ts = topics.now_ms()
+        tid, first, _ = topic_log.open_topic(conn, topic)
+        ts = topic_log.now_ms()
         rows = [(tid, first + i, *_reference(item, ts)) for i, item in enumerate(items)]
         conn.executemany(
             "INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers) "
@@ -58,19 +58,19 @@ def _row_by_row(store: Store, topic: str, items: list) -> None:
 
 
 def _reference(item: object, ts: int) -> tuple:
-    value, vtype, stamp, key, headers = topics._encode(item, ts)
+    value, vtype, stamp, key, headers = topic_log._encode(item, ts)
     return stamp, key, value, vtype, headers
 
 
 def _stored(store: Store, topic: str) -> list[tuple]:
     with store.write() as conn:
-        tid = topics.topic_id(conn, topic)
+        tid = topic_log.topic_id(conn, topic)
         return [row[:1] + row[2:] for row in conn.execute(_COLUMNS, (tid,))]
 
 
 def _stamps(store: Store, topic: str) -> list[int]:
     with store.write() as conn:
-        tid = topics.topic_id(conn, topic)
+        tid = topic_log.topic_id(conn, topic)
         return [row[1] for row in conn.execute(_COLUMNS, (tid,))]
 
 
@@ -103,9 +103,9 @@ def test_encoded_chunks_and_producer_rows_store_the_same(store: Store, shape: st
             None if set(keys) == {None} else keys, None if set(headers) == {None} else headers,
         )
         with store.write() as conn:
-            topics.append_encoded(conn, "chunks", [chunk], ts_ms=5)
+            topic_log.append_encoded(conn, "chunks", [chunk], ts_ms=5)
             log = open_log(conn, "stored")
-            topics.insert_stored(conn, log, 5, [(r[1], r[2], r[0], r[3]) for r in rows])
+            topic_log.insert_stored(conn, log, 5, [(r[1], r[2], r[0], r[3]) for r in rows])
     assert _stored(store, "chunks") == _stored(store, "stored")
     assert [row[1:] for row in _stored(store, "chunks")] == [
         (key, _kind(key), value, _kind(value), vtype, headers)

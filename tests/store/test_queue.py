@@ -16,10 +16,10 @@ from spark_queue.errors import (
     UnknownJobError,
     UnknownQueueError,
 )
-from spark_queue.store import NewJob, Store, enqueue_rows
-from spark_queue.store.queues import admin as queue_admin
-from spark_queue.store.queues import jobs as queue_jobs
+from spark_queue.store import NewJob, Store
 from spark_queue.store.queues import leases as queue_leases
+from spark_queue.store.queues import queue_admin, queue_jobs
+from spark_queue.store.queues.queue_jobs import enqueue_rows
 
 T0 = 1_000_000_000  # an arbitrary "now" for injected clocks
 

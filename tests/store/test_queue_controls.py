@@ -15,12 +15,11 @@ import pytest
 from spark_queue.errors import OptionError, PayloadTooLargeError, QueueConfigError
 from spark_queue.store import NewJob, Record, Store
 from spark_queue.store.file.schema import MIGRATIONS, latest_version
-from spark_queue.store.queues import admin as queue_admin
 from spark_queue.store.queues import controls as queue_controls
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.queues.config import QueueSettings
+from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.leases import ack, extend, release
-from spark_queue.store.streams import topics
+from spark_queue.store.queues.queue_config import QueueSettings
+from spark_queue.store.streams import topic_log
 
 T0 = 1_000_000_000
 
@@ -305,15 +304,15 @@ def test_a_value_over_the_topic_limit_fails_the_publish_whole(store):
 def test_encoded_and_routed_appends_name_the_row_in_the_whole_batch(store):
     store.set_topic_limits("small", max_payload_bytes=3)
     chunks = [
-        topics.EncodedChunk(["a", "bb"], 1, topics=["small", "big"]),
-        topics.EncodedChunk(["cc", "dddd"], 1, topics=["big", "small"]),
+        topic_log.EncodedChunk(["a", "bb"], 1, topics=["small", "big"]),
+        topic_log.EncodedChunk(["cc", "dddd"], 1, topics=["big", "small"]),
     ]
     refused = "topic 'small' refuses row 3"
     with pytest.raises(PayloadTooLargeError, match=refused), store.write() as conn:
-        topics.append_routed(conn, chunks)
-    chunks = [topics.EncodedChunk(["a", "b"], 1), topics.EncodedChunk([b"c", b"dddd"], 0)]
+        topic_log.append_routed(conn, chunks)
+    chunks = [topic_log.EncodedChunk(["a", "b"], 1), topic_log.EncodedChunk([b"c", b"dddd"], 0)]
     with pytest.raises(PayloadTooLargeError, match="row 3"), store.write() as conn:
-        topics.append_encoded(conn, "small", chunks)
+        topic_log.append_encoded(conn, "small", chunks)
     assert store.bounds("small") == (0, 0)
     assert not store.has_topic("big")
 

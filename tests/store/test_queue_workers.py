@@ -7,7 +7,7 @@ import pytest
 
 from spark_queue.errors import UnknownQueueError
 from spark_queue.store.file.connection import now_ms
-from spark_queue.store.queues import workers
+from spark_queue.store.queues import queue_workers
 
 
 def test_a_registered_worker_is_alive_while_it_beats_and_gone_when_it_unregisters(store):
@@ -30,13 +30,13 @@ def test_a_worker_whose_heartbeat_expired_is_listed_as_lost_then_forgotten_a_day
     q.configure()
     now = now_ms()
     with store.file.write() as conn:
-        lost = workers.register(conn, "q", host="h", pid=1, concurrency=1, ttl_ms=10,
+        lost = queue_workers.register(conn, "q", host="h", pid=1, concurrency=1, ttl_ms=10,
                                 now=now - 1000)
     [info] = q.workers()
     assert info.id == lost and not info.alive
     with store.file.write() as conn:
-        workers.register(conn, "q", host="h", pid=2, concurrency=1, ttl_ms=10,
-                         now=now + workers.LOST_KEPT_MS)
+        queue_workers.register(conn, "q", host="h", pid=2, concurrency=1, ttl_ms=10,
+                               now=now + queue_workers.LOST_KEPT_MS)
     assert [w.pid for w in q.workers()] == [2]  # the first one's row was forgotten
 
 

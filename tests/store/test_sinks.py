@@ -7,11 +7,11 @@ import pytest
 from spark_queue.errors import InvalidNameError, OffsetRangeError, PayloadError
 from spark_queue.store import sinks
 from spark_queue.store.file.codec import BYTES, JSON, TEXT
-from spark_queue.store.streams import topics
+from spark_queue.store.streams import topic_log
 
 
 def publish(conn, topic, values):
-    return len(topics.append_encoded(conn, topic, [topics.EncodedChunk(values, TEXT)]))
+    return len(topic_log.append_encoded(conn, topic, [topic_log.EncodedChunk(values, TEXT)]))
 
 
 def test_a_batch_and_its_ledger_entry_commit_together(store):
@@ -81,15 +81,15 @@ def test_sink_ids_follow_the_naming_rule(store):
 
 def test_encoded_chunks_get_dense_offsets_across_chunks(store):
     with store.write() as conn:
-        store_range = topics.append_encoded(
+        store_range = topic_log.append_encoded(
             conn,
             "t",
             [
-                topics.EncodedChunk(
+                topic_log.EncodedChunk(
                     ["a", "b"], TEXT, keys=["k1", None], headers=['{"h":"1"}', None]
                 ),
-                topics.EncodedChunk([b"\x00", b"\x01"], BYTES),
-                topics.EncodedChunk(['{"n":1}'], JSON),
+                topic_log.EncodedChunk([b"\x00", b"\x01"], BYTES),
+                topic_log.EncodedChunk(['{"n":1}'], JSON),
             ],
             ts_ms=1234,
         )
@@ -104,8 +104,8 @@ def test_encoded_chunks_get_dense_offsets_across_chunks(store):
 def test_routed_rows_get_dense_offsets_per_topic(store):
     store.publish("b", "existing")
     with store.write() as conn:
-        ranges = topics.append_routed(
-            conn, [topics.EncodedChunk(["1", "2", "3", "4"], TEXT, topics=["a", "b", "a", "b"])]
+        ranges = topic_log.append_routed(
+            conn, [topic_log.EncodedChunk(["1", "2", "3", "4"], TEXT, topics=["a", "b", "a", "b"])]
         )
     assert ranges == {"a": range(0, 2), "b": range(1, 3)}
     assert [e.value for e in store.read("a")] == ["1", "3"]
@@ -118,10 +118,10 @@ def test_routed_rows_are_stored_as_each_topics_own_append_would_store_them(store
     headers = [None, '{"h":"1"}', None, None, '{"h":"4"}', None]
     routes = ["a", "b", "a", "a", "b", "c"]
     with store.write() as conn:
-        ranges = topics.append_routed(conn, [
-            topics.EncodedChunk(values[:3], TEXT, keys=keys[:3], headers=headers[:3],
+        ranges = topic_log.append_routed(conn, [
+            topic_log.EncodedChunk(values[:3], TEXT, keys=keys[:3], headers=headers[:3],
                                 topics=routes[:3]),
-            topics.EncodedChunk(values[3:], TEXT, keys=keys[3:], headers=headers[3:],
+            topic_log.EncodedChunk(values[3:], TEXT, keys=keys[3:], headers=headers[3:],
                                 topics=routes[3:]),
         ], ts_ms=77)
     assert ranges == {"a": range(0, 3), "b": range(0, 2), "c": range(0, 1)}
@@ -144,5 +144,5 @@ def test_routed_rows_are_stored_as_each_topics_own_append_would_store_them(store
 @pytest.mark.parametrize("bad", [None, "bad name"])
 def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
     with pytest.raises((PayloadError, InvalidNameError)), store.write() as conn:
-        topics.append_routed(conn, [topics.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
+        topic_log.append_routed(conn, [topic_log.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
     assert not store.has_topic("a")

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_queue import FORMAT_NAME
-from spark_queue.connector.sink.schema import SinkLayout
+from spark_queue.connector.sink.sink_schema import SinkLayout
 from spark_queue.errors import PayloadError
 from spark_queue.store import JSON
 

@@ -32,8 +32,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter
 from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
 from spark_queue.connector.sink.commit_message import SqliteQueueCommitMessage
 from spark_queue.connector.sink.encode import encode_batch
-from spark_queue.connector.sink.options import FORMAT, SinkOptions
-from spark_queue.connector.sink.schema import JSON, SinkLayout
+from spark_queue.connector.sink.sink_options import FORMAT, SinkOptions
+from spark_queue.connector.sink.sink_schema import JSON, SinkLayout
 from spark_queue.errors import SparkQueueError
 from spark_queue.store import Encoded, EncodedChunk, NewJob, SinkCommit, Store
 

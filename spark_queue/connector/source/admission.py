@@ -20,7 +20,7 @@ from spark_queue.connector.source.offsets import (
     effective_start,
     sorted_offsets,
 )
-from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import FORMAT, SourceOptions
 from spark_queue.errors import OffsetRangeError
 
 

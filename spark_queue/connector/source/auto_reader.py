@@ -42,10 +42,10 @@ from spark_queue.connector.source.offsets import (
     open_store,
     subscribed_bounds,
 )
-from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
 from spark_queue.connector.source.partition_reader import file_identity, read_ranges
 from spark_queue.connector.source.partitions import RangesPartition
+from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 
 if TYPE_CHECKING:

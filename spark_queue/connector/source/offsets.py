@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
-from spark_queue.connector.source.options import SourceOptions
+from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.errors import (
     DataLossError,
     OptionError,

@@ -16,7 +16,6 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.source.offsets import Bounds, effective_start
-from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_reader import file_identity, payload_format
 from spark_queue.connector.source.partitions import (
     ShippedRangePartition,
@@ -26,7 +25,8 @@ from spark_queue.connector.source.partitions import (
     split_ranges,
 )
 from spark_queue.connector.source.placement import executors_share_driver_disk
-from spark_queue.connector.source.schema import is_typed
+from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.connector.source.source_schema import is_typed
 
 if TYPE_CHECKING:
     from spark_queue.store import Store

@@ -24,13 +24,13 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector.compat import arrow_schema
 from spark_queue.connector.source.offsets import effective_start, open_store
-from spark_queue.connector.source.options import FORMAT, SourceOptions
 from spark_queue.connector.source.partitions import (
     RangesPartition,
     ShippedRangePartition,
     StoreRangePartition,
 )
-from spark_queue.connector.source.schema import is_typed
+from spark_queue.connector.source.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_schema import is_typed
 from spark_queue.errors import DataLossError, StoreError
 
 if TYPE_CHECKING:

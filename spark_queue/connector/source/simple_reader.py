@@ -49,9 +49,9 @@ from spark_queue.connector.source.offsets import (
     open_store,
     subscribed_bounds,
 )
-from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import planned_ranges
 from spark_queue.connector.source.partition_reader import read_ranges
+from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import (
     initial_offsets,
     read_bounds,

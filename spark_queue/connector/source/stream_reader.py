@@ -33,9 +33,9 @@ from spark_queue.connector.source.offsets import (
     starting_offsets,
     subscribed_bounds,
 )
-from spark_queue.connector.source.options import SourceOptions
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
+from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.errors import SparkQueueError
 
 log = logging.getLogger("spark_queue.connector")

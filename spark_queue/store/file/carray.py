@@ -5,7 +5,7 @@ Python. ``INSERT ... SELECT ... FROM carray(?)`` takes a chunk's payloads as a
 C array that SQLite reads without calling back into Python: one statement step
 per chunk. Used by the topics' inserts
 (:mod:`spark_queue.store.streams.packed_insert`) and the queues' enqueue
-(:func:`spark_queue.store.queues.jobs.enqueue_rows`).
+(:func:`spark_queue.store.queues.queue_jobs.enqueue_rows`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import inspect
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
@@ -44,6 +45,12 @@ MAX_BUSY_TIMEOUT_MS = 2**31 - 1
 Row = tuple[Any, ...]
 
 _Result = TypeVar("_Result")  # what a transaction's work returns
+
+# wait_for_commit looks at data_version after 1 ms, then twice as long each time, at
+# most every 50 ms: a commit soon after the wait starts is seen at once, and a long
+# idle wait costs about 20 cheap reads a second.
+_WAIT_STEP_MIN_S = 0.001
+_WAIT_STEP_MAX_S = 0.05
 
 
 def one_row(cursor: apsw.Cursor) -> Row:
@@ -338,6 +345,25 @@ class StoreConnection:
         """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
         with translate_errors():
             return first_value(self.conn.execute("PRAGMA data_version"))
+
+    def wait_for_commit(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Sleep until another connection commits, ``timeout_s`` passes or ``stop`` is set
+        (whichever comes first); True if a commit came. The one polling wait of the store
+        and the worker: a full queue's enqueue, an idle or held worker slot."""
+        version = self.data_version()
+        step = _WAIT_STEP_MIN_S
+        end = time.monotonic() + timeout_s
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if stop is None:
+                time.sleep(min(step, left))
+            elif stop.wait(min(step, left)):
+                return False
+            if self.data_version() != version:
+                return True
+            step = min(step * 2, _WAIT_STEP_MAX_S)
 
 
 _Class = TypeVar("_Class", bound=type)

@@ -17,6 +17,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import OptionError, PayloadTooLargeError
+from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file.arguments import check_optional_int
 
 
@@ -71,8 +72,10 @@ def topic_fix(topic: str) -> str:
 
 
 def validate_limit(value: Any, owner: str) -> int | None:
+    # Topics and queues declare the same lowest limit (spark_queue/setting_table.py).
     return check_optional_int(
-        value, "max_payload_bytes", low=1, error=OptionError, owner=owner, none_means="no limit"
+        value, "max_payload_bytes", low=int(TOPIC_SETTING["max_payload_bytes"].low),
+        error=OptionError, owner=owner, none_means="no limit",
     )
 
 

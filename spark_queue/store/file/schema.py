@@ -81,7 +81,7 @@ CREATE TABLE sq_sink_commits (
 ) WITHOUT ROWID;
 """
 
-# Queues (spark_queue/store/queues/jobs.py). A job row is due when available_at <=
+# Queues (spark_queue/store/queues/queue_jobs.py). A job row is due when available_at <=
 # now, and leased while lease_token is set and lease_expires_at is later. A
 # claim leaves the indexed columns alone (no index write), and an expired
 # lease is claimable again by the same index scan, with no reaper.
@@ -179,7 +179,7 @@ CREATE TABLE sq_queue_leases (
 ) WITHOUT ROWID;
 """
 
-# Workers (spark_queue/store/queues/workers.py) and queue counters. One row per running
+# Workers (spark_queue/store/queues/queue_workers.py) and queue counters. One row per running
 # worker, written at its start, refreshed at each heartbeat with the jobs it holds,
 # deleted when it stops. A row past expires_ms is a worker that died without stopping. An operator's
 # view only: leases never depend on it.

@@ -37,7 +37,7 @@ import apsw
 from spark_queue.store.file.connection import one_row
 
 if TYPE_CHECKING:
-    from spark_queue.store.queues.config import QueueConfig
+    from spark_queue.store.queues.queue_config import QueueConfig
 
 PAUSED = "paused"
 MAX_LEASED = "max_leased"

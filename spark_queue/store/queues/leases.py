@@ -1,7 +1,7 @@
 """What a lease holder does with its jobs: ack, nack (retry or dead letter), release, extend.
 
 Every call presents ``(job id, lease token)`` pairs (or the claimed
-:class:`~spark_queue.store.queues.jobs.Job` objects). A pair whose token no longer
+:class:`~spark_queue.store.queues.queue_jobs.Job` objects). A pair whose token no longer
 holds the job (the lease expired and another claim took it, or the job was
 acked, released or removed) is rejected and changes nothing: fencing. Each
 function expects the caller to hold the write transaction.
@@ -16,7 +16,7 @@ import apsw
 
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms as _clock_ms
-from spark_queue.store.queues.jobs import (
+from spark_queue.store.queues.queue_jobs import (
     Job,
     Lease,
     LeaseResult,

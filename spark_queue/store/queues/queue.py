@@ -7,6 +7,7 @@ guarantees. Like the Store, a handle belongs to one thread.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable
 from typing import Any, Unpack
 
@@ -19,14 +20,12 @@ from spark_queue.errors import (
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.connection import HasStoreConnection, now_ms, translated
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.queues import admin, controls, leases
-from spark_queue.store.queues import jobs as queue_jobs
-from spark_queue.store.queues import workers as queue_workers
-from spark_queue.store.queues.admin import JobInfo, QueueStats
-from spark_queue.store.queues.config import QueueConfig, QueueSettings
+from spark_queue.store.queues import controls, leases, queue_admin, queue_jobs, queue_workers
 from spark_queue.store.queues.controls import Admission
-from spark_queue.store.queues.jobs import Job, Lease, LeaseResult, NackResult, NewJob
-from spark_queue.store.queues.workers import WorkerInfo
+from spark_queue.store.queues.queue_admin import JobInfo, QueueStats
+from spark_queue.store.queues.queue_config import QueueConfig, QueueSettings
+from spark_queue.store.queues.queue_jobs import Job, Lease, LeaseResult, NackResult, NewJob
+from spark_queue.store.queues.queue_workers import WorkerInfo
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
 _MAX_WAIT_STEP_S = 0.05
@@ -56,7 +55,7 @@ class Queue:
     def configure(self, **settings: Unpack[QueueSettings]) -> QueueConfig:
         """Create the queue if missing and change the given settings (one transaction)."""
         with self.file.write() as conn:
-            return admin.configure(conn, self.name, settings)
+            return queue_admin.configure(conn, self.name, settings)
 
     def pause(self) -> QueueConfig:
         """Stop claims (one transaction): from its commit on, claims return nothing.
@@ -85,7 +84,7 @@ class Queue:
     def config(self) -> QueueConfig:
         """The queue's settings; UnknownQueueError if it was never created."""
         with self.file.read():
-            return admin.require_queue(self.file.conn, self.name)
+            return queue_admin.require_queue(self.file.conn, self.name)
 
     def exists(self) -> bool:
         with self.file.read():
@@ -139,28 +138,26 @@ class Queue:
                 if remaining is not None and remaining <= 0:
                     raise
             # Sleep with back-off, but look again as soon as the file changed.
-            self._wait_for_change(step if remaining is None else min(step, remaining))
+            self.file.wait_for_commit(step if remaining is None else min(step, remaining))
             step = min(step * 2, _MAX_WAIT_STEP_S)
 
-    def _wait_for_change(self, timeout_s: float) -> None:
-        version = self.file.data_version()
-        end = time.monotonic() + timeout_s
-        pause = 0.0005
-        while time.monotonic() < end and self.file.data_version() == version:
-            time.sleep(min(pause, max(0.0, end - time.monotonic())))
-            pause = min(pause * 2, 0.01)
-
     # -- leases ------------------------------------------------------------
-    def claim(self, limit: int = 1, *, lease_ms: int | None = None) -> list[Job]:
-        """Lease up to ``limit`` due jobs in one transaction (one ``UPDATE ... RETURNING``).
+    def claim(
+        self, limit: int = 1, *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
+    ) -> list[Job]:
+        """Lease up to ``limit`` due jobs in one transaction (one ``UPDATE ... RETURNING``)
+        for ``visibility_timeout_ms`` (default: the queue's; ``lease_ms`` is its deprecated
+        name).
 
         At-least-once: a job comes back to another claim if this lease expires
         before ack, nack or extend. Order is ``priority DESC, available_at, id``.
         A paused queue returns nothing; ``max_leased`` and the rate limit may
         cut the batch short (:meth:`admission` says why).
         """
+        lease = _visibility_timeout("claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
-            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
 
     def ack(self, job: Lease) -> None:
         """Mark one leased job done (deleted), one transaction; StaleLeaseError if lost."""
@@ -174,16 +171,18 @@ class Queue:
             return leases.ack(conn, self.name, jobs)
 
     def ack_and_claim(
-        self, done: Iterable[Lease], limit: int, *, lease_ms: int | None = None
+        self, done: Iterable[Lease], limit: int, *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
     ) -> tuple[LeaseResult, list[Job]]:
         """Ack ``done`` and claim up to ``limit`` more in ONE transaction (one commit, not two).
 
         For a consumer loop: the ack is as durable as :meth:`ack_many`'s and
         the claim is the same ``UPDATE ... RETURNING`` as :meth:`claim`.
         """
+        lease = _visibility_timeout("ack_and_claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
             acked = leases.ack(conn, self.name, done)
-            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease_ms)
+            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
 
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
@@ -207,10 +206,15 @@ class Queue:
         with self.file.write() as conn:
             return leases.release(conn, self.name, jobs, count_attempt=count_attempt)
 
-    def extend(self, jobs: Iterable[Lease], *, lease_ms: int | None = None) -> LeaseResult:
-        """Heartbeat: push the leases' expiry to ``lease_ms`` from now (one transaction)."""
+    def extend(
+        self, jobs: Iterable[Lease], *, visibility_timeout_ms: int | None = None,
+        lease_ms: int | None = None,
+    ) -> LeaseResult:
+        """Heartbeat: push the leases' expiry to ``visibility_timeout_ms`` (default: the
+        queue's) from now (one transaction); ``lease_ms`` is its deprecated name."""
+        lease = _visibility_timeout("extend", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
-            return leases.extend(conn, self.name, jobs, lease_ms=lease_ms)
+            return leases.extend(conn, self.name, jobs, lease_ms=lease)
 
     def _stale_message(self, action: str, ids: list[int]) -> str:
         return (
@@ -224,53 +228,53 @@ class Queue:
     def stats(self) -> QueueStats:
         """Ready, leased, delayed and dead counts and the oldest ready age, from one snapshot."""
         with self.file.read():
-            return admin.stats(self.file.conn, self.name)[0]
+            return queue_admin.stats(self.file.conn, self.name)[0]
 
     def peek(self, limit: int = 10) -> list[JobInfo]:
         check_int(limit, "peek limit", error=QueueConfigError)
         with self.file.read():
-            return admin.peek(self.file.conn, self.name, limit)
+            return queue_admin.peek(self.file.conn, self.name, limit)
 
     def get(self, job_id: int) -> JobInfo:
         check_int(job_id, "job id")
         with self.file.read():
-            return admin.get_job(self.file.conn, self.name, job_id)
+            return queue_admin.get_job(self.file.conn, self.name, job_id)
 
     def remove(self, job_id: int) -> str:
         """Delete one job, queued, leased or dead (one transaction); returns its state."""
         check_int(job_id, "job id")
         with self.file.write() as conn:
-            return admin.remove_job(conn, self.name, job_id)
+            return queue_admin.remove_job(conn, self.name, job_id)
 
     def purge(self, *, include_leased: bool = False) -> int:
         """Delete ready and delayed jobs (and leased with ``include_leased``) in one transaction."""
         with self.file.write() as conn:
-            return admin.purge(conn, self.name, include_leased=include_leased)
+            return queue_admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
         """Delete jobs past their TTL that no live lease holds (one transaction)."""
         with self.file.write() as conn:
-            return admin.sweep_expired(conn, self.name)
+            return queue_admin.sweep_expired(conn, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
         check_optional_int(limit, "dead letters limit", error=QueueConfigError,
                            none_means="all")
         with self.file.read():
-            return admin.dead_letters(self.file.conn, self.name, limit)
+            return queue_admin.dead_letters(self.file.conn, self.name, limit)
 
     def requeue_dead(self, job_ids: Iterable[int] | None = None) -> list[int]:
         """Move dead letters (all, or these) back to ready, attempts reset (one transaction)."""
         with self.file.write() as conn:
-            return admin.requeue_dead(conn, self.name, job_ids)
+            return queue_admin.requeue_dead(conn, self.name, job_ids)
 
     def purge_dead(self, job_ids: Iterable[int] | None = None) -> int:
         with self.file.write() as conn:
-            return admin.purge_dead(conn, self.name, job_ids)
+            return queue_admin.purge_dead(conn, self.name, job_ids)
 
-    def counters(self) -> admin.QueueCounters:
+    def counters(self) -> queue_admin.QueueCounters:
         """Jobs ever acked, failed and dead-lettered (one read); UnknownQueueError if missing."""
         with self.file.read() as conn:
-            return admin.counters(conn, self.name)
+            return queue_admin.counters(conn, self.name)
 
     # -- workers -------------------------------------------------------------
     def register_worker(self, *, host: str, pid: int, concurrency: int, ttl_ms: int) -> int:
@@ -306,3 +310,19 @@ class Queue:
         """The queue's registered workers, alive or lost (one read)."""
         with self.file.read() as conn:
             return queue_workers.list_workers(conn, self.name, now=now_ms())
+
+
+def _visibility_timeout(
+    method: str, visibility_timeout_ms: int | None, lease_ms: int | None
+) -> int | None:
+    """A lease's length has one name, the queue setting's; ``lease_ms`` was its name in
+    claim, ack_and_claim and extend before, and still works, with a DeprecationWarning."""
+    if lease_ms is None:
+        return visibility_timeout_ms
+    if visibility_timeout_ms is not None:
+        raise TypeError(
+            f"{method}() got both 'visibility_timeout_ms' and its deprecated name 'lease_ms'"
+        )
+    warnings.warn(f"{method}(lease_ms=...) is deprecated; use visibility_timeout_ms=...",
+                  DeprecationWarning, stacklevel=4)  # past the translating wrapper
+    return lease_ms

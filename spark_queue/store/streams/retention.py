@@ -13,10 +13,11 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
+from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, one_row
 from spark_queue.store.streams import time_marks
-from spark_queue.store.streams.topics import bounds_of, now_ms, topic_id
+from spark_queue.store.streams.topic_log import bounds_of, now_ms, topic_id
 
 
 class PruneResult(NamedTuple):
@@ -29,15 +30,15 @@ class PruneResult(NamedTuple):
 
 
 def set_retention(
-    conn: apsw.Connection, topic: str, *, max_age_ms: int | None, max_rows: int | None
+    conn: apsw.Connection, topic: str, *, retention_ms: int | None, retention_rows: int | None
 ) -> None:
     """Store the topic's default retention (None clears a limit)."""
-    for name, value in (("retention_ms", max_age_ms), ("retention_rows", max_rows)):
-        check_optional_int(value, name, low=1, error=OptionError, owner="retention",
-                           none_means="no limit")
+    for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
+        check_optional_int(value, name, low=int(TOPIC_SETTING[name].low), error=OptionError,
+                           owner="retention", none_means="no limit")
     conn.execute(
         "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
-        (max_age_ms, max_rows, topic_id(conn, topic)),
+        (retention_ms, retention_rows, topic_id(conn, topic)),
     )
 
 
@@ -52,8 +53,8 @@ def prune_id(
     tid: int,
     topic: str,
     *,
-    max_age_ms: int | None = None,
-    max_rows: int | None = None,
+    retention_ms: int | None = None,
+    retention_rows: int | None = None,
     force: bool = False,
     at_ms: int | None = None,
 ) -> PruneResult:
@@ -66,17 +67,17 @@ def prune_id(
     stored_ms, stored_rows = one_row(
         conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
     )
-    max_age_ms = stored_ms if max_age_ms is None else max_age_ms
-    max_rows = stored_rows if max_rows is None else max_rows
-    for name, value in (("retention_ms", max_age_ms), ("retention_rows", max_rows)):
+    retention_ms = stored_ms if retention_ms is None else retention_ms
+    retention_rows = stored_rows if retention_rows is None else retention_rows
+    for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
         check_optional_int(value, name, error=OptionError, owner="prune", none_means="no limit")
     check_optional_int(at_ms, "at_ms", error=OptionError, owner="prune", none_means="now")
     earliest, latest = bounds_of(conn, tid)
     cut = earliest
-    if max_rows is not None:
-        cut = max(cut, latest - max_rows)
-    if max_age_ms is not None:
-        cutoff_ts = (now_ms() if at_ms is None else at_ms) - max_age_ms
+    if retention_rows is not None:
+        cut = max(cut, latest - retention_rows)
+    if retention_ms is not None:
+        cutoff_ts = (now_ms() if at_ms is None else at_ms) - retention_ms
         # Everything before the first event that is young enough goes.
         young = time_marks.first_at_or_after(conn, tid, cutoff_ts)
         cut = max(cut, latest if young is None else young)

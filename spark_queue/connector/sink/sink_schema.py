@@ -33,7 +33,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_queue.connector.sink.options import FORMAT, SinkOptions
+from spark_queue.connector.sink.sink_options import FORMAT, SinkOptions
 from spark_queue.errors import SinkSchemaError
 from spark_queue.store import BYTES, JSON, TEXT
 

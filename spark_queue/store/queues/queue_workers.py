@@ -16,7 +16,7 @@ from typing import Any
 
 import apsw
 
-from spark_queue.store.queues.admin import require_queue
+from spark_queue.store.queues.queue_admin import require_queue
 
 # How long the row of a worker that died without stopping stays listed.
 LOST_KEPT_MS = 86_400_000

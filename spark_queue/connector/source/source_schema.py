@@ -20,7 +20,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_queue.connector.source.options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import FORMAT, SourceOptions
 from spark_queue.errors import OptionError
 
 HEADERS_TYPE = ArrayType(

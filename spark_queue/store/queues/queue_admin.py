@@ -1,6 +1,6 @@
 """Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
 
-The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.jobs`.
+The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.queue_jobs`.
 Functions that write expect the caller to hold the write transaction; the
 read-only ones expect one read snapshot.
 """
@@ -13,12 +13,13 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
+from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, allowed
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import first_value, one_row
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.queues import controls
-from spark_queue.store.queues.jobs import (
+from spark_queue.store.queues.queue_jobs import (
     CONFIG_COLUMNS,
     QueueConfig,
     config_from_row,
@@ -26,26 +27,10 @@ from spark_queue.store.queues.jobs import (
     get_queue,
 )
 
-# Settings a caller may change, with the smallest value each allows.
-SETTINGS = {
-    "visibility_timeout_ms": 1,
-    "max_attempts": 1,
-    "backoff_base_ms": 0,
-    "backoff_cap_ms": 0,
-    "max_size": 1,
-    "idempotency_window_ms": 1,
-    "paused": None,
-    "max_leased": 1,
-    "rate_limit_per_s": 0,
-    "rate_burst": 1,
-    "max_payload_bytes": 1,
-}
-# Settings that None switches off (no limit).
-NULLABLE = frozenset({"max_size", "max_leased", "rate_limit_per_s", "rate_burst",
-                      "max_payload_bytes"})
-# The most a rate limit may be: beyond it the bucket arithmetic loses precision.
-_MAX_RATE_PER_S = 1e9
-_MAX_SETTING = 1 << 62
+# The settings a caller may change (declared in spark_queue/setting_table.py), and those
+# None switches off (no limit).
+SETTINGS = QUEUE_SETTING
+NULLABLE = frozenset(s.name for s in QUEUE_SETTINGS if s.nullable)
 
 
 class QueueStats(NamedTuple):
@@ -88,33 +73,31 @@ def require_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
 
 def _check_setting(queue: str, name: str, value: Any) -> Any:
     """The value to store for setting ``name``; QueueConfigError names what is allowed."""
-    if name not in SETTINGS:
+    setting = SETTINGS.get(name)
+    if setting is None:
         raise QueueConfigError(
             f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
         )
-    if value is None and name in NULLABLE:
+    if value is None and setting.nullable:
         return None
-    or_none = " or None (no limit)" if name in NULLABLE else ""
-    if name == "paused":
+    if setting.kind is bool:
         if not isinstance(value, bool):
-            raise QueueConfigError(f"queue {queue!r} setting paused must be True or False; "
+            raise QueueConfigError(f"queue {queue!r} setting {name} must be True or False; "
                                    f"got {value!r}.")
         return int(value)
-    if name == "rate_limit_per_s":
+    if setting.kind is float:
         ok = (not isinstance(value, bool) and isinstance(value, (int, float))
-              and 0 < value <= _MAX_RATE_PER_S)
+              and setting.low < value <= setting.high)
         if not ok:
             raise QueueConfigError(
-                f"queue {queue!r} setting rate_limit_per_s (jobs per second) must be a number "
-                f"> 0 and <= {_MAX_RATE_PER_S:.0e}{or_none}; got {value!r}."
+                f"queue {queue!r} setting {name} (jobs per second) must be "
+                f"{allowed(setting)}; got {value!r}."
             )
         return float(value)
-    # The upper bound keeps `now + setting` in SQLite's 64-bit integers (see queues._MAX_MS).
-    low = SETTINGS[name]
-    assert low is not None, "paused, the one setting without a lowest value, returned above"
+    assert isinstance(setting.low, int), "an int setting's lowest value is an int"
     return check_int(
-        value, name, low=low, high=_MAX_SETTING - 1, error=QueueConfigError,
-        owner=f"queue {queue!r} setting", or_none="no limit" if name in NULLABLE else None,
+        value, name, low=setting.low, high=int(setting.high), error=QueueConfigError,
+        owner=f"queue {queue!r} setting", or_none="no limit" if setting.nullable else None,
     )
 
 

@@ -36,7 +36,9 @@ class QueueConfig(NamedTuple):
 
 class QueueSettings(TypedDict, total=False):
     """The settings :meth:`Store.queue <spark_queue.store.Store.queue>` and
-    :meth:`Queue.configure <spark_queue.store.Queue.configure>` take by keyword.
+    :meth:`Queue.configure <spark_queue.store.Queue.configure>` take by keyword: the
+    declaration in :mod:`spark_queue.setting_table`, spelled statically for mypy
+    (``tests/test_setting_table.py`` holds the two together).
 
     A setting left out keeps its value (a new queue starts with the defaults);
     None switches a limit off. Checked when given: a bad value or an unknown

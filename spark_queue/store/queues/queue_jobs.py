@@ -53,7 +53,7 @@ from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes
 from spark_queue.store.queues import controls
-from spark_queue.store.queues.config import CONFIG_COLUMNS, QueueConfig, config_from_row
+from spark_queue.store.queues.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
 
 # The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
 _MAX_MS = 1 << 62
@@ -418,7 +418,9 @@ def _claim_rows(
 def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
     if lease_ms is None:
         return config.visibility_timeout_ms
-    return check_int(lease_ms, "lease_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError)
+    return check_int(
+        lease_ms, "visibility_timeout_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError
+    )
 
 
 def bury(

@@ -14,11 +14,12 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
+from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import mirrors, retention, time_marks
-from spark_queue.store.streams.topics import (
+from spark_queue.store.streams.topic_log import (
     TopicInfo,
     bounds_of,
     ensure_topic,
@@ -27,7 +28,8 @@ from spark_queue.store.streams.topics import (
     topic_id,
 )
 
-TOPIC_SETTINGS = ("retention_ms", "retention_rows", "max_payload_bytes")
+# The settings (declared in spark_queue/setting_table.py).
+TOPIC_SETTINGS = tuple(TOPIC_SETTING)
 
 
 class TopicDeleted(NamedTuple):
@@ -71,8 +73,8 @@ def configure(
         )
         retention.set_retention(
             conn, topic,
-            max_age_ms=settings.get("retention_ms", stored_ms),
-            max_rows=settings.get("retention_rows", stored_rows),
+            retention_ms=settings.get("retention_ms", stored_ms),
+            retention_rows=settings.get("retention_rows", stored_rows),
         )
     return next(info for info in list_topics(conn) if info.name == topic)
 

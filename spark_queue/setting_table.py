@@ -1,0 +1,126 @@
+"""Every queue and topic setting, declared once: its name, type, default, bounds, doc line
+and CLI flag. Imports nothing of spark_queue, so every layer may read it.
+
+What reads it: the store's check of a value (``Queue.configure``, ``Store.queue``), the
+CLI's flags (``sqliteq queue create|config``, ``topic create|config``) and the durations
+its tables print, the docs' settings tables (``docs/queues.md``, ``docs/store.md``,
+rendered by :func:`markdown_table`). What cannot read it, and is held to it by
+``tests/test_setting_table.py``: the column defaults of ``sq_queues`` (forward-only
+migrations in :mod:`spark_queue.store.file.schema`, so a queue any SQLite client creates
+gets them too), and the static types mypy needs (``QueueConfig``, ``QueueSettings``).
+
+The store's bound on integers, :data:`MAX_SETTING`: a duration is added to epoch
+milliseconds in SQL, so every setting stays below 2**62 (any clock fits beside it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+MAX_SETTING = (1 << 62) - 1
+# A rate limit beyond this loses precision in the token bucket's arithmetic.
+MAX_RATE_PER_S = 1e9
+
+
+class Setting(NamedTuple):
+    """One setting. ``kind`` is ``int``, ``float`` or ``bool``; ``low`` is the lowest
+    value allowed (inclusive for ``int``, exclusive for ``float``: a rate above 0; unused
+    for ``bool``);
+    ``default`` None means no limit, and None switches the limit off again (``off_flag``
+    in the CLI). ``duration``: milliseconds, which the CLI reads as ``30s``, ``5m``, ``1h``
+    and its tables print so."""
+
+    name: str
+    kind: type
+    default: int | float | bool | None
+    low: int | float
+    doc: str
+    flag: str | None
+    off_flag: str | None = None
+    high: float = MAX_SETTING
+    duration: bool = False
+
+    @property
+    def nullable(self) -> bool:
+        return self.default is None
+
+
+QUEUE_SETTINGS: tuple[Setting, ...] = (
+    Setting("visibility_timeout_ms", int, 30_000, 1,
+            "how long a claim leases a job (its lease); a job not acked, nacked or extended "
+            "by then is claimable again", "--visibility-timeout-ms", duration=True),
+    Setting("max_attempts", int, 5, 1,
+            "attempts before a failing job moves to the dead letters", "--max-attempts"),
+    Setting("backoff_base_ms", int, 1_000, 0,
+            "a nack's first retry delay, doubled per attempt (plus jitter)", "--backoff-base-ms",
+            duration=True),
+    Setting("backoff_cap_ms", int, 300_000, 0, "the longest retry delay", "--backoff-cap-ms",
+            duration=True),
+    Setting("max_size", int, None, 1,
+            "the most jobs queued (ready, delayed, leased): an enqueue beyond waits or fails",
+            "--max-size", "--no-max-size"),
+    Setting("idempotency_window_ms", int, 86_400_000, 1,
+            "how long an idempotency key is remembered after its enqueue",
+            "--idempotency-window-ms", duration=True),
+    Setting("paused", bool, False, 0,
+            "claims return nothing; enqueues land (`sqliteq queue pause`, `resume`)", None),
+    Setting("max_leased", int, None, 1,
+            "the most jobs of the queue holding a live lease at once", "--max-leased",
+            "--no-max-leased"),
+    Setting("rate_limit_per_s", float, None, 0,
+            "claims take at most this many jobs per second on average (a token bucket)",
+            "--rate-limit-per-s", "--no-rate-limit", high=MAX_RATE_PER_S),
+    Setting("rate_burst", int, None, 1,
+            "the token bucket's size (default: the rate, at least 1)", "--rate-burst",
+            "--no-rate-burst"),
+    Setting("max_payload_bytes", int, None, 1,
+            "an enqueue with a larger payload fails whole", "--max-payload-bytes",
+            "--no-max-payload-bytes"),
+)
+
+TOPIC_SETTINGS: tuple[Setting, ...] = (
+    Setting("retention_ms", int, None, 1,
+            "prune events older than this", "--retention", "--no-retention", duration=True),
+    Setting("retention_rows", int, None, 1,
+            "prune all but the newest N events", "--retention-rows", "--no-retention-rows"),
+    Setting("max_payload_bytes", int, None, 1,
+            "a publish with a larger value fails whole", "--max-payload-bytes",
+            "--no-max-payload-bytes"),
+)
+
+QUEUE_SETTING = {s.name: s for s in QUEUE_SETTINGS}
+TOPIC_SETTING = {s.name: s for s in TOPIC_SETTINGS}
+
+
+def allowed(setting: Setting) -> str:
+    """What a setting takes, in words: ``an integer >= 1``, ``True or False``, ..."""
+    if setting.kind is bool:
+        return "True or False"
+    if setting.kind is float:
+        text = f"a number > {setting.low:g} and <= {setting.high:.0e}"
+    else:
+        text = f"an integer >= {setting.low}"
+    return text + (" or None (no limit)" if setting.nullable else "")
+
+
+def default_text(setting: Setting) -> str:
+    """The default as the docs say it: ``30000`` (``30s``), ``no limit``, ``False``."""
+    if setting.default is None:
+        return "no limit"
+    if setting.duration:
+        return f"{setting.default} ms"
+    return str(setting.default)
+
+
+def markdown_table(settings: tuple[Setting, ...]) -> str:
+    """The docs' table of ``settings``, one row each, as the docs hold it."""
+    rows = [
+        "| setting | CLI flag | default | allowed | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for s in settings:
+        flags = " ".join(f"`{f}`" for f in (s.flag, s.off_flag) if f) or "—"
+        rows.append(
+            f"| `{s.name}` | {flags} | {default_text(s)} | {allowed(s)} | {s.doc} |"
+        )
+    return "\n".join(rows) + "\n"
