@@ -45,6 +45,8 @@ STORE_CALLS = {
     "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, topic="t"),
     "queue": lambda s, q, n: s.queue("q", max_attempts=n),
     "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
+    "start_topic_at": lambda s, q, n: s.start_topic_at("t3", n),
+    "fix_mirror_shift": lambda s, q, n: s.fix_mirror_shift("t", n),
 }
 STORE_NO_INTEGER = {
     "create_topic": lambda s: s.create_topic("t2"),
@@ -54,6 +56,7 @@ STORE_NO_INTEGER = {
     "topics": lambda s: s.topics(),
     "delete_topic": lambda s: s.delete_topic("t"),
     "has_topic": lambda s: s.has_topic("t"),
+    "mirror_shift": lambda s: s.mirror_shift("t"),
     "committed_offsets": lambda s: s.committed_offsets("c"),
     "consumers": lambda s: s.consumers(),
     "delete_consumer": lambda s: s.delete_consumer("c"),
