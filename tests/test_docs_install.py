@@ -52,19 +52,21 @@ def test_delta_pin_is_the_one_the_readme_names():
 
 
 def test_the_databricks_section_matches_the_code():
-    from spark_queue.spark.notebooks import DATABRICKS_LOCAL_DISK
+    from spark_queue.spark.notebooks import DATABRICKS_LOCAL_DISK, DATABRICKS_TABLES_ROOT
     from spark_queue.store.file.filesystem import DATABRICKS_FUSE_MOUNTS
 
     databricks = section(VERSIONS_PAGE, "## On Databricks")
     for mount in DATABRICKS_FUSE_MOUNTS:
         assert f"`{mount}/...`" in databricks, mount
     assert f"`{DATABRICKS_LOCAL_DISK}`" in databricks
-    for name in ("run_available_now", '.option("readPath", "driver")', "UnsafeFileSystemError",
+    # Multi-node clusters need no option: readPath=auto ships rows there (docs/cluster.md).
+    for name in ("run_available_now", "`readPath=auto`", "(cluster.md)", "UnsafeFileSystemError",
                  "sqliteq backup", "spark_queue.register(spark)"):
         assert name in databricks, name
     notebook = (ROOT / "notebooks" / "01_quickstart.py").read_text(encoding="utf-8")
     for promise in ("/local_disk0/spark_queue/quickstart", "/dbfs/", "/Volumes/",
-                    "sqliteq backup", '"readPath", "driver"'):
+                    "sqliteq backup", "docs/cluster.md", "tables_dir",
+                    f"{DATABRICKS_TABLES_ROOT}/quickstart", "%pip install"):
         assert promise in notebook, promise
 
 
