@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from spark_queue.store import Producer, Queue, Store
     from spark_queue.worker import Worker
 
-__version__ = "0.1.0"
+from spark_queue.defaults import FORMAT_NAME
 
-FORMAT_NAME = "sqliteq"
+__version__ = "0.1.0"
 
 # The names loaded on first use, and the module each comes from.
 _LAZY = {

@@ -8,6 +8,10 @@ so a queue created by any SQLite client gets them, and ``tests/test_setting_tabl
 holds the two together.
 """
 
+#: The Spark format name (``format("sqliteq")``) and the prefix of every connector message;
+#: here so the connector never imports the package face, which imports the connector.
+FORMAT_NAME = "sqliteq"
+
 #: ``PRAGMA synchronous`` per connection: ``normal`` in WAL mode survives a process
 #: crash without losing a commit, and may lose the last commits on power loss.
 DURABILITY = "normal"

@@ -258,3 +258,22 @@ def test_no_module_passes_500_lines():
     long = {name: n for name, path in MODULES.items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500}
     assert long == {}
+
+
+#: What the package face (spark_queue/__init__.py) loads: the store, the worker and, in
+#: register(), the connector, with what they stand on.
+BELOW_THE_FACE = ("spark_queue.store", "spark_queue.worker", "spark_queue.connector",
+                  "spark_queue.errors", "spark_queue.defaults", "spark_queue.times")
+
+
+def test_nothing_below_the_package_face_imports_it():
+    """A module the face loads that imported the face back would be an arrow up and a
+    circle in waiting; constants the layers share live in spark_queue.defaults."""
+    found = [
+        (name, f"from spark_queue import {imported}")
+        for name, path in MODULES.items()
+        if any(within(name, below) for below in BELOW_THE_FACE)
+        for module, imported in imports(path)
+        if module == "spark_queue" and resolve(module, imported) == "spark_queue"
+    ]
+    assert found == []

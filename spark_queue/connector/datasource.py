@@ -11,11 +11,11 @@ from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from spark_queue import FORMAT_NAME
 from spark_queue.connector import compat
 from spark_queue.connector.source.offsets import check_path_exists
 from spark_queue.connector.source.source_options import SourceOptions, parse_source_options
 from spark_queue.connector.source.source_schema import check_user_schema, default_schema
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OptionError, SparkQueueError
 
 # Readers, writers and the store are imported by the methods that use them: Spark

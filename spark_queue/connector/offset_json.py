@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from spark_queue import FORMAT_NAME
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OptionError
 
 EARLIEST_SENTINEL = -2

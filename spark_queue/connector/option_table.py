@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_queue import FORMAT_NAME
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import InvalidNameError, OptionError
 from spark_queue.times import parse_duration_ms, parse_time_ms
 

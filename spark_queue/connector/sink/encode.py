@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_queue import FORMAT_NAME
 from spark_queue.connector.sink.sink_schema import SinkLayout
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import PayloadError
 from spark_queue.store import JSON
 

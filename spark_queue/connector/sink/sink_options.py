@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from spark_queue import FORMAT_NAME
 from spark_queue.connector.option_table import (
     Option,
     OptionTable,
@@ -22,10 +21,8 @@ from spark_queue.connector.option_table import (
     non_negative_int,
     text,
 )
-from spark_queue.defaults import DURABILITY, DURABILITY_LEVELS, SINK_BUSY_TIMEOUT_MS
+from spark_queue.defaults import DURABILITY, DURABILITY_LEVELS, FORMAT_NAME, SINK_BUSY_TIMEOUT_MS
 from spark_queue.errors import OptionError
-
-FORMAT = FORMAT_NAME
 
 #: Every option the sink reads (order = docs/writing.md's table order).
 SINK_OPTIONS: tuple[Option, ...] = (
@@ -89,30 +86,30 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
     path = given["path"]
     if path is None or not path.strip():
         raise OptionError(
-            f"{FORMAT} sink needs option 'path': the store file to write, e.g. "
+            f"{FORMAT_NAME} sink needs option 'path': the store file to write, e.g. "
             f".option('path', '/data/events.sqlite') or .save('/data/events.sqlite')."
         )
     topic, queue = given["topic"], given["queue"]
     if topic is not None and queue is not None:
         raise OptionError(
-            f"{FORMAT} sink takes option 'topic' (publish) or 'queue' (enqueue), not both; "
+            f"{FORMAT_NAME} sink takes option 'topic' (publish) or 'queue' (enqueue), not both; "
             f"got topic={topic!r} and queue={queue!r}."
         )
     sink_id, batch_id = given["sinkId"], given["batchId"]
     if batch_id is not None:
         if streaming:
             raise OptionError(
-                f"{FORMAT} option 'batchId' is for batch writes only; a streaming query "
+                f"{FORMAT_NAME} option 'batchId' is for batch writes only; a streaming query "
                 "uses Spark's micro-batch ids. Remove it."
             )
         if sink_id is None:
             raise OptionError(
-                f"{FORMAT} option 'batchId' needs option 'sinkId' too: the ledger skips a "
+                f"{FORMAT_NAME} option 'batchId' needs option 'sinkId' too: the ledger skips a "
                 "batch id already committed under that sink name."
             )
     elif sink_id is not None and not streaming:
         raise OptionError(
-            f"{FORMAT} option 'sinkId' in a batch write needs option 'batchId' too (the "
+            f"{FORMAT_NAME} option 'sinkId' in a batch write needs option 'batchId' too (the "
             "ledger skips a batch id already committed under that sink); remove 'sinkId' "
             "for a one-off write."
         )
@@ -135,7 +132,7 @@ def _refuse_async_progress(options: Mapping[str, str]) -> None:
     for key, value in options.items():
         if str(key).lower() == ASYNC_PROGRESS.lower() and str(value).strip().lower() == "true":
             raise OptionError(
-                f"{FORMAT} sink refuses {ASYNC_PROGRESS}=true: async progress tracking is "
+                f"{FORMAT_NAME} sink refuses {ASYNC_PROGRESS}=true: async progress tracking is "
                 "at-least-once (after a crash Spark may replay a batch id over a different "
                 "offset range), and this sink's exactly-once ledger skips batch ids it already "
                 "committed, so rows would be lost. Remove the option; for low latency use the "

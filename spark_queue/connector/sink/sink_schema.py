@@ -33,7 +33,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_queue.connector.sink.sink_options import FORMAT, SinkOptions
+from spark_queue.connector.sink.sink_options import SinkOptions
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import SinkSchemaError
 from spark_queue.store import BYTES, JSON, TEXT
 
@@ -90,7 +91,8 @@ def plan_layout(schema: StructType, options: SinkOptions) -> SinkLayout:
         lowered = field.name.lower()
         if lowered in by_name:
             raise SinkSchemaError(
-                f"{FORMAT} sink: columns {by_name[lowered][0]!r} and {field.name!r} differ only "
+                f"{FORMAT_NAME} sink: columns {by_name[lowered][0]!r} and {field.name!r} differ "
+                "only "
                 "in case; rename one of them."
             )
         by_name[lowered] = (field.name, field.dataType)
@@ -107,14 +109,14 @@ def _topic_layout(
     if options.topic is None:
         if "topic" not in by_name:
             raise SinkSchemaError(
-                f"{FORMAT} sink needs a destination: option 'topic' (publish), option 'queue' "
+                f"{FORMAT_NAME} sink needs a destination: option 'topic' (publish), option 'queue' "
                 "(enqueue), or a string column 'topic' naming each row's topic. The DataFrame "
                 f"has columns {_names(schema)}."
             )
         name, dtype = by_name["topic"]
         if not isinstance(dtype, StringType):
             raise SinkSchemaError(
-                f"{FORMAT} sink: column {name!r} routes rows to topics and must be string; "
+                f"{FORMAT_NAME} sink: column {name!r} routes rows to topics and must be string; "
                 f"got {dtype.simpleString()}. Cast it, or set option 'topic'."
             )
         route = name
@@ -123,7 +125,8 @@ def _topic_layout(
         name, dtype = by_name["key"]
         if not isinstance(dtype, (StringType, BinaryType)):
             raise SinkSchemaError(
-                f"{FORMAT} sink: column {name!r} is the event key and must be string or binary; "
+                f"{FORMAT_NAME} sink: column {name!r} is the event key and must be string or "
+                "binary; "
                 f"got {dtype.simpleString()}. Cast it, e.g. col('{name}').cast('string')."
             )
         key = name
@@ -154,7 +157,7 @@ def _queue_layout(schema: StructType, by_name: dict[str, tuple[str, DataType]]) 
         if not ok:
             allowed = "tinyint, smallint, int or bigint" if kind == "integer" else "string"
             raise SinkSchemaError(
-                f"{FORMAT} sink: queue column {name!r} sets the job's {field} and must be "
+                f"{FORMAT_NAME} sink: queue column {name!r} sets the job's {field} and must be "
                 f"{allowed}; got {dtype.simpleString()}. Cast it, or rename the column if it "
                 "is payload data."
             )
@@ -180,14 +183,14 @@ def _payload(
         if isinstance(dtype, BinaryType):
             return name, BYTES, ()
         raise SinkSchemaError(
-            f"{FORMAT} sink: column {name!r} is the payload and must be string or binary; got "
+            f"{FORMAT_NAME} sink: column {name!r} is the payload and must be string or binary; got "
             f"{dtype.simpleString()}. Cast it (e.g. to_json(col('{name}')) for a struct), or "
             "rename it to write the whole row as one JSON object."
         )
     columns = tuple(f.name for f in schema.fields if f.name.lower() not in reserved)
     if not columns:
         raise SinkSchemaError(
-            f"{FORMAT} sink: no column to write. Give a string or binary 'value' column, or "
+            f"{FORMAT_NAME} sink: no column to write. Give a string or binary 'value' column, or "
             f"data columns to write as one JSON object per row; the DataFrame has "
             f"{_names(schema)} (reserved here: {', '.join(reserved)})."
         )
@@ -210,7 +213,7 @@ def _check_json(path: str, dtype: DataType) -> None:
     if isinstance(dtype, MapType):
         if not isinstance(dtype.keyType, StringType):
             raise SinkSchemaError(
-                f"{FORMAT} sink: column {path!r} is {dtype.simpleString()}, which has no JSON "
+                f"{FORMAT_NAME} sink: column {path!r} is {dtype.simpleString()}, which has no JSON "
                 f"form: JSON object keys are strings. Cast the keys (transform_keys) or drop "
                 f"the column. Allowed in a JSON row: {_JSON_ALLOWED}."
             )
@@ -218,7 +221,8 @@ def _check_json(path: str, dtype: DataType) -> None:
         return
     hint = " Encode it first, e.g. base64(col)." if isinstance(dtype, BinaryType) else ""
     raise SinkSchemaError(
-        f"{FORMAT} sink: column {path!r} of type {dtype.simpleString()} cannot be written into "
+        f"{FORMAT_NAME} sink: column {path!r} of type {dtype.simpleString()} cannot be written "
+        "into "
         f"the row's JSON value.{hint} Allowed in a JSON row: {_JSON_ALLOWED}; or give a string "
         "or binary 'value' column."
     )
@@ -240,7 +244,7 @@ def _headers_kind(name: str, dtype: DataType) -> str:
         ):
             return "array"
     raise SinkSchemaError(
-        f"{FORMAT} sink: column {name!r} holds the event headers and must be "
+        f"{FORMAT_NAME} sink: column {name!r} holds the event headers and must be "
         "map<string,string> or Kafka's array<struct<key:string,value:binary>> (value may be "
         f"string); got {dtype.simpleString()}."
     )

@@ -32,8 +32,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter
 from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
 from spark_queue.connector.sink.commit_message import SqliteQueueCommitMessage
 from spark_queue.connector.sink.encode import encode_batch
-from spark_queue.connector.sink.sink_options import FORMAT, SinkOptions
+from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import JSON, SinkLayout
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import SparkQueueError
 from spark_queue.store import Encoded, EncodedChunk, NewJob, SinkCommit, Store
 
@@ -122,7 +123,7 @@ class _SinkWriter:
             store.close()
         logger.info(
             "%s sink %s batch %s: %s %d rows in %.3fs",
-            FORMAT,
+            FORMAT_NAME,
             sink_id,
             batch_id,
             "skipped, already committed;" if result.skipped else "wrote",
@@ -144,7 +145,7 @@ class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
         self._commit(messages, self.options.sink_id, self.options.batch_id)
 
     def abort(self, messages: list[SqliteQueueCommitMessage | None]) -> None:  # type: ignore[override]
-        logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT)
+        logger.warning("%s sink: batch write aborted; nothing was written.", FORMAT_NAME)
 
 
 # The bases depend on the pyspark version (compat.STREAM_ARROW_WRITER_BASES), which mypy cannot
@@ -162,7 +163,7 @@ class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type:
         for message in present:
             if message.batch_id is not None and message.batch_id != batchId:
                 raise SparkQueueError(
-                    f"{FORMAT} sink: a task wrote micro-batch {message.batch_id} but Spark "
+                    f"{FORMAT_NAME} sink: a task wrote micro-batch {message.batch_id} but Spark "
                     f"commits batch {batchId}; refusing to commit rows under the wrong id."
                 )
         sink_id = self.options.sink_id
@@ -170,13 +171,13 @@ class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type:
             query_ids = {m.query_id for m in present if m.query_id is not None}
             if len(query_ids) > 1:
                 raise SparkQueueError(
-                    f"{FORMAT} sink: tasks of batch {batchId} report different query ids "
+                    f"{FORMAT_NAME} sink: tasks of batch {batchId} report different query ids "
                     f"{sorted(query_ids)}; set option 'sinkId' to name the sink."
                 )
             if not query_ids:
                 if any(m.rows for m in present):
                     raise SparkQueueError(
-                        f"{FORMAT} sink: the tasks of batch {batchId} did not see Spark's "
+                        f"{FORMAT_NAME} sink: the tasks of batch {batchId} did not see Spark's "
                         f"'{QUERY_ID_PROPERTY}' property; set option 'sinkId' to name the sink."
                     )
                 return  # no task, no rows: nothing to write and no id to record it under
@@ -184,7 +185,9 @@ class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type:
         self._commit(messages, sink_id, batchId)
 
     def abort(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:
-        logger.warning("%s sink: micro-batch %d aborted; nothing was written.", FORMAT, batchId)
+        logger.warning(
+            "%s sink: micro-batch %d aborted; nothing was written.", FORMAT_NAME, batchId
+        )
 
 
 def _ipc_options(batch: pa.RecordBatch) -> pa.ipc.IpcWriteOptions:

@@ -20,7 +20,8 @@ from spark_queue.connector.source.offsets import (
     effective_start,
     sorted_offsets,
 )
-from spark_queue.connector.source.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OffsetRangeError
 
 
@@ -65,7 +66,7 @@ class TriggerAdmission:
             requested = start.get(topic, 0)
             if requested > top:
                 raise OffsetRangeError(
-                    f"{FORMAT} source: the checkpoint is at offset {requested} of topic "
+                    f"{FORMAT_NAME} source: the checkpoint is at offset {requested} of topic "
                     f"{topic!r} but the store's latest offset is {top}: the store file was "
                     "replaced or restored from an older copy. Use a new checkpoint location "
                     "(with startingOffsets) to read this file."

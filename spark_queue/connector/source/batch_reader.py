@@ -22,7 +22,8 @@ from spark_queue.connector.source.offsets import (
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
-from spark_queue.connector.source.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OptionError
 
 
@@ -44,7 +45,7 @@ class SqliteQueueBatchReader(DataSourceReader):
                 for topic, stop in end.items():
                     if stop < start.get(topic, 0):
                         raise OptionError(
-                            f"{FORMAT} source: for topic {topic!r} the ending offset {stop} "
+                            f"{FORMAT_NAME} source: for topic {topic!r} the ending offset {stop} "
                             f"is below the starting offset {start.get(topic, 0)}; "
                             "endingOffsets must be at or after startingOffsets."
                         )

@@ -14,9 +14,9 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from spark_queue import FORMAT_NAME as FORMAT
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
 from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import (
     DataLossError,
     OptionError,
@@ -49,7 +49,7 @@ def check_path_exists(options: SourceOptions) -> None:
     checked (a store, a version this code reads, a safe file system), at its first use."""
     if not os.path.exists(options.path):
         raise StoreNotFoundError(
-            f"{FORMAT} option 'path' names {options.path!r}, which does not exist on this "
+            f"{FORMAT_NAME} option 'path' names {options.path!r}, which does not exist on this "
             "machine; create the store first (`sqliteq init`, or publish to it) or fix the path."
         )
 
@@ -83,7 +83,7 @@ def missing_topics_message(options: SourceOptions, missing: list[str], known: li
         parts.append(f"{topic!r}{hint}")
     what = "topic" if len(missing) == 1 else "topics"
     return (
-        f"{FORMAT} source: {what} {', '.join(parts)} "
+        f"{FORMAT_NAME} source: {what} {', '.join(parts)} "
         f"{'does' if len(missing) == 1 else 'do'} not exist in {options.path!r}; "
         f"list its topics with `sqliteq topics {options.path}`"
     )
@@ -150,12 +150,12 @@ def checkpoint_offsets(offsets: object) -> dict[str, int]:
         return offsets
     kafka = isinstance(offsets, dict) and any(isinstance(v, dict) for v in offsets.values())
     raise OptionError(
-        f"{FORMAT} source: the checkpoint holds the offsets {offsets!r}, which this source "
+        f"{FORMAT_NAME} source: the checkpoint holds the offsets {offsets!r}, which this source "
         "never writes"
         + (" (Kafka's per-partition form {\"topic\": {\"0\": offset}})" if kafka else "")
         + ": the checkpoint was written by another source. Offsets of another source do not "
         "say where its events sit in a store file, so a pipeline swapped to "
-        f"format(\"{FORMAT}\") needs a new checkpoint location (checkpointLocation); "
+        f"format(\"{FORMAT_NAME}\") needs a new checkpoint location (checkpointLocation); "
         "choose where it starts with startingOffsets."
     )
 
@@ -206,7 +206,7 @@ def starting_offsets(store: Store, options: SourceOptions, bounds: Bounds) -> di
                 offset = latest
             elif topic in bounds and offset > latest:
                 raise OptionError(
-                    f"{FORMAT} option 'startingOffsets' asks for offset {offset} of topic "
+                    f"{FORMAT_NAME} option 'startingOffsets' asks for offset {offset} of topic "
                     f"{topic!r}, beyond its latest offset {latest}; use an offset from "
                     f"{earliest} to {latest}, or -1 for latest."
                 )
@@ -241,7 +241,8 @@ def ending_offsets(
             offset = latest
         elif offset > latest:
             raise OptionError(
-                f"{FORMAT} option 'endingOffsets' asks for offset {offset} of topic {topic!r}, "
+                f"{FORMAT_NAME} option 'endingOffsets' asks for offset {offset} of topic "
+                f"{topic!r}, "
                 f"beyond its latest offset {latest}; use at most {latest}, or -1 for latest."
             )
         end[topic] = offset
@@ -268,7 +269,7 @@ def _at_time(
         and offset == bounds[1]
     ):
         raise OptionError(
-            f"{FORMAT} option '{name}' asks for the first event of topic {topic!r} stamped at "
+            f"{FORMAT_NAME} option '{name}' asks for the first event of topic {topic!r} stamped at "
             f"or after {timestamp_ms} ms, and there is none (startingOffsetsByTimestampStrategy"
             "=error). Give an earlier time, or set startingOffsetsByTimestampStrategy=latest "
             "to start after the topic's last event."
@@ -287,7 +288,7 @@ def effective_start(
     if requested >= earliest:
         return requested
     message = (
-        f"{FORMAT} source: topic {topic!r} offsets [{requested}, {earliest}) were removed by "
+        f"{FORMAT_NAME} source: topic {topic!r} offsets [{requested}, {earliest}) were removed by "
         f"retention before they were read (requested offset {requested}, earliest available "
         f"offset {earliest})."
     )

@@ -29,8 +29,9 @@ from spark_queue.connector.source.partitions import (
     ShippedRangePartition,
     StoreRangePartition,
 )
-from spark_queue.connector.source.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.source_schema import is_typed
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import DataLossError, StoreError
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def _check_reachable(
         same = False
     if not same:
         raise StoreError(
-            f"{FORMAT} source: this executor (host {host!r}) cannot reach the driver's store "
+            f"{FORMAT_NAME} source: this executor (host {host!r}) cannot reach the driver's store "
             f"file {options.path!r} (driver host {partition.driver_host!r}); executors read "
             "the file directly under readPath=auto. Set .option('readPath', 'driver') so the "
             "driver ships the rows inside the partitions."
@@ -178,7 +179,7 @@ def _store_tables(
                     start = resumed
                     continue
                 raise DataLossError(  # pragma: no cover - dense offsets make this unreachable
-                    f"{FORMAT} source: topic {topic!r} offset {start} is missing."
+                    f"{FORMAT_NAME} source: topic {topic!r} offset {start} is missing."
                 )
             yield table
             start += table.num_rows

@@ -20,7 +20,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from spark_queue import FORMAT_NAME
 from spark_queue.connector import offset_json
 from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
 from spark_queue.connector.option_table import (
@@ -37,11 +36,11 @@ from spark_queue.connector.option_table import (
     timestamp_ms,
     topic_list,
 )
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OptionError
 
-FORMAT = FORMAT_NAME
 __all__ = [
-    "EARLIEST_SENTINEL", "FORMAT", "LATEST_SENTINEL", "OPTION_NAMES", "SOURCE_OPTIONS",
+    "EARLIEST_SENTINEL", "LATEST_SENTINEL", "OPTION_NAMES", "SOURCE_OPTIONS",
     "SOURCE_TABLE", "SourceOptions", "parse_source_options",
 ]
 
@@ -276,7 +275,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     path = given["path"].strip() if given.is_set("path") else ""
     if not path:
         raise OptionError(
-            f"{FORMAT} option 'path' is required: the store file to read, as "
+            f"{FORMAT_NAME} option 'path' is required: the store file to read, as "
             f'.option("path", "/data/events.sqlite") or .load("/data/events.sqlite").'
         )
     subscription = _subscription(given)
@@ -286,7 +285,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     max_rows, min_rows = given["maxRowsPerTrigger"], given["minRowsPerTrigger"]
     if min_rows is not None and max_rows is not None and min_rows > max_rows:
         raise OptionError(
-            f"{FORMAT} option '{given.label('minRowsPerTrigger')}' ({min_rows}) must not exceed "
+            f"{FORMAT_NAME} option '{given.label('minRowsPerTrigger')}' ({min_rows}) must not "
+            "exceed "
             f"'{given.label('maxRowsPerTrigger')}' ({max_rows})."
         )
     return SourceOptions(
@@ -326,7 +326,7 @@ def _subscription(given: Given) -> _Subscription:
     if len(chosen) != 1:
         what = "none was given" if not chosen else "got " + ", ".join(map(given.label, chosen))
         raise OptionError(
-            f"{FORMAT} source needs exactly one of the options 'topic', 'topics' or "
+            f"{FORMAT_NAME} source needs exactly one of the options 'topic', 'topics' or "
             f"'topicPattern' (Kafka's 'subscribe', 'subscribePattern' or 'assign'); {what}."
         )
     name = chosen[0]
@@ -344,7 +344,8 @@ def _check_read_kind(given: Given, streaming: bool | None) -> None:
         for name in BATCH_ONLY:
             if given.is_set(name):
                 raise OptionError(
-                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to batch "
+                    f"{FORMAT_NAME} option '{given.label(name)}' ({given.raw(name)!r}) applies to "
+                    "batch "
                     "reads (spark.read) only; a stream has no end. Remove it, or use "
                     "trigger(availableNow=True)."
                 )
@@ -352,7 +353,7 @@ def _check_read_kind(given: Given, streaming: bool | None) -> None:
         for name in STREAM_ONLY:
             if given.is_set(name):
                 raise OptionError(
-                    f"{FORMAT} option '{given.label(name)}' ({given.raw(name)!r}) applies to "
+                    f"{FORMAT_NAME} option '{given.label(name)}' ({given.raw(name)!r}) applies to "
                     "streaming reads only; a batch read takes the whole range. Use "
                     "'endingOffsets' to bound it."
                 )
@@ -362,7 +363,8 @@ def _check_topics(given: Given, name: str, pairs: Offsets, subscription: _Subscr
     for topic, _ in pairs:
         if not subscription.subscribes(topic):
             raise OptionError(
-                f"{FORMAT} option '{given.label(name)}' names topic {topic!r}, which this source "
+                f"{FORMAT_NAME} option '{given.label(name)}' names topic {topic!r}, which this "
+                "source "
                 f"does not read ({subscription.describe}); got {given.raw(name)!r}. List only "
                 "subscribed topics."
             )
@@ -383,7 +385,7 @@ def _start(
     _check_topics(given, "startingOffsets", pairs, subscription)
     if kind == "committed" and given["consumer"] is None:
         raise OptionError(
-            f"{FORMAT} option '{label}' is 'committed', which needs the option "
+            f"{FORMAT_NAME} option '{label}' is 'committed', which needs the option "
             "'consumer' naming whose saved offsets to start from."
         )
     if streaming is False and kind == "latest":

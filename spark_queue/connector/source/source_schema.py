@@ -20,7 +20,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_queue.connector.source.source_options import FORMAT, SourceOptions
+from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OptionError
 
 HEADERS_TYPE = ArrayType(
@@ -58,12 +59,12 @@ def check_user_schema(schema: StructType, options: SourceOptions) -> None:
     if not is_typed(schema, options):
         return
     if not schema.fields:
-        raise OptionError(f"{FORMAT} source: the user schema has no columns.")
+        raise OptionError(f"{FORMAT_NAME} source: the user schema has no columns.")
     name = options.corrupt_record_column
     if name in schema.fieldNames():
         field = schema[name]
         if not isinstance(field.dataType, StringType):
             raise OptionError(
-                f"{FORMAT} option 'columnNameOfCorruptRecord' names column {name!r}, which "
+                f"{FORMAT_NAME} option 'columnNameOfCorruptRecord' names column {name!r}, which "
                 f"must be STRING in the user schema; got {field.dataType.simpleString()}."
             )
