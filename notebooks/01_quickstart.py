@@ -39,10 +39,9 @@
 
 import os
 
-import spark_queue
+from spark_queue import Record, Store, register
 from spark_queue.spark import run_available_now, tables_dir, work_dir
 from spark_queue.spark.query_progress import offsets
-from spark_queue.store import Record, Store
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -50,7 +49,7 @@ except NameError:
     from spark_queue.spark import get_or_create
 
     spark = get_or_create("spark_queue quickstart", delta=False)
-spark_queue.register(spark)
+register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("quickstart", globals().get("dbutils"))

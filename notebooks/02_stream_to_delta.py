@@ -33,9 +33,8 @@
 
 import os
 
-import spark_queue
+from spark_queue import Store, register
 from spark_queue.spark import run_available_now, table_format, tables_dir, work_dir
-from spark_queue.store import Store
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -43,7 +42,7 @@ except NameError:
     from spark_queue.spark import get_or_create
 
     spark = get_or_create("spark_queue to delta")
-spark_queue.register(spark)
+register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("stream_to_delta", globals().get("dbutils"))

@@ -30,10 +30,8 @@
 
 import os
 
-import spark_queue
+from spark_queue import Store, Worker, register
 from spark_queue.spark import work_dir
-from spark_queue.store import Store
-from spark_queue.worker import Worker
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -41,7 +39,7 @@ except NameError:
     from spark_queue.spark import get_or_create
 
     spark = get_or_create("spark_queue to a queue", delta=False)
-spark_queue.register(spark)
+register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 store_path = os.path.join(work_dir("queue_worker", globals().get("dbutils")), "work.sqlite")

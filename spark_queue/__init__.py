@@ -1,7 +1,7 @@
 """spark_queue: a durable stream-and-queue store in one SQLite file, with a Spark connector.
 
 The front door names the user's nouns: ``from spark_queue import Store, Queue,
-Producer, Worker, register``. ``import spark_queue`` stays cheap: it loads no
+Producer, Record, NewJob, Worker, register``. ``import spark_queue`` stays cheap: it loads no
 pyspark, no pyarrow and no worker; each name loads its module when first asked
 for, and :func:`register` imports the connector only when called.
 """
@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spark_queue.store import Producer, Queue, Store
+    from spark_queue.store import NewJob, Producer, Queue, Record, Store
     from spark_queue.worker import Worker
 
 from spark_queue.defaults import FORMAT_NAME
@@ -24,10 +24,13 @@ _LAZY = {
     "Store": "spark_queue.store",
     "Queue": "spark_queue.store",
     "Producer": "spark_queue.store",
+    "Record": "spark_queue.store",
+    "NewJob": "spark_queue.store",
     "Worker": "spark_queue.worker",
 }
 
-__all__ = ["FORMAT_NAME", "Producer", "Queue", "Store", "Worker", "__version__", "register"]
+__all__ = ["FORMAT_NAME", "NewJob", "Producer", "Queue", "Record", "Store", "Worker",
+           "__version__", "register"]
 
 
 def __getattr__(name: str) -> Any:

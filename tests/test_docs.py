@@ -100,3 +100,22 @@ def test_the_cli_exit_code_list_names_the_workers_3_and_what_a_supervisor_needs(
     codes = codes[codes.index("Exit codes:"):]
     assert f"; {EXIT_JOBS_INTERRUPTED} (`worker` only)" in " ".join(codes.split())
     assert "SuccessExitStatus=3" in codes and "--grace-ms" in codes
+
+
+def test_readme_docs_and_notebooks_import_the_users_nouns_from_the_front_door():
+    """``from spark_queue import Store`` is the way in; a page that reaches into
+    spark_queue.store for a name the face has teaches the long way round."""
+    import re
+
+    import spark_queue
+
+    face = set(spark_queue.__all__)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "notebooks").glob("*.py"))]
+    long_way = []
+    for page in pages:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            found = re.match(r"\s*from spark_queue\.(store|worker) import (.+)", line)
+            if found and {n.strip() for n in found.group(2).split(",")} & face:
+                long_way.append(f"{page.name}: {line.strip()}")
+    assert long_way == []

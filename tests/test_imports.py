@@ -59,9 +59,12 @@ def test_the_front_door_names_are_the_library_s_own_classes():
     assert spark_queue.Store is spark_queue.store.Store
     assert spark_queue.Queue is spark_queue.store.Queue
     assert spark_queue.Producer is spark_queue.store.Producer
+    assert spark_queue.Record is spark_queue.store.Record
+    assert spark_queue.NewJob is spark_queue.store.NewJob
     assert spark_queue.Worker is spark_queue.worker.Worker
     assert callable(spark_queue.register)
-    assert {"Store", "Queue", "Producer", "Worker", "register"} <= set(dir(spark_queue))
+    assert {"Store", "Queue", "Producer", "Record", "NewJob", "Worker", "register"} <= set(
+        dir(spark_queue))
     assert set(spark_queue.__all__) <= set(dir(spark_queue))
 
 
