@@ -180,9 +180,10 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
     Option("minPartitions", positive_int, default=1, doc_default="1",
            doc="... and into at least this many (when there are that many rows)"),
     Option("readPath", choice(READ_PATHS), default="auto", doc_default="auto",
-           doc="`executor`/`auto`: executors open the file (auto first checks it is the "
-           "driver's very file, else fails asking for `driver`); `driver`: the driver reads "
-           "each range and ships it in the partitions as Arrow IPC"),
+           doc="`auto`: `executor` under a `local`/`local-cluster` master, `driver` under any "
+           "other (a cluster; [running on a cluster](cluster.md)); `executor`: executors open "
+           "the file (a task that cannot see the driver's very file fails naming this option); "
+           "`driver`: the driver reads each range and ships it in the partitions as Arrow IPC"),
     Option("latencyMode", choice(LATENCY_MODES), default="auto", doc_default="auto",
            doc="streams only. `auto`: a micro-batch of at most `lowLatencyMaxRows` rows is "
            "read by the driver's planning process and shipped with the plan (no executor "
