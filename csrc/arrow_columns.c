@@ -17,8 +17,8 @@
  * fault) when a row is out of order, a value has another type, or a column
  * outgrows Arrow's 32-bit offsets; else one BLOB, little-endian int64 words:
  *   n, ncols, then per col (null_count, data_bytes), then 8-byte aligned
- *   sections: ts_ms int64[n], then per col validity bitmap (ceil(n/8) bytes),
- *   offsets int32[n+1], data.
+ *   sections: offset int64[n], ts_ms int64[n], then per col validity bitmap
+ *   (ceil(n/8) bytes), offsets int32[n+1], data.
  */
 #include "sqlite3ext.h"
 SQLITE_EXTENSION_INIT1
@@ -36,7 +36,7 @@ typedef struct {
   int started, failed, ncols;
   char kinds[MAX_COLS];
   sqlite3_int64 n, next_offset, nulls[MAX_COLS];
-  Buf ts, valid[MAX_COLS], offsets[MAX_COLS], data[MAX_COLS];
+  Buf offset, ts, valid[MAX_COLS], offsets[MAX_COLS], data[MAX_COLS];
 } Acc;
 
 static int grow(Buf *b, sqlite3_int64 more) {
@@ -58,6 +58,7 @@ static int put(Buf *b, const void *src, sqlite3_int64 size) {
 }
 
 static void release(Acc *a) {
+  sqlite3_free(a->offset.p);
   sqlite3_free(a->ts.p);
   for (int c = 0; c < MAX_COLS; c++) {
     sqlite3_free(a->valid[c].p);
@@ -105,9 +106,9 @@ static void step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     a->failed = 1;
     return;
   }
-  a->next_offset++;
+  sqlite3_int64 offset = a->next_offset++;
   sqlite3_int64 ts = sqlite3_value_int64(argv[3]);
-  if (!put(&a->ts, &ts, 8)) goto nomem;
+  if (!put(&a->offset, &offset, 8) || !put(&a->ts, &ts, 8)) goto nomem;
   for (int c = 0; c < a->ncols; c++) {
     sqlite3_value *v = argv[4 + c];
     int type = sqlite3_value_type(v);
@@ -155,7 +156,7 @@ static void final(sqlite3_context *ctx) {
     return;
   }
   sqlite3_int64 header = 8 * (2 + 2 * a->ncols);
-  sqlite3_int64 total = header + padded(a->ts.len);
+  sqlite3_int64 total = header + padded(a->offset.len) + padded(a->ts.len);
   for (int c = 0; c < a->ncols; c++)
     total += padded(a->valid[c].len) + padded(a->offsets[c].len) + padded(a->data[c].len);
   unsigned char *out = sqlite3_malloc64((sqlite3_uint64)total);
@@ -173,8 +174,11 @@ static void final(sqlite3_context *ctx) {
     words[3 + 2 * c] = a->data[c].len;
   }
   sqlite3_int64 at = header;
-  if (a->ts.len) memcpy(out + at, a->ts.p, (size_t)a->ts.len);
-  at += padded(a->ts.len);
+  Buf *ints[2] = {&a->offset, &a->ts};
+  for (int i = 0; i < 2; i++) {
+    if (ints[i]->len) memcpy(out + at, ints[i]->p, (size_t)ints[i]->len);
+    at += padded(ints[i]->len);
+  }
   for (int c = 0; c < a->ncols; c++) {
     Buf *parts[3] = {&a->valid[c], &a->offsets[c], &a->data[c]};
     for (int i = 0; i < 3; i++) {

@@ -10,10 +10,10 @@ come back as stored bytes/text: JSON stays JSON text.
 from __future__ import annotations
 
 from operator import itemgetter
+from types import ModuleType
 
 import apsw
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from spark_queue.errors import CorruptStoreError, OptionError, PayloadError
 from spark_queue.store.file.codec import check_headers
@@ -119,18 +119,19 @@ def read_arrow_payloads(
     tid = topic_id(conn, topic)
     schema = payload_schema(payload_format, headers)
     first, stop = expected_range(conn, tid, start, upper)
-    packed = _packed_columns(conn, tid, start, first, stop, schema, headers)
-    if packed is None:
+    columns = _packed_columns(conn, tid, start, first, stop, schema, headers)
+    if columns is None:
         rows = _fetch(conn, topic, _PAYLOAD_SQL[payload_format, headers], tid, start, stop)
         if len(rows) != stop - first or not offsets_are_unique(conn):
             _raise_not_dense(conn, topic, tid, start, first, stop)
         if not rows:
             return schema.empty_table()
-        packed = _columns(rows, pa.schema(list(schema)[1:]))
-    offsets = pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), stop - first), start=first - 1)
-    columns = [offsets, *packed]
+        offsets = _compute().cumulative_sum(
+            pa.repeat(pa.scalar(1, pa.int64()), stop - first), start=first - 1
+        )
+        columns = [offsets, *_columns(rows, pa.schema(list(schema)[1:]))]
     if headers:
-        _verify_headers(topic, offsets, columns[-1])
+        _verify_headers(topic, columns[0], columns[-1])
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -155,7 +156,7 @@ def _packed_columns(
     schema: pa.Schema,
     headers: bool,
 ) -> list[pa.Array] | None:
-    """Columns after ``offset`` of :func:`payload_schema` for ``[first, stop)``, built in C,
+    """The columns of :func:`payload_schema` for ``[first, stop)``, built in C,
     or None: nothing to read, no compiled reader, or rows the aggregate leaves to the
     Python path (out of order, a hole, an unexpected type, text that is not UTF-8), which
     returns them or names the fault exactly as before."""
@@ -174,12 +175,22 @@ def _packed_columns(
     if len(arrays[0]) != stop - first or not offsets_are_unique(conn):
         return None
     try:
-        for array in arrays[1:]:
+        for array in arrays[2:]:
             if array.type == pa.string():
                 array.validate(full=True)  # UTF-8, as apsw's decode checked it
     except pa.ArrowInvalid:
         return None
     return arrays
+
+
+def _compute() -> ModuleType:
+    # Imported at the first read, not with the store: pyarrow.compute is half the
+    # store's import (~60 ms), which a Spark query's planning process pays before its
+    # first trigger when it opens the store only for offsets (BENCHMARKS.md,
+    # "Stream start").
+    import pyarrow.compute
+
+    return pyarrow.compute
 
 
 def _raise_not_dense(
@@ -233,6 +244,7 @@ def verify_offsets(topic: str, offsets: pa.Array, first: int, end: int) -> None:
     Vectorized: the count, the two ends, and every step being +1 (which
     rules out holes, duplicates and disorder alike) are checked in C.
     """
+    pc = _compute()
     n = len(offsets)
     if n == end - first and (
         n == 0
@@ -248,6 +260,7 @@ def verify_offsets(topic: str, offsets: pa.Array, first: int, end: int) -> None:
 
 def _verify_headers(topic: str, offsets: pa.Array, stored: pa.Array) -> None:
     # Most events share a few header sets: each distinct text is parsed once.
+    pc = _compute()
     distinct = pc.unique(stored.drop_null()).to_pylist()
     for text in distinct:
         try:
