@@ -12,7 +12,6 @@ does not is read again inside that snapshot, which still has every row.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -46,6 +45,10 @@ def shipped_pieces(
     workers = min(reading_cpus(), len(pieces))
     if workers < 2 or sum(p.rows for p in pieces) < PARALLEL_MIN_ROWS:
         return [ipc_bytes(on_caller(piece)) for piece in pieces]
+    # Imported here: every stream's planning process imports this module before its
+    # first trigger, and most never ship a large batch (BENCHMARKS.md, "Stream start").
+    from concurrent.futures import ThreadPoolExecutor
+
     local, opened, lock = threading.local(), [], threading.Lock()
 
     def on_own(piece: OffsetRange) -> bytes | None:
