@@ -1,8 +1,13 @@
 """Build hook: compile csrc/arrow_columns.c, the SQLite extension the Spark source's
 bulk read loads (spark_queue/store/streams/columnar.py), with the C compiler Python
 was built with. It needs no library: SQLite's routines come from the connection that
-loads it. A wheel with it is platform-specific; an editable install compiles it into
-the checkout, where the .pth of the install points.
+loads it. An editable install compiles it into the checkout, where the .pth of the
+install points; a wheel carries it.
+
+The wheel keeps its py3-none-any name (README, notebooks and Databricks paths name
+it): the extension is an accelerator for the machine type it was built on, and
+where it cannot load (another architecture or OS) the read builds its columns in
+Python as before, after one warning (tests/store/test_columnar_read.py).
 """
 
 from __future__ import annotations
@@ -23,10 +28,6 @@ class CustomBuildHook(BuildHookInterface):
         if self.target_name != "wheel":
             return  # the sdist carries the source
         compile_extension(self.root)
-        build_data["pure_python"] = False
-        # The extension uses no Python API: any CPython 3 on this platform can load it.
-        platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-        build_data["tag"] = f"py3-none-{platform}"
         if version != "editable":
             build_data["force_include"][os.path.join(self.root, TARGET)] = TARGET
 

@@ -142,6 +142,22 @@ def test_a_hole_fails_naming_the_offsets_as_before(store):
         store.read_arrow_payloads("t", 0, 5)
 
 
+def test_where_the_extension_cannot_load_the_read_warns_once_and_reads_as_before(
+    monkeypatch, store, caplog
+):
+    # A wheel carries the extension built for one machine type; elsewhere it cannot load.
+    store.publish_many("t", ["a", Record(b"b", key="k")])
+    monkeypatch.setattr(columnar, "LIBRARY", os.path.join(FIXTURES, "README.md"))
+    monkeypatch.setattr(columnar, "_unavailable", [])
+    monkeypatch.setattr(columnar, "_loaded", type(columnar._loaded)())
+    with caplog.at_level("WARNING", logger="spark_queue.store"):
+        first = store.read_arrow_payloads("t", 0, 2)
+        second = store.read_arrow_payloads("t", 0, 2)
+    assert first.to_pylist() == second.to_pylist()
+    assert first.column("value").to_pylist() == [b"a", b"b"]
+    assert len([r for r in caplog.records if "cannot load" in r.getMessage()]) == 1
+
+
 def test_no_second_sqlite_library_enters_the_process(tmp_path):
     # Closing a second SQLite library's connection would drop apsw's POSIX locks on the
     # file: the reading process maps apsw's SQLite and the extension, nothing else.

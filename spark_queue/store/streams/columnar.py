@@ -54,8 +54,8 @@ def load(conn: apsw.Connection) -> bool:
     except (OSError, apsw.Error) as exc:
         _unavailable.append(str(exc))
         log.warning("spark_queue: the compiled Arrow reader %s cannot load (%s); range "
-                    "reads build Arrow in Python, ~3x slower. Reinstall spark-queue with a "
-                    "C compiler present.", LIBRARY, exc)
+                    "reads build Arrow in Python, ~2-3x slower. Build spark-queue on this "
+                    "machine type (with a C compiler) to use it.", LIBRARY, exc)
         return False
     _loaded.add(conn)
     return True
