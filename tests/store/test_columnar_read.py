@@ -60,7 +60,7 @@ def _assert_same_both_ways(monkeypatch, store, topic, start, end, packed=True):
     """Every read shape: the rows path's table, byte for byte, from the compiled reader
     alone (``packed``; else from either); or, where the rows path fails, the same error."""
     for fmt, headers in SHAPES:
-        def read():
+        def read(fmt=fmt, headers=headers):
             return store.read_arrow_payloads(topic, start, end, fmt, headers)
 
         old, old_error = _outcome(lambda: _rows_path(monkeypatch, read))
