@@ -75,6 +75,20 @@ def test_an_unknown_name_is_an_attribute_error():
         spark_queue.Stor  # noqa: B018
 
 
+def test_opening_a_store_for_offsets_loads_no_pyarrow_compute(tmp_path):
+    # A Spark query's planning process opens the store for offsets before its first
+    # trigger (availableNow); pyarrow.compute (~60 ms) waits for the first read.
+    path = str(tmp_path / "s.sqlite")
+    result = run_python(
+        "import sys; from spark_queue.store import Store\n"
+        f"with Store({path!r}) as s:\n"
+        "    s.publish('t', 'x'); s.latest_offset('t'); s.earliest_offset('t')\n"
+        "    assert 'pyarrow.compute' not in sys.modules, 'loaded before a read'\n"
+        "    assert s.read_arrow_payloads('t', 0, 1).num_rows == 1\n"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_store_import_loads_no_pyspark():
     result = loads_no_pyspark("spark_queue, spark_queue.store, spark_queue.cli")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -56,6 +56,7 @@ import threading
 import time
 
 from spark_queue.bench import kafka as kafka_bench
+from spark_queue.bench import starts as start_bench
 from spark_queue.bench.latency_report import (
     DEFAULT,
     FLOOR,
@@ -92,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the async progress tracking paths")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark (default 2)")
     kafka_bench.add_argument(parser)
+    start_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,6 +141,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
                           args.gap_ms, samples[variant], kafka)
     latency_s = time.monotonic() - started
     bulk = _bulk(spark, path, workdir, args) if args.bulk_events else {}
+    # Printed at once: the alternating starts are a table of their own.
+    start_bench.measure_and_print(spark, workdir, args.start_rounds)
     spark.stop()
     own_ms = _own_work_ms(path)
 

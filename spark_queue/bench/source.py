@@ -19,7 +19,10 @@ All in one run, on one store of N events of ~100 bytes:
   trigger beside the ``rate-micro-batch`` query's.
 
 Every streaming run also reports the time from ``start()`` to its first
-trigger (the first progress event's trigger timestamp): the query's stand-up.
+trigger (the first progress event's trigger timestamp): the query's stand-up;
+:mod:`spark_queue.bench.starts` then sets sqliteq's beside a Python source
+that does no I/O, in alternating starts, and times the planning process step
+by step.
 
 With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), the same
 events (values only) in a one-partition Kafka topic (one ordered log, like a
@@ -42,6 +45,7 @@ import tempfile
 import time
 
 from spark_queue.bench import kafka as kafka_bench
+from spark_queue.bench import starts as start_bench
 
 
 def _ceiling_source():
@@ -111,6 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--available-now-events", type=int, default=2_000_000,
                         help="events for the default availableNow stream (default 2000000)")
     kafka_bench.add_argument(parser)
+    start_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,6 +297,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     for _ in range(args.repeats):  # the splits take turns, so load hits them alike
         for tasks in splits:
             split_s[tasks] = min(split_s[tasks], split_batch(tasks))
+    # Printed at once: the alternating starts are a table of their own.
+    start_bench.measure_and_print(spark, workdir, args.start_rounds)
     spark.stop()
 
     print(f"\nsource: {n:,} events of {args.value_bytes} bytes, local[{args.cores}], "

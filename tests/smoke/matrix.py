@@ -54,9 +54,11 @@ def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
 def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
     run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)])
     (wheel,) = out.glob("spark_queue-*.whl")
-    # Files the wheel must carry beside the code: the types marker and Spark's lookup module.
+    # Files the wheel must carry beside the code: the types marker, Spark's lookup module
+    # and the compiled Arrow reader (hatch_build.py).
     with zipfile.ZipFile(wheel) as archive:
-        missing = {"spark_queue/py.typed", "pyspark_sqliteq.py"} - set(archive.namelist())
+        missing = {"spark_queue/py.typed", "pyspark_sqliteq.py",
+                   "spark_queue/store/streams/_arrow_columns.so"} - set(archive.namelist())
     if missing:
         raise SystemExit(f"matrix: {wheel.name} lacks {sorted(missing)}")
     return wheel

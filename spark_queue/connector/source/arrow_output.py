@@ -10,6 +10,7 @@ compute: no Python object per row on the default path.
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 import pyarrow as pa
@@ -21,16 +22,17 @@ from spark_queue.connector.source.json_decode import JsonDecoder
 def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatch:
     """Kafka-shaped columns (key, value, topic, partition, offset, timestamp, ...)."""
     rows = table.num_rows
+    zero = _scalar(pa.int32(), struct.pack("<i", 0))
     columns = {
         "key": table.column("key"),
         "value": table.column("value"),
-        "topic": pa.repeat(pa.scalar(topic, pa.string()), rows),
-        "partition": pa.repeat(pa.scalar(0, pa.int32()), rows),
+        "topic": pa.repeat(_string_scalar(topic), rows),
+        "partition": pa.repeat(zero, rows),
         "offset": table.column("offset"),
-        "timestamp": pc.multiply(table.column("timestamp_ms"), 1000).cast(
-            pa.timestamp("us", tz="UTC")
-        ),
-        "timestampType": pa.repeat(pa.scalar(0, pa.int32()), rows),
+        "timestamp": pc.multiply(
+            table.column("timestamp_ms"), _scalar(pa.int64(), struct.pack("<q", 1000))
+        ).cast(pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.repeat(zero, rows),
     }
     if "headers" in target.names:
         columns["headers"] = _headers(table.column("headers"), target.field("headers").type)
@@ -43,6 +45,20 @@ def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatc
             column = column.cast(field.type)
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+# Constants built from their bytes, not from Python values: pa.scalar(0) makes
+# pyarrow import pandas where it is installed (~175 ms), which the stream's planning
+# process otherwise never needs before its first batch is read on the driver
+# (BENCHMARKS.md, "Stream start"; tests/connector/test_arrow_output_imports.py).
+def _scalar(kind: pa.DataType, little_endian: bytes) -> pa.Scalar:
+    return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(little_endian)])[0]
+
+
+def _string_scalar(text: str) -> pa.Scalar:
+    data = text.encode()
+    offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
 
 
 def _headers(stored: pa.ChunkedArray, header_type: pa.DataType) -> pa.Array:

@@ -2,8 +2,9 @@
 
 Chooses the data path (``readPath``): under ``executor`` and ``auto`` the
 partitions carry only offsets and each executor opens the store file; under
-``driver`` the driver reads every piece now and ships it as Arrow IPC bytes
-inside the partition, for executors that cannot reach the driver's disk.
+``driver`` the driver reads every piece now (:mod:`driver_read`) and ships
+it as Arrow IPC bytes inside the partition, for executors that cannot reach
+the driver's disk.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from spark_queue.connector.source.driver_read import shipped_pieces
 from spark_queue.connector.source.offsets import Bounds, effective_start
 from spark_queue.connector.source.partition_reader import file_identity, payload_format
 from spark_queue.connector.source.partitions import (
@@ -63,12 +64,10 @@ def plan_range_partitions(
     if ships_rows(options):
         typed = is_typed(schema, options)
         fmt, headers = payload_format(options, typed), options.include_headers and not typed
+        shipped = shipped_pieces(store, options, pieces, fmt, headers)
         return [
-            ShippedRangePartition(
-                p.topic, p.start, p.end,
-                _ipc_bytes(store.read_arrow_payloads(p.topic, p.start, p.end, fmt, headers)),
-            )
-            for p in pieces
+            ShippedRangePartition(p.topic, p.start, p.end, data)
+            for p, data in zip(pieces, shipped, strict=True)
         ]
     host, ident = socket.gethostname(), file_identity(options.path)
     return [StoreRangePartition(p.topic, p.start, p.end, host, ident) for p in pieces]
@@ -105,9 +104,3 @@ def rows_per_partition(options: SourceOptions, ranges: dict[str, tuple[int, int]
     total = sum(stop - begin for begin, stop in ranges.values())
     return default_rows_per_partition(total, reading_cpus())
 
-
-def _ipc_bytes(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

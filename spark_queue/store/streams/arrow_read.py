@@ -1,20 +1,23 @@
 """Bulk range reads as Arrow, the shape Spark and analytics tools consume.
 
-SQLite converts key and value to the requested type (``CAST`` in SQL), so the
-only Python work per row is SQLite's own tuple; columns are then built by
-pyarrow in C. Values come back as stored bytes/text: JSON stays JSON text.
+SQLite converts key and value to the requested type (``CAST`` in SQL). The
+Spark source's read (:func:`read_arrow_payloads`) has SQLite pack the columns
+into Arrow buffers in C (:mod:`columnar`); otherwise the only Python work per
+row is SQLite's own tuple, and pyarrow builds the columns from those. Values
+come back as stored bytes/text: JSON stays JSON text.
 """
 
 from __future__ import annotations
 
 from operator import itemgetter
+from types import ModuleType
 
 import apsw
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from spark_queue.errors import CorruptStoreError, OptionError, PayloadError
 from spark_queue.store.file.codec import check_headers
+from spark_queue.store.streams import columnar
 from spark_queue.store.streams.topic_log import (
     expected_range,
     offsets_are_unique,
@@ -107,6 +110,8 @@ def read_arrow_payloads(
     offsets column is then built in C. A hole, or a table a foreign writer
     rebuilt without that key (where duplicates could hide a hole), is a
     CorruptStoreError naming topic and offsets, never a renumbered row.
+    Where the compiled reader loads, the columns are packed in C, which also
+    checks each row's offset; any doubt leaves the read to the rows path.
     Caller holds one snapshot (the bounds and the rows must agree).
     """
     _check_format(payload_format)
@@ -114,16 +119,78 @@ def read_arrow_payloads(
     tid = topic_id(conn, topic)
     schema = payload_schema(payload_format, headers)
     first, stop = expected_range(conn, tid, start, upper)
-    rows = _fetch(conn, topic, _PAYLOAD_SQL[payload_format, headers], tid, start, stop)
-    if len(rows) != stop - first or not offsets_are_unique(conn):
-        _raise_not_dense(conn, topic, tid, start, first, stop)
-    if not rows:
-        return schema.empty_table()
-    offsets = pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), len(rows)), start=first - 1)
-    columns = [offsets, *_columns(rows, pa.schema(list(schema)[1:]))]
+    columns = _packed_columns(conn, tid, start, first, stop, schema, headers)
+    if columns is None:
+        rows = _fetch(conn, topic, _PAYLOAD_SQL[payload_format, headers], tid, start, stop)
+        if len(rows) != stop - first or not offsets_are_unique(conn):
+            _raise_not_dense(conn, topic, tid, start, first, stop)
+        if not rows:
+            return schema.empty_table()
+        offsets = _compute().cumulative_sum(
+            pa.repeat(pa.scalar(1, pa.int64()), stop - first), start=first - 1
+        )
+        columns = [offsets, *_columns(rows, pa.schema(list(schema)[1:]))]
     if headers:
-        _verify_headers(topic, offsets, columns[-1])
+        _verify_headers(topic, columns[0], columns[-1])
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+# The same rows packed into Arrow buffers by the compiled aggregate (columnar.py):
+# kinds 'b'/'t' say the SQLite type each payload column must have (CAST makes it
+# so; stored headers are TEXT), anything else leaves the read to the rows above.
+_PACKED_SQL = {
+    (fmt, headers): f"SELECT sq_arrow_columns(?, ?, offset, ts_ms, CAST(key AS {cast}), "
+    f"CAST(value AS {cast})" + (", headers" if headers else "")
+    + ") FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ?"
+    for fmt, cast in (("binary", "BLOB"), ("string", "TEXT"))
+    for headers in (False, True)
+}
+
+
+def _packed_columns(
+    conn: apsw.Connection,
+    tid: int,
+    start: int,
+    first: int,
+    stop: int,
+    schema: pa.Schema,
+    headers: bool,
+) -> list[pa.Array] | None:
+    """The columns of :func:`payload_schema` for ``[first, stop)``, built in C,
+    or None: nothing to read, no compiled reader, or rows the aggregate leaves to the
+    Python path (out of order, a hole, an unexpected type, text that is not UTF-8), which
+    returns them or names the fault exactly as before."""
+    if stop <= first or not columnar.load(conn):
+        return None
+    payload = schema.field("value").type
+    kinds = ("t" if payload == pa.string() else "b") * 2 + ("t" if headers else "")
+    sql = _PACKED_SQL["string" if payload == pa.string() else "binary", headers]
+    try:
+        blob = conn.execute(sql, (kinds, first, tid, start, stop)).fetchall()[0][0]
+    except apsw.TooBigError:
+        return None  # over SQLite's 1 GB value limit: the rows path has none
+    if not isinstance(blob, bytes):
+        return None  # NULL: rows the aggregate left to the rows path
+    arrays = columnar.decode(blob, [f.type for f in list(schema)[2:]])
+    if len(arrays[0]) != stop - first or not offsets_are_unique(conn):
+        return None
+    try:
+        for array in arrays[2:]:
+            if array.type == pa.string():
+                array.validate(full=True)  # UTF-8, as apsw's decode checked it
+    except pa.ArrowInvalid:
+        return None
+    return arrays
+
+
+def _compute() -> ModuleType:
+    # Imported at the first read, not with the store: pyarrow.compute is half the
+    # store's import (~60 ms), which a Spark query's planning process pays before its
+    # first trigger when it opens the store only for offsets (BENCHMARKS.md,
+    # "Stream start").
+    import pyarrow.compute
+
+    return pyarrow.compute
 
 
 def _raise_not_dense(
@@ -177,6 +244,7 @@ def verify_offsets(topic: str, offsets: pa.Array, first: int, end: int) -> None:
     Vectorized: the count, the two ends, and every step being +1 (which
     rules out holes, duplicates and disorder alike) are checked in C.
     """
+    pc = _compute()
     n = len(offsets)
     if n == end - first and (
         n == 0
@@ -192,6 +260,7 @@ def verify_offsets(topic: str, offsets: pa.Array, first: int, end: int) -> None:
 
 def _verify_headers(topic: str, offsets: pa.Array, stored: pa.Array) -> None:
     # Most events share a few header sets: each distinct text is parsed once.
+    pc = _compute()
     distinct = pc.unique(stored.drop_null()).to_pylist()
     for text in distinct:
         try:

@@ -1,0 +1,47 @@
+"""Build hook: compile csrc/arrow_columns.c, the SQLite extension the Spark source's
+bulk read loads (spark_queue/store/streams/columnar.py), with the C compiler Python
+was built with. It needs no library: SQLite's routines come from the connection that
+loads it. An editable install compiles it into the checkout, where the .pth of the
+install points; a wheel carries it.
+
+The wheel keeps its py3-none-any name (README, notebooks and Databricks paths name
+it): the extension is an accelerator for the machine type it was built on, and
+where it cannot load (another architecture or OS) the read builds its columns in
+Python as before, after one warning (tests/store/test_columnar_read.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sysconfig
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = os.path.join("csrc", "arrow_columns.c")
+TARGET = os.path.join("spark_queue", "store", "streams", "_arrow_columns.so")
+
+
+class CustomBuildHook(BuildHookInterface):
+    def initialize(self, version: str, build_data: dict) -> None:
+        if self.target_name != "wheel":
+            return  # the sdist carries the source
+        compile_extension(self.root)
+        if version != "editable":
+            build_data["force_include"][os.path.join(self.root, TARGET)] = TARGET
+
+
+def compile_extension(root: str) -> None:
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    command = [
+        *compiler, "-O2", "-fPIC", "-shared", "-I", os.path.join(root, "csrc", "vendor"),
+        os.path.join(root, SOURCE), "-o", os.path.join(root, TARGET),
+    ]
+    try:
+        subprocess.run(command, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise RuntimeError(
+            f"spark-queue: compiling {SOURCE} failed ({exc}); install a C compiler "
+            "(gcc or clang) and build again."
+        ) from exc

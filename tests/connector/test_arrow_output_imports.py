@@ -1,0 +1,35 @@
+"""The first micro-batch a stream's planning process reads on the driver (latencyMode=auto)
+loads no pandas: pyarrow imports it (~175 ms) on its first conversion of a Python value,
+and the query's first batch would wait for it (BENCHMARKS.md, "Stream start")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from spark_queue.store import Store
+
+READ_FIRST_BATCH = """
+import sys
+from spark_queue.connector.datasource import SqliteQueueDataSource
+source = SqliteQueueDataSource({"path": sys.argv[1], "topic": "t",
+                                "startingOffsets": "earliest"})
+reader = source.streamReader(source.schema())
+start = reader.initialOffset()
+end = reader.latestOffset(start, reader.getDefaultReadLimit())
+assert reader.partitions(start, end)
+batches = list(reader.getCache(start, end))
+assert sum(b.num_rows for b in batches) == 3, batches
+assert batches[0].column(2).to_pylist() == ["t"] * 3
+print(sorted(m for m in sys.modules if m.split(".")[0] == "pandas")[:3])
+"""
+
+
+def test_the_first_batch_read_on_the_driver_loads_no_pandas(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    with Store(path) as store:
+        store.publish_many("t", ["a", b"b", {"c": 1}])
+    result = subprocess.run([sys.executable, "-c", READ_FIRST_BATCH, path],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
