@@ -7,8 +7,13 @@ EXTRAS ?= spark,delta,connect,kafka,dev
 .PHONY: install demo test test-quick test-matrix bench clean
 
 # A plain editable install (hatchling writes a .pth naming the checkout), so
-# Spark's Python workers and its pyspark_* data source lookup see the code.
-$(VENV)/.installed: pyproject.toml
+# Spark's Python workers and its pyspark_* data source lookup see the code. The build
+# compiles csrc/arrow_columns.c against SQLite's extension header: installed from
+# Debian's packages when missing and apt-get can (root; CI), else the build warns and
+# reads fall back to Python.
+$(VENV)/.installed: pyproject.toml hatch_build.py csrc/arrow_columns.c
+	@if [ ! -f /usr/include/sqlite3ext.h ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsqlite3-dev >/dev/null; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
