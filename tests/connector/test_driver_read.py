@@ -59,3 +59,35 @@ def test_a_piece_retention_removed_meanwhile_is_read_from_the_callers_snapshot(
         list(range(p.start, p.end)) for p in pieces
     ]
     assert store.read_arrow_payloads("t", 0, 1000).num_rows == 600
+
+
+def test_no_shipped_partition_outgrows_a_task_and_together_they_hold_every_row_once(
+    monkeypatch, store, store_path
+):
+    """A shipped partition rides inside its task, which Spark refuses past
+    spark.rpc.message.maxSize: a piece over the byte bound is halved until it fits (or is
+    one row), and the partitions still cover the range exactly, in order."""
+    from pyspark.sql.types import StructType
+
+    from spark_queue.connector.source import partition_planner
+    from spark_queue.connector.source.partitions import ShippedRangePartition
+
+    store.publish_many("t", [bytes([i % 256]) * (100 + i % 50) for i in range(3000)])
+    store.publish_many("t", [b"x" * 20_000])  # one row over the bound
+    bound = 8_000
+    monkeypatch.setattr(partition_planner, "SHIPPED_PARTITION_MAX_BYTES", bound)
+    options = parse_source_options(
+        {"path": store_path, "topic": "t", "readPath": "driver", "rowsPerPartition": "1000"},
+        streaming=False)
+    with store.snapshot():
+        parts = partition_planner.plan_range_partitions(
+            store, options, StructType(), {"t": (0, 3001)})
+    assert all(isinstance(p, ShippedRangePartition) for p in parts)
+    assert all(len(p.arrow_ipc) <= bound or p.end - p.start == 1 for p in parts)
+    assert len(parts) > 4  # the 1,000-row pieces were split
+    assert [(p.start, p.end) for p in parts] == sorted((p.start, p.end) for p in parts)
+    assert parts[0].start == 0 and parts[-1].end == 3001
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:], strict=False))
+    offsets = [o for t in _tables([p.arrow_ipc for p in parts])
+               for o in t.column("offset").to_pylist()]
+    assert offsets == list(range(3001))

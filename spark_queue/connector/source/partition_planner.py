@@ -19,6 +19,7 @@ from spark_queue.connector.source.driver_read import shipped_pieces
 from spark_queue.connector.source.offsets import Bounds, effective_start
 from spark_queue.connector.source.partition_reader import file_identity, payload_format
 from spark_queue.connector.source.partitions import (
+    OffsetRange,
     ShippedRangePartition,
     StoreRangePartition,
     default_rows_per_partition,
@@ -32,6 +33,10 @@ from spark_queue.connector.source.source_schema import is_typed
 if TYPE_CHECKING:
     from spark_queue.store import Store
 
+
+#: The most Arrow IPC bytes one shipped partition carries. Each rides inside its task,
+#: and Spark refuses a task larger than spark.rpc.message.maxSize (128 MiB by default).
+SHIPPED_PARTITION_MAX_BYTES = 64 * 1024 * 1024
 
 def plan_partitions(
     store: Store,
@@ -64,13 +69,28 @@ def plan_range_partitions(
     if ships_rows(options):
         typed = is_typed(schema, options)
         fmt, headers = payload_format(options, typed), options.include_headers and not typed
-        shipped = shipped_pieces(store, options, pieces, fmt, headers)
-        return [
-            ShippedRangePartition(p.topic, p.start, p.end, data)
-            for p, data in zip(pieces, shipped, strict=True)
-        ]
+        return _shipped_partitions(store, options, pieces, fmt, headers)
     host, ident = socket.gethostname(), file_identity(options.path)
     return [StoreRangePartition(p.topic, p.start, p.end, host, ident) for p in pieces]
+
+
+def _shipped_partitions(
+    store: Store, options: SourceOptions, pieces: list[OffsetRange], fmt: str, headers: bool
+) -> list[InputPartition]:
+    """Each piece read and shipped whole; a piece whose bytes pass
+    :data:`SHIPPED_PARTITION_MAX_BYTES` is halved (offsets are dense: exactly) and shipped
+    as two, down to one row."""
+    partitions: list[InputPartition] = []
+    for piece, data in zip(pieces, shipped_pieces(store, options, pieces, fmt, headers),
+                           strict=True):
+        if len(data) > SHIPPED_PARTITION_MAX_BYTES and piece.rows > 1:
+            middle = piece.start + piece.rows // 2
+            halves = [OffsetRange(piece.topic, piece.start, middle),
+                      OffsetRange(piece.topic, middle, piece.end)]
+            partitions.extend(_shipped_partitions(store, options, halves, fmt, headers))
+        else:
+            partitions.append(ShippedRangePartition(piece.topic, piece.start, piece.end, data))
+    return partitions
 
 
 def ships_rows(options: SourceOptions) -> bool:
