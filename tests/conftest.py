@@ -141,8 +141,8 @@ def spark(request):
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # tests/spark/test_local_cluster_suites.py reruns the source and sink
-    # acceptance suites with SPARK_QUEUE_TEST_MASTER=local-cluster[2,1,1024].
+    # tests/spark/test_local_cluster_suites.py reruns the source and sink acceptance
+    # suites with SPARK_QUEUE_TEST_MASTER=standalone, the SIGKILL tests with local-cluster.
     if master_kind() == "standalone":
         from tests.cluster.standalone import session_builder
 

@@ -4,8 +4,8 @@ The source ships rows from the driver (``readPath=driver``) and the sink's
 executors only pack rows into commit messages, so this is the shape that
 works when executors cannot see the file. In the shared ``local[2]`` session
 the executors are threads of the driver's JVM; test_local_cluster_suites.py
-reruns this file with ``local-cluster[2,1,1024]``, where the session must
-also show its two executor JVMs.
+reruns this file on the standalone cluster of tests/cluster, where the session
+must also show its two executor JVMs (one per worker).
 """
 
 from __future__ import annotations
