@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.master("standalone"), pytest.mark.slow]
 
 ROWS = 60_000
 WAIT_S = 300
+SINKS = ("topic", "queue")
 
 
 def wait_for(condition, what: str, timeout_s: float = WAIT_S):
@@ -276,41 +277,47 @@ from tests.cluster.standalone import session_builder_for_url
 spark = session_builder_for_url({url!r}).appName("sqliteq-cluster-driver").getOrCreate()
 gate_dir = {gate_dir!r}
 
-def wait(n):
-    if n >= 3000 and not os.path.exists(os.path.join(gate_dir, "release")):
-        open(os.path.join(gate_dir, "blocked"), "w").close()
-        while True:
-            time.sleep(1)  # until the test kills this driver
-    return n
+def gate(sink):
+    def wait(n):
+        if n >= 3000 and not os.path.exists(os.path.join(gate_dir, "release")):
+            open(os.path.join(gate_dir, "blocked-" + sink), "w").close()
+            while True:
+                time.sleep(1)  # until the test kills this driver
+        return n
+    return udf(wait, "long")
 
-source = (spark.readStream.format("sqliteq").option("path", {store!r}).option("topic", "in")
-          .option("maxRowsPerTrigger", 1000).schema("n LONG").load())
-(source.select(udf(wait, "long")("n").alias("n"))
- .selectExpr("to_json(named_struct('n', n)) AS value")
- .writeStream.format("sqliteq").option("path", {store!r}).option({sink!r}, "out")
- .option("checkpointLocation", {checkpoint!r})
- .trigger(availableNow=True).start().awaitTermination())
+queries = []
+for sink in ("topic", "queue"):
+    source = (spark.readStream.format("sqliteq").option("path", {store!r}).option("topic", "in")
+              .option("maxRowsPerTrigger", 1000).schema("n LONG").load())
+    queries.append(
+        source.select(gate(sink)("n").alias("n"))
+        .selectExpr("to_json(named_struct('n', n)) AS value")
+        .writeStream.format("sqliteq").option("path", {store!r}).option(sink, "out")
+        .option("checkpointLocation", os.path.join({checkpoints!r}, sink))
+        .trigger(availableNow=True).start())
+for query in queries:
+    query.awaitTermination()
 print("RESULT {{}}", flush=True)
 """
 
 
-@pytest.mark.parametrize("sink", ["topic", "queue"])
 def test_a_driver_killed_mid_stream_and_restarted_from_its_checkpoint_sinks_every_row_once(
-    standalone_cluster, store_path, shared_dir, tmp_path, sink
+    standalone_cluster, store_path, shared_dir, tmp_path
 ):
-    """Batches 0-2 commit; the driver is SIGKILLed while batch 3 waits at the gate; a new
-    driver on the same checkpoint finishes: every row once in the sink."""
+    """Two queries, into a topic and into a queue: batches 0-2 of each commit; the driver
+    is SIGKILLed while batch 3 of both waits at the gate; a new driver on the same
+    checkpoints finishes both: every row once in each sink."""
     publish(store_path, rows=6_000)
     gate_dir = shared_dir / "gate"
     gate_dir.mkdir()
     script = drivers.write_script(tmp_path, DRIVER.format(
         repo=str(pathlib.Path(__file__).resolve().parents[2]), url=standalone_cluster.url,
-        gate_dir=str(gate_dir), store=store_path, sink=sink,
-        checkpoint=str(tmp_path / "checkpoint")))
+        gate_dir=str(gate_dir), store=store_path, checkpoints=str(tmp_path / "checkpoints")))
     first = drivers.start(script, log=tmp_path / "first.log")
     try:
-        wait_for(lambda: (gate_dir / "blocked").exists() or first.poll() is not None,
-                 "batch 3 at the gate")
+        wait_for(lambda: all((gate_dir / f"blocked-{sink}").exists() for sink in SINKS)
+                 or first.poll() is not None, "batch 3 of both queries at the gate")
         assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
     finally:
         os.killpg(first.pid, signal.SIGKILL)
@@ -319,4 +326,5 @@ def test_a_driver_killed_mid_stream_and_restarted_from_its_checkpoint_sinks_ever
     second = subprocess.run([sys.executable, str(script)], env=drivers.driver_env(),
                             capture_output=True, text=True, timeout=WAIT_S)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert_every_n_once(sunk(store_path, sink), 6_000)
+    for sink in SINKS:
+        assert_every_n_once(sunk(store_path, sink), 6_000)
