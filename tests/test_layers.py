@@ -13,6 +13,8 @@
 - No two modules import each other, directly or around a circle (imports
   under ``TYPE_CHECKING`` count: a circle of types is still a circle).
 - Every import is absolute, so the checks above see all of them.
+- The tests mirror the package: a module's tests sit in the folder whose path under
+  ``tests/`` is its package's path under ``spark_queue/``.
 """
 
 from __future__ import annotations
@@ -277,3 +279,59 @@ def test_nothing_below_the_package_face_imports_it():
         if module == "spark_queue" and resolve(module, imported) == "spark_queue"
     ]
     assert found == []
+
+
+#: The tests mirror the package: a module's unit tests sit in the folder whose path under
+#: tests/ is its package's path under spark_queue/ (tests/store/streams <-> spark_queue/store/
+#: streams). These trees hold only such folders.
+MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo")
+#: Test modules of the tests root that belong to no one package: the shape, the docs, the
+#: security promises and the import promises of the whole tree. A root test_<name>.py may
+#: otherwise only test a top-level module, spark_queue/<name>.py.
+CROSS_CUTTING_TESTS = frozenset({
+    "test_layers.py", "test_docs.py", "test_docs_bench.py", "test_docs_install.py",
+    "test_docs_links.py", "test_docs_snippets.py", "test_docs_walkthrough.py",
+    "test_security.py", "test_imports.py",
+})
+
+
+def violations_of_the_test_mirror(tests: pathlib.Path, package: pathlib.Path) -> list[str]:
+    """Files (tests and their helpers) whose folder names no package folder, and package
+    tests left in the tests root."""
+    found = []
+    for tree in MIRRORED_TEST_TREES:
+        for path in sorted((tests / tree).rglob("*.py")):
+            folder = path.parent.relative_to(tests)
+            if "__pycache__" in folder.parts:
+                continue
+            if not (package / folder / "__init__.py").is_file():
+                found.append(f"tests/{path.relative_to(tests)}: no package spark_queue/{folder}")
+    for path in sorted(tests.glob("test_*.py")):
+        if path.name not in CROSS_CUTTING_TESTS and not (
+                package / path.name.removeprefix("test_")).is_file():
+            found.append(f"tests/{path.name}: tests no top-level module; move it to the "
+                         "folder mirroring its package")
+    return found
+
+
+def test_the_tests_mirror_the_package():
+    """A maintainer finds a module's tests from its path (spark_queue/store/queues/queue.py
+    -> tests/store/queues/)."""
+    assert violations_of_the_test_mirror(ROOT / "tests", PACKAGE) == []
+
+
+def test_the_mirror_check_sees_a_test_moved_wrongly(tmp_path):
+    # The check must bite: a wing folder that is not a package, and a worker test left in
+    # the tests root, are both found; the real tree's folders are all there to check.
+    tests = tmp_path / "tests"
+    for name in ("store/streams/test_topics.py", "store/stream/test_topics.py",
+                 "test_worker.py", "test_times.py", "test_layers.py"):
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text("", encoding="utf-8")
+    assert violations_of_the_test_mirror(tests, PACKAGE) == [
+        "tests/store/stream/test_topics.py: no package spark_queue/store/stream",
+        "tests/test_worker.py: tests no top-level module; move it to the folder mirroring "
+        "its package",
+    ]
+    for tree in MIRRORED_TEST_TREES:
+        assert (ROOT / "tests" / tree).is_dir(), f"tests/{tree} is gone: the check sees nothing"

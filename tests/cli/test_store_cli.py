@@ -11,7 +11,7 @@ import pytest
 
 from spark_queue.store import Store
 from tests.cli.cli_run import existing, run
-from tests.store.test_open import file_digest, make_foreign_sqlite
+from tests.store.file.test_open import file_digest, make_foreign_sqlite
 
 
 def test_init_publish_topics_tail_round_trip(capsys, store_path):

@@ -4,7 +4,7 @@ Both stream readers (the default one and ``latencyMode=low``) plan their
 batches here, on the driver, in the one long-lived planning process of a
 query, so the state kept here (the delay clock, the AvailableNow target)
 lasts for the query's run. Nothing here touches Spark: it is tested with a
-fake clock (``tests/connector/test_source_admission.py``).
+fake clock (``tests/connector/source/test_source_admission.py``).
 """
 
 from __future__ import annotations

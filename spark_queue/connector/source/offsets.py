@@ -141,7 +141,7 @@ def checkpoint_offsets(offsets: object) -> dict[str, int]:
     which say nothing about where the same events sit in a store file (sqliteq numbers
     its own events), so reading from them would skip or repeat events silently. A
     pipeline swapped from Kafka to sqliteq starts from a new checkpoint location, as
-    docs/kafka.md says (``tests/connector/test_foreign_checkpoints.py``).
+    docs/kafka.md says (``tests/connector/source/test_foreign_checkpoints.py``).
     """
     if isinstance(offsets, dict) and all(
         isinstance(topic, str) and type(offset) is int and offset >= 0

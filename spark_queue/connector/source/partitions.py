@@ -107,7 +107,7 @@ def split_ranges(
 ) -> list[OffsetRange]:
     """Split per-topic ``[start, end)`` ranges into pieces for Spark tasks.
 
-    Guarantees (``tests/connector/test_source_partitions.py``): the pieces cover every
+    Guarantees (``tests/connector/source/test_source_partitions.py``): the pieces cover every
     offset of every range exactly once, in order; no piece is empty or holds
     more than ``rows_per_partition`` rows; there are at least
     ``min(min_partitions, total rows)`` pieces; pieces of one topic differ in

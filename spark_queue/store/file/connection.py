@@ -78,7 +78,7 @@ def open_connection(
     ``foreign_keys`` belong to the connection. WAL, which rewrites the file
     header, is switched on by :func:`enable_wal` once the schema check has
     shown the file is a store or new and empty (a foreign SQLite file stays
-    byte-identical; ``tests/store/test_open.py`` guards it).
+    byte-identical; ``tests/store/file/test_open.py`` guards it).
     """
     if durability not in DURABILITY_LEVELS:
         raise StoreError(
@@ -131,7 +131,7 @@ def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
     Changing the journal mode needs the file to itself, and SQLite answers
     BUSY at once, without the busy handler, when another process is opening
     or migrating the same new file; so this retries until the connection's
-    busy timeout runs out (``tests/store/test_open.py`` opens one new path
+    busy timeout runs out (``tests/store/file/test_open.py`` opens one new path
     from 10 processes at once).
     """
     deadline = time.monotonic() + busy_timeout_ms / 1000

@@ -321,7 +321,7 @@ def ensure_schema(
 
     Safe with any number of processes opening the same new path at once: every
     step waits for the lock, and the migration re-reads the file's state inside
-    its write transaction (``tests/store/test_open.py``).
+    its write transaction (``tests/store/file/test_open.py``).
     """
     with open_errors(path):
         state = read_state(conn)

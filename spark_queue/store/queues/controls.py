@@ -20,7 +20,7 @@ process and thread with no coordinator:
 
 A claim that the controls refuse writes nothing: it does not change
 ``PRAGMA data_version``, so it never wakes other idle workers
-(``tests/store/test_queue_controls.py::test_a_refused_claim_writes_nothing``).
+(``tests/store/queues/test_queue_controls.py::test_a_refused_claim_writes_nothing``).
 :func:`admission` answers the same question read-only, for workers deciding
 how long to wait, for stats and for metrics.
 """

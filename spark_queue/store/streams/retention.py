@@ -62,7 +62,7 @@ def prune_id(
 
     Pruning all topics goes by id, so a topic whose name another SQLite client
     set against the naming rule is pruned like the others instead of stopping
-    them (``tests/store/test_foreign_writers.py``).
+    them (``tests/store/streams/test_foreign_writers.py``).
     """
     stored_ms, stored_rows = one_row(
         conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))

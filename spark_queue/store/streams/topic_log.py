@@ -3,7 +3,7 @@
 Offsets are dense per topic: the first event is 0 and each next one is +1,
 assigned inside the writing transaction. SQLite lets one writer in at a time,
 so a reader never sees offset N+1 while N is invisible (no holes, no late
-fills); ``tests/store/test_concurrency.py`` guards this with several processes.
+fills); ``tests/store/streams/test_concurrency.py`` guards this with several processes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from spark_queue.errors import CorruptStoreError, PayloadTooLargeError
 from spark_queue.store import Record, Store
 from spark_queue.store.streams import time_marks
-from tests.store.test_time_marks import assert_exact, assert_marks_hold
+from tests.store.streams.test_time_marks import assert_exact, assert_marks_hold
 
 
 def statements_of(store: Store, call) -> list[str]:

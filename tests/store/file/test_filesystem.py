@@ -1,6 +1,6 @@
 """A store refuses a file system that cannot keep SQLite's locks, before writing anything.
 
-The real case: ``nolockfs`` (``tests/store/nolockfs``, a FUSE loopback whose
+The real case: ``nolockfs`` (``tests/store/file/nolockfs``, a FUSE loopback whose
 POSIX locks are all granted and never reported), built with Go and mounted
 for the test, as network and object-store mounts behave. The type rules are
 checked on parsed mount entries.

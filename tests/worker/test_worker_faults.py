@@ -1,7 +1,7 @@
 """A worker survives anything a handler does: every BaseException fails the job with its real
 error and the worker goes on; an unstorable message is stored escaped; a handler still
 running at shutdown is nacked saying so; a store the worker cannot write is refused before
-it starts. (The same in real processes: tests/test_worker_processes_faults.py.)"""
+it starts. (The same in real processes: tests/worker/test_worker_processes_faults.py.)"""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from spark_queue.store.file.schema import latest_version
 from spark_queue.store.streams import time_marks
 from tests.store.test_backup_old_stores import release
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "stores"
 
 
