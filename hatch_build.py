@@ -12,7 +12,7 @@ warning: reads then build their columns in Python, as before (2-3x slower).
 The wheel keeps its py3-none-any name (README, notebooks and Databricks paths name
 it): the extension is an accelerator for the machine type it was built on, and
 where it cannot load (another architecture or OS) the read builds its columns in
-Python as before, after one warning (tests/store/test_columnar_read.py).
+Python as before, after one warning (tests/store/streams/test_columnar_read.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
  * A loadable extension: every SQLite call goes through the routines of the
  * connection that loads it (SQLITE_EXTENSION_INIT), never a second SQLite
  * library, whose close would drop the file's POSIX locks
- * (tests/store/test_columnar_read.py checks the process maps no other).
+ * (tests/store/streams/test_columnar_read.py checks the process maps no other).
  *
  * sq_arrow_columns(kinds, first, offset, ts_ms, col...):
  *   kinds   one letter per col: 'b' BLOB or NULL, 't' TEXT or NULL

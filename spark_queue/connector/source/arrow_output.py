@@ -50,7 +50,7 @@ def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatc
 # Constants built from their bytes, not from Python values: pa.scalar(0) makes
 # pyarrow import pandas where it is installed (~175 ms), which the stream's planning
 # process otherwise never needs before its first batch is read on the driver
-# (BENCHMARKS.md, "Stream start"; tests/connector/test_arrow_output_imports.py).
+# (BENCHMARKS.md, "Stream start"; tests/connector/source/test_arrow_output_imports.py).
 def _scalar(kind: pa.DataType, little_endian: bytes) -> pa.Scalar:
     return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(little_endian)])[0]
 

@@ -10,7 +10,7 @@ source's read (BENCHMARKS.md, "Spark source").
 The extension is loaded into the store's own apsw connection and calls SQLite
 only through that connection's routines: no second SQLite library enters the
 process (closing one would drop apsw's POSIX locks on the file;
-``tests/store/test_columnar_read.py`` checks the process maps none). Loading
+``tests/store/streams/test_columnar_read.py`` checks the process maps none). Loading
 is enabled for the C call alone, never for SQL's ``load_extension()``.
 """
 

@@ -16,7 +16,7 @@ from spark_queue.errors import CorruptStoreError, PayloadError
 from spark_queue.store import Record, Store
 from spark_queue.store.streams import arrow_read, columnar
 
-FIXTURES = os.path.join(os.path.dirname(__file__), os.pardir, "fixtures", "stores")
+FIXTURES = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "fixtures", "stores")
 SHAPES = [(fmt, headers) for fmt in ("binary", "string") for headers in (False, True)]
 
 VALUES = ["text", "", "ünïcode ✓", "a\x00b", {"json": [1, 2]}, [], 3, None, b"", b"\x00\xff",
