@@ -9,8 +9,11 @@ Every pipeline is written once; :func:`connect` is the one-line swap a user make
 format, and ``kafka.bootstrap.servers`` or ``path``). The input is a store whose topics are
 exported to Kafka (offset for offset: the same keys, values, headers and timestamps on both
 sides), topic names starting with PREFIX (the broker is shared by the session's tests).
-Prints one ``RESULT <json>`` line: per case, the rows each format gave (or its error), and
-the seconds each took.
+Up to RUNNING_AT_ONCE streaming queries run at once (each ends by itself, availableNow):
+most of a query's time is waiting, and one at a time they took minutes; all at once, the
+sqliteq queries' Python workers failed to connect back to Spark on the loaded VM. Prints one
+``RESULT <json>`` line: per case, the rows each format gave (or its error), and the seconds
+each wave took.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -40,8 +44,20 @@ from spark_queue.spark import get_or_create  # noqa: E402
 from spark_queue.store import Record, Store  # noqa: E402
 
 FORMATS = ("kafka", "sqliteq")
+RUNNING_AT_ONCE = 3
 FIRST_LINES = ["the cat sat", "the dog sat on the cat"]
 MORE_LINES = ["a dog", "the end"]
+
+
+@dataclass
+class Later:
+    """A case's streaming query, started: ``rows()`` gives its result once it has ended."""
+
+    query: object
+    rows: Callable[[], list]
+
+
+Case = Callable[[str], "list | Later"]
 
 
 class Swap:
@@ -67,10 +83,10 @@ class Swap:
             store.publish_many(p + "lines", FIRST_LINES)
             store.publish_many(p + "in", [
                 Record(json.dumps({"topic": p + t, "v": v}), key=k)
-                for k, v, t in [("a", "1", "outa"), ("b", "2", "outb"), ("c", "3", "outa")]])
+                for k, v, t in [("a", "1", "souta"), ("b", "2", "soutb"), ("c", "3", "souta")]])
         self.export()
         admin = client.admin(self.settings)  # the sinks' Kafka topics, one partition each
-        for name in ("bw", "bwd", "sw", "outa", "outb"):
+        for name in ("bw", "bwd", "sw", "outa", "outb", "souta", "soutb"):
             client.create_topic(admin, self.settings, p + name)
 
     def export(self) -> None:
@@ -88,18 +104,14 @@ class Swap:
         return builder.format("sqliteq").option("path", self.store)
 
     # -- running ---------------------------------------------------------------------
-    def drain(self, frame: DataFrame, name: str, mode: str = "append") -> list:
+    def drain(self, frame: DataFrame, name: str, mode: str = "append") -> Later:
         """Every row a stream gives up to now (availableNow into a memory table)."""
-        query = (frame.writeStream.format("memory").queryName(name).outputMode(mode)
-                 .option("checkpointLocation", str(self.workdir / "checkpoints" / name))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        return rows(self.spark.table(name))
+        writer = frame.writeStream.format("memory").queryName(name).outputMode(mode)
+        return Later(self.start(writer, name), lambda: rows(self.spark.table(name)))
 
-    def run_to_end(self, writer, name: str) -> None:
-        query = (writer.option("checkpointLocation", str(self.workdir / "checkpoints" / name))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
+    def start(self, writer, name: str):
+        return (writer.option("checkpointLocation", str(self.workdir / "checkpoints" / name))
+                .trigger(availableNow=True).start())
 
     def written(self, fmt: str, *topics: str) -> list:
         """What a sink wrote, read back through the same format."""
@@ -121,7 +133,7 @@ class Swap:
         return reader.load()
 
     # -- Spark's structured_kafka_wordcount.py: its logic, both formats ---------------
-    def wordcount(self, fmt: str, subscribe_type: str, topics: str, name: str) -> list:
+    def wordcount(self, fmt: str, subscribe_type: str, topics: str, name: str) -> Later:
         # The example leaves startingOffsets at its default, which differs on purpose
         # (docs/kafka.md; see default_start); earliest on both compares the counts.
         lines = self.stream(fmt, **{subscribe_type: topics, "startingOffsets": "earliest"})
@@ -129,7 +141,7 @@ class Swap:
         words = lines.select(F.explode(F.split(lines.value, " ")).alias("word"))
         return self.drain(words.groupBy("word").count(), name, "complete")
 
-    def wordcount_cases(self) -> dict[str, Callable[[str], list]]:
+    def wordcount_cases(self) -> dict[str, Case]:
         p = self.p
         return {
             "wordcount_subscribe": lambda f: self.wordcount(f, "subscribe", p + "lines",
@@ -141,7 +153,7 @@ class Swap:
         }
 
     # -- the integration guide's reads -------------------------------------------------
-    def read_cases(self) -> dict[str, Callable[[str], list]]:
+    def read_cases(self) -> dict[str, Case]:
         p = self.p
         kv = ("CAST(key AS STRING)", "CAST(value AS STRING)")
         earliest = {"startingOffsets": "earliest"}  # Kafka's stream default is latest
@@ -191,7 +203,7 @@ class Swap:
                 .select("key", F.get_json_object(value, "$.v").alias("value"),
                         F.get_json_object(value, "$.topic").alias("topic")))
 
-    def write_cases(self) -> dict[str, Callable[[str], list]]:
+    def write_cases(self) -> dict[str, Case]:
         p = self.p
 
         def batch_topic_option(f: str) -> list:
@@ -206,18 +218,17 @@ class Swap:
              .mode("append").save())
             return self.written(f, "outa", "outb")
 
-        def stream_topic_option(f: str) -> list:
-            self.run_to_end(self.connect(self.in_stream(f).selectExpr(
+        def stream_topic_option(f: str) -> Later:
+            query = self.start(self.connect(self.in_stream(f).selectExpr(
                 "CAST(key AS STRING)", "CAST(value AS STRING)").writeStream, f)
                 .option("topic", p + "sw"), f"sw_{f}")
-            return self.written(f, "sw")
+            return Later(query, lambda: self.written(f, "sw"))
 
-        def stream_topic_column(f: str) -> list:
-            # The batch case wrote outa/outb already: the stream's rows follow at offset 2/1.
-            self.run_to_end(self.connect(self.in_stream(f).selectExpr(
+        def stream_topic_column(f: str) -> Later:
+            query = self.start(self.connect(self.in_stream(f).selectExpr(
                 "topic", "CAST(key AS STRING)", "CAST(value AS STRING)").writeStream, f),
                 f"swc_{f}")
-            return self.written(f, "outa", "outb")
+            return Later(query, lambda: self.written(f, "souta", "soutb"))
 
         return {"write_batch_topic_option": batch_topic_option,
                 "write_batch_topic_column": batch_topic_column,
@@ -225,10 +236,10 @@ class Swap:
                 "write_stream_topic_column": stream_topic_column}
 
     # -- where the formats differ on purpose (docs/kafka.md) ---------------------------
-    def difference_cases(self) -> dict[str, Callable[[str], list]]:
+    def difference_cases(self) -> dict[str, Case]:
         p = self.p
 
-        def default_start(f: str) -> list:
+        def default_start(f: str) -> Later:
             """No startingOffsets: Kafka's stream starts at latest, sqliteq's at earliest."""
             return self.drain(self.stream(f, subscribe=p + "topic1")
                               .selectExpr("CAST(value AS STRING)"), f"sd_{f}")
@@ -271,30 +282,48 @@ def main(workdir: str, bootstrap: str, prefix: str) -> None:
     swap.write_input()
     session_s = time.monotonic() - started
     results: dict[str, dict] = {}
+    waves: dict[str, float] = {}
 
-    def run(cases: dict[str, Callable[[str], list]]) -> None:
+    def finish(found: dict, fmt: str, later: Later) -> None:
+        try:
+            later.query.awaitTermination()  # type: ignore[attr-defined]
+            found[fmt] = later.rows()
+        except Exception:  # one case's failure is reported, the others still run
+            found[fmt + "_error"] = traceback.format_exc()[-3000:]
+
+    def run(wave: str, cases: dict[str, Case]) -> None:
+        """Every case on both formats: batch cases one by one, streaming queries up to
+        RUNNING_AT_ONCE together, each one's rows read once it ended."""
+        begun = time.monotonic()
+        running: list[tuple[dict, str, Later]] = []
         for name, case in cases.items():
-            found: dict = results.setdefault(name, {"seconds": 0.0})
             for fmt in FORMATS:
-                begun = time.monotonic()
+                found = results.setdefault(name, {})
+                if len(running) >= RUNNING_AT_ONCE:
+                    finish(*running.pop(0))
                 try:
-                    found[fmt] = case(fmt)
-                except Exception:  # one case's failure is reported, the others still run
+                    outcome = case(fmt)
+                except Exception:
                     found[fmt + "_error"] = traceback.format_exc()[-3000:]
-                found["seconds"] += time.monotonic() - begun
+                    continue
+                if isinstance(outcome, Later):
+                    running.append((found, fmt, outcome))
+                else:
+                    found[fmt] = outcome
+        for pending in running:
+            finish(*pending)
+        waves[wave] = time.monotonic() - begun
 
-    run(swap.wordcount_cases())
-    run(swap.read_cases())
-    run(swap.write_cases())
-    run(swap.difference_cases())
+    run("cases", {**swap.wordcount_cases(), **swap.read_cases(), **swap.write_cases(),
+                  **swap.difference_cases()})
     # The wordcount goes on from its checkpoints once more lines arrive (both sides).
     with Store(swap.store) as store:
         store.publish_many(prefix + "lines", MORE_LINES)
     swap.export()
     more = {f"{name}_continued": case for name, case in swap.wordcount_cases().items()
             if name == "wordcount_subscribe"}
-    run(more)
-    print("RESULT " + json.dumps({"cases": results, "session_s": session_s,
+    run("continued", more)
+    print("RESULT " + json.dumps({"cases": results, "session_s": session_s, "waves_s": waves,
                                   "total_s": time.monotonic() - started}), flush=True)
     spark.stop()
 
