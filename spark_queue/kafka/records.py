@@ -15,7 +15,8 @@ stored type that inference would get wrong, naming only those fields
 Most records (JSON values, text that is not JSON, bytes that are not UTF-8,
 text keys) carry no extra header, so Kafka's consumers see the events as they
 were published. A store event whose own headers use that name cannot be
-exported (PayloadError naming it): the name is reserved.
+exported (PayloadError naming it): the name is reserved. So is
+:data:`TIMESTAMP_HEADER`, on the events stamped 0 ms only (see there).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from spark_queue.store import BYTES, JSON, TEXT, Encoded
 VALUE_FORMATS = ("auto", "json", "text", "bytes")
 
 TYPES_HEADER = "sqliteq.types"  # reserved: the stored types an import would infer wrongly
+# Reserved too: the store's timestamp where Kafka's client cannot send it as CreateTime
+# (0 ms, which librdkafka reads as "now"; the store allows any stamp from 0).
+TIMESTAMP_HEADER = "sqliteq.timestamp"
+RESERVED_HEADERS = (TYPES_HEADER, TIMESTAMP_HEADER)
 _TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
 _TYPES = {name: code for code, name in _TYPE_NAMES.items()}
 
@@ -46,18 +51,22 @@ class Content(NamedTuple):
 
 def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
     """A row of ``Store.read_arrow(..., payload_format="binary")`` (as a dict), as its Kafka
-    record holds it: with the :data:`TYPES_HEADER` its types need, if any."""
+    record holds it: with the :data:`TYPES_HEADER` its types need and the
+    :data:`TIMESTAMP_HEADER` its stamp needs, if any."""
     headers = json.loads(row["headers"]) if row["headers"] else {}
-    if TYPES_HEADER in headers:
-        where = f"store topic {topic!r} offset" if topic is not None else "offset"
-        raise PayloadError(
-            f"{where} {row['offset']} has a header named {TYPES_HEADER!r}, the name an export "
-            "reserves for the stored types of keys and values (docs/outgrowing.md), so it "
-            "cannot be exported as it is: republish the event with that header renamed."
-        )
+    for name in RESERVED_HEADERS:
+        if name in headers:
+            where = f"store topic {topic!r} offset" if topic is not None else "offset"
+            raise PayloadError(
+                f"{where} {row['offset']} has a header named {name!r}, a name an export "
+                "reserves (docs/outgrowing.md), so it cannot be exported as it is: republish "
+                "the event with that header renamed."
+            )
     mark = types_mark(row["key"], row["key_type"], row["value"], row["value_type"])
     if mark is not None:
         headers[TYPES_HEADER] = mark
+    if row["timestamp_ms"] == 0:  # sent as 0, Kafka's client stamps it with the time of sending
+        headers[TIMESTAMP_HEADER] = "0"
     return Content(row["key"], row["value"], tuple(sorted(headers.items())), row["timestamp_ms"])
 
 
@@ -120,9 +129,23 @@ def from_message(msg: Any) -> Content:
     headers = text_headers(
         msg.headers(), f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
     )
-    return Content(
-        msg.key(), msg.value(), tuple(sorted((headers or {}).items())), msg.timestamp()[1]
-    )
+    stamp = stored_timestamp(headers, msg.timestamp()[1], f"{msg.topic()!r} offset {msg.offset()}")
+    return Content(msg.key(), msg.value(), tuple(sorted((headers or {}).items())), stamp)
+
+
+def stored_timestamp(headers: dict[str, str] | None, kafka_ms: int, where: str) -> int:
+    """The event's timestamp: the :data:`TIMESTAMP_HEADER`'s, if the record has one, else
+    Kafka's (``kafka_ms``)."""
+    if not headers or TIMESTAMP_HEADER not in headers:
+        return kafka_ms
+    text = headers[TIMESTAMP_HEADER]
+    if not (text.isascii() and text.isdigit()):
+        raise KafkaError(
+            f"Kafka record {where} has header {TIMESTAMP_HEADER}={text!r}; that name is "
+            "reserved for an export's timestamps in ms (digits only). Remove the header from "
+            "the record, or import another topic."
+        )
+    return int(text)
 
 
 def kafka_headers(content: Content) -> list[tuple[str, bytes]] | None:

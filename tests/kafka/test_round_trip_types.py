@@ -1,7 +1,8 @@
 """Store -> Kafka -> store keeps every value's and key's stored type, not only its bytes:
 the text "42" stays text, the bytes b"abc" stay bytes, SQL NULL and JSON null stay apart.
 Only the records whose type an import would infer wrongly carry the reserved
-``sqliteq.types`` header, and the import removes it."""
+``sqliteq.types`` header, and the import removes it; an event stamped 0 ms (which Kafka's
+client sends as "now") carries its stamp in ``sqliteq.timestamp``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from spark_queue.errors import KafkaError, PayloadError
 from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
-from spark_queue.kafka.records import TYPES_HEADER, from_store_row
+from spark_queue.kafka.records import (
+    RESERVED_HEADERS,
+    TIMESTAMP_HEADER,
+    TYPES_HEADER,
+    from_store_row,
+)
 from spark_queue.store import JSON, TEXT, Encoded, Record, Store
 
 # (value as published, the types header its Kafka record carries)
@@ -51,7 +57,7 @@ def every_shape() -> list[tuple[Record, str | None]]:
         for j, (key, key_mark) in enumerate(KEYS):
             n = i * len(KEYS) + j
             record = Record(value, key=key, headers=HEADERS[n % len(HEADERS)],
-                            timestamp_ms=1_600_000_000_000 + n * 7)
+                            timestamp_ms=[0, 1][n] if n < 2 else 1_600_000_000_000 + n * 7)
             shapes.append((record, ",".join(m for m in (key_mark, value_mark) if m) or None))
     return shapes
 
@@ -69,6 +75,7 @@ def test_only_records_whose_type_inference_gets_wrong_carry_the_types_header(sto
     for row, (_, mark) in zip(store.read_arrow("t").to_pylist(), shapes, strict=True):
         headers = dict(from_store_row(row).headers)
         assert headers.pop(TYPES_HEADER, None) == mark, row
+        assert headers.pop(TIMESTAMP_HEADER, None) == ("0" if row["timestamp_ms"] == 0 else None)
         assert headers == json.loads(row["headers"] or "{}")  # the event's own, unchanged
 
 
@@ -86,6 +93,10 @@ def test_store_to_kafka_to_store_keeps_every_value_and_key_type(kafka, prefix, s
         reader.close()
     marks = [dict(m.headers() or []).get(TYPES_HEADER) for m in records]
     assert marks == [None if mark is None else mark.encode() for _, mark in shapes]
+    stamps = [(m.timestamp()[1], dict(m.headers() or []).get(TIMESTAMP_HEADER))
+              for m in records[:3]]
+    assert stamps[0][0] > 1_600_000_000_000 and stamps[0][1] == b"0"  # sent as 0: "now"
+    assert stamps[1:] == [(1, None), (1_600_000_000_014, None)]
 
     back = str(tmp_path / "back.sqlite")
     import_topic(back, kafka, prefix + "t", into="t")
@@ -94,11 +105,12 @@ def test_store_to_kafka_to_store_keeps_every_value_and_key_type(kafka, prefix, s
         assert copy.read("t") == store.read("t")
 
 
-def test_a_store_header_with_the_reserved_name_is_refused_naming_the_event(kafka, prefix,
-                                                                           store, store_path):
-    store.publish_many("t", ["a", Record("b", headers={TYPES_HEADER: "value=text"})])
-    with pytest.raises(PayloadError, match=r"store topic 't' offset 1 has a header named "
-                                           r"'sqliteq.types'"):
+@pytest.mark.parametrize("name", RESERVED_HEADERS)
+def test_a_store_header_with_a_reserved_name_is_refused_naming_the_event(kafka, prefix, store,
+                                                                         store_path, name):
+    store.publish_many("t", ["a", Record("b", headers={name: "0"})])
+    with pytest.raises(PayloadError, match=rf"store topic 't' offset 1 has a header named "
+                                           rf"'{name}'"):
         export_topics(store_path, kafka, ["t"], prefix=prefix)
 
 
