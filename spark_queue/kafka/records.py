@@ -126,10 +126,9 @@ def stored_types(headers: dict[str, str] | None, where: str) -> dict[str, int]:
 
 def from_message(msg: Any) -> Content:
     """A Kafka message as content; its headers must be a map of text (see :func:`text_headers`)."""
-    headers = text_headers(
-        msg.headers(), f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
-    )
-    stamp = stored_timestamp(headers, msg.timestamp()[1], f"{msg.topic()!r} offset {msg.offset()}")
+    where = f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
+    headers = text_headers(msg.headers(), where)
+    stamp = stored_timestamp(headers, msg.timestamp()[1], where)
     return Content(msg.key(), msg.value(), tuple(sorted((headers or {}).items())), stamp)
 
 

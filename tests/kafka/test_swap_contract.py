@@ -122,20 +122,28 @@ def test_batch_reads_of_the_guide_give_the_same_rows_on_both_formats(swap):
     assert kafka == ours and len(ours) == 33
 
 
+KEYED = [("a", "1"), ("b", "2"), ("c", "3")]  # the rows the guide's writes write
+
+
+def one_topic(topic: str) -> list[list]:
+    """The keyed rows written to ``topic`` (the sink's topic option)."""
+    return [[topic, offset, key, value] for offset, (key, value) in enumerate(KEYED)]
+
+
+def by_column(first: str, second: str) -> list[list]:
+    """The keyed rows routed by their topic column: a and c to ``first``, b to ``second``."""
+    return [[first, 0, "a", "1"], [first, 1, "c", "3"], [second, 0, "b", "2"]]
+
+
 def test_writes_of_the_guide_store_the_same_rows_on_both_formats(swap):
     _, p = swap
-    kafka, ours = both(swap, "write_batch_topic_option")
-    assert kafka == ours == [[p + "bw", 0, "a", "1"], [p + "bw", 1, "b", "2"],
-                             [p + "bw", 2, "c", "3"]]
-    kafka, ours = both(swap, "write_batch_topic_column")
-    assert kafka == ours == [[p + "outa", 0, "a", "1"], [p + "outa", 1, "c", "3"],
-                             [p + "outb", 0, "b", "2"]]
-    kafka, ours = both(swap, "write_stream_topic_option")
-    assert kafka == ours == [[p + "sw", 0, "a", "1"], [p + "sw", 1, "b", "2"],
-                             [p + "sw", 2, "c", "3"]]
-    kafka, ours = both(swap, "write_stream_topic_column")
-    assert kafka == ours == [[p + "souta", 0, "a", "1"], [p + "souta", 1, "c", "3"],
-                             [p + "soutb", 0, "b", "2"]]
+    expected = {"write_batch_topic_option": one_topic(p + "bw"),
+                "write_batch_topic_column": by_column(p + "outa", p + "outb"),
+                "write_stream_topic_option": one_topic(p + "sw"),
+                "write_stream_topic_column": by_column(p + "souta", p + "soutb")}
+    for case, rows in expected.items():
+        kafka, ours = both(swap, case)
+        assert kafka == ours == rows, case
 
 
 def test_a_stream_without_starting_offsets_starts_at_latest_on_kafka_earliest_on_sqliteq(swap):
@@ -147,6 +155,5 @@ def test_a_stream_without_starting_offsets_starts_at_latest_on_kafka_earliest_on
 def test_a_batch_write_without_mode_append_is_refused_by_spark_for_sqliteq_only(swap):
     _, p = swap
     kafka, ours = both(swap, "default_save_mode")  # docs/kafka.md: on purpose
-    assert kafka == ["written", [[p + "bwd", 0, "a", "1"], [p + "bwd", 1, "b", "2"],
-                                 [p + "bwd", 2, "c", "3"]]]
+    assert kafka == ["written", one_topic(p + "bwd")]
     assert ours == ["refused", "UNSUPPORTED_DATA_SOURCE_SAVE_MODE"]
