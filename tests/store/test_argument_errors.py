@@ -44,6 +44,8 @@ STORE_CALLS = {
     "prune.at": lambda s, q, n: s.prune("t", retention_ms=1, at_ms=n),
     "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, topic="t"),
     "queue": lambda s, q, n: s.queue("q", max_attempts=n),
+    "start_topic_at": lambda s, q, n: s.start_topic_at("t3", n),
+    "fix_mirror_shift": lambda s, q, n: s.fix_mirror_shift("t", n),
 }
 STORE_NO_INTEGER = {
     "create_topic": lambda s: s.create_topic("t2"),
@@ -66,6 +68,7 @@ STORE_NO_INTEGER = {
     "sweep_expired": lambda s: s.sweep_expired(),
     "write": lambda s: s.write().__enter__(),
     "snapshot": lambda s: s.snapshot().__enter__(),
+    "mirror_shift": lambda s: s.mirror_shift("t"),
 }
 QUEUE_CALLS = {
     "configure": lambda s, q, n: q.configure(visibility_timeout_ms=n),
