@@ -2,7 +2,9 @@
 
 Each store topic ``t`` goes to the Kafka topic ``prefix + t`` with ONE partition,
 in which the record at offset ``n - shift`` is the store's event ``n``: the same
-key and value bytes, headers and timestamp (CreateTime). The shift is 0 unless
+key and value bytes, headers and timestamp (CreateTime), plus an
+``sqliteq.types`` header on the few records whose types an import would infer
+wrongly from the bytes (:mod:`~spark_queue.kafka.records`). The shift is 0 unless
 retention had removed the topic's head before its first export; it is fixed
 then and recorded in the store (``Store.mirror_shift``), and the positions
 helpers apply it.
@@ -30,7 +32,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from spark_queue.errors import KafkaError, KafkaTargetMismatchError, KafkaTopicError
+from spark_queue.errors import (
+    KafkaError,
+    KafkaTargetMismatchError,
+    KafkaTopicError,
+    PayloadError,
+)
 from spark_queue.kafka import client
 from spark_queue.kafka.client import KafkaSettings
 from spark_queue.kafka.records import Content, checksum, from_message, from_store_row, kafka_headers
@@ -170,7 +177,7 @@ class Exporter:
 
     def _store_contents(self, topic: str, start: int, end: int) -> list[Content]:
         table = self.store.read_arrow(topic, start, end)
-        return [from_store_row(row) for row in table.to_pylist()]
+        return [from_store_row(row, topic) for row in table.to_pylist()]
 
     def _kafka_contents(self, kafka_topic: str, start: int, end: int) -> list[Content]:
         messages = client.read_range(self.reader, self.settings, kafka_topic, 0, start, end)
@@ -189,7 +196,11 @@ class Exporter:
                 topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
             for row in rows.to_pylist():
-                content = from_store_row(row)
+                try:
+                    content = from_store_row(row, topic)
+                except PayloadError:
+                    self.producer.flush(self.settings.timeout_s)  # what came before goes in
+                    raise
                 self._produce(target, content)
                 target.sent_upto += 1
             self._raise_failure(target)

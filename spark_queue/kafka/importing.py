@@ -6,7 +6,10 @@ How partitions map: a Kafka topic ``T`` of ONE partition becomes the store topic
 partition keeps each partition's order and offsets apart). ``into`` renames
 ``T``. Each record keeps its key, headers and timestamp; values keep their
 bytes, stored as JSON, text or bytes (``value_format``, see
-:func:`~spark_queue.kafka.records.stored_value`).
+:func:`~spark_queue.kafka.records.stored_value`). An export's
+``sqliteq.types`` header gives keys and values their stored types back and is
+removed, as is ``sqliteq.timestamp``, the stamp of an event stamped 0 ms
+(:mod:`~spark_queue.kafka.records`): an exported topic comes back as it was.
 
 Offsets: the new store topic keeps Kafka's numbering: its first event gets the
 Kafka offset of the first record imported (a time range starting at Kafka offset
@@ -28,7 +31,15 @@ from dataclasses import dataclass
 from spark_queue.errors import KafkaTopicError, OptionError, TopicExistsError
 from spark_queue.kafka import client
 from spark_queue.kafka.client import KafkaSettings
-from spark_queue.kafka.records import VALUE_FORMATS, stored_key, stored_value, text_headers
+from spark_queue.kafka.records import (
+    TIMESTAMP_HEADER,
+    VALUE_FORMATS,
+    stored_key,
+    stored_timestamp,
+    stored_types,
+    stored_value,
+    text_headers,
+)
 from spark_queue.store import Record, Store
 
 CHUNK_EVENTS = 5000  # records per store transaction
@@ -159,12 +170,19 @@ def _import_partition(
         expected = msg.offset() + 1
         where = f"{kafka_topic!r} [{partition}] offset {msg.offset()}"
         kind, stamp = msg.timestamp()
+        headers = text_headers(msg.headers(), where)
+        types = stored_types(headers, where)  # an export's marks, taken out of the headers
+        if kind == 0 or stamp < 0:  # 0: TIMESTAMP_NOT_AVAILABLE; the store stamps it now
+            stamp = None
+        if headers and TIMESTAMP_HEADER in headers:
+            stamp = stored_timestamp(headers, 0, where)
+            del headers[TIMESTAMP_HEADER]
         batch.append(
             Record(
-                stored_value(msg.value(), value_format, where),
-                stored_key(msg.key()),
-                text_headers(msg.headers(), where),
-                stamp if kind != 0 and stamp >= 0 else None,  # 0: TIMESTAMP_NOT_AVAILABLE
+                stored_value(msg.value(), value_format, where, types.get("value")),
+                stored_key(msg.key(), types.get("key")),
+                headers or None,
+                stamp,
             )
         )
         if len(batch) >= CHUNK_EVENTS:

@@ -4,6 +4,19 @@ An event's *content* is what both logs hold alike: the key and the value as
 bytes (the store's stored bytes: JSON as its compact text, text as UTF-8), the
 headers as a map of text, the timestamp in ms (Kafka's CreateTime). Exports,
 their checks and imports compare and checksum contents, never Python values.
+
+Types travel in one reserved header, :data:`TYPES_HEADER`, and only where they
+must. Kafka holds bytes; an import infers a value's type from them (standard
+JSON as JSON, other UTF-8 as text, the rest as bytes) and a key's (UTF-8 as
+text, the rest as bytes). An export adds ``sqliteq.types`` to the records whose
+stored type that inference would get wrong, naming only those fields
+(``value=text`` for the text ``"42"``, ``key=bytes`` for the bytes ``b"abc"``,
+``key=bytes,value=bytes`` for both), and an import applies it and removes it.
+Most records (JSON values, text that is not JSON, bytes that are not UTF-8,
+text keys) carry no extra header, so Kafka's consumers see the events as they
+were published. A store event whose own headers use that name cannot be
+exported (PayloadError naming it): the name is reserved. So is
+:data:`TIMESTAMP_HEADER`, on the events stamped 0 ms only (see there).
 """
 
 from __future__ import annotations
@@ -14,9 +27,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from spark_queue.errors import KafkaError, PayloadError
-from spark_queue.store import JSON, TEXT, Encoded
+from spark_queue.store import BYTES, JSON, TEXT, Encoded
 
 VALUE_FORMATS = ("auto", "json", "text", "bytes")
+
+TYPES_HEADER = "sqliteq.types"  # reserved: the stored types an import would infer wrongly
+# Reserved too: the store's timestamp where Kafka's client cannot send it as CreateTime
+# (0 ms, which librdkafka reads as "now"; the store allows any stamp from 0).
+TIMESTAMP_HEADER = "sqliteq.timestamp"
+RESERVED_HEADERS = (TYPES_HEADER, TIMESTAMP_HEADER)
+_TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
+_TYPES = {name: code for code, name in _TYPE_NAMES.items()}
 
 
 class Content(NamedTuple):
@@ -28,20 +49,102 @@ class Content(NamedTuple):
     timestamp_ms: int
 
 
-def from_store_row(row: dict[str, Any]) -> Content:
-    """A row of ``Store.read_arrow(..., payload_format="binary")`` (as a dict)."""
+def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
+    """A row of ``Store.read_arrow(..., payload_format="binary")`` (as a dict), as its Kafka
+    record holds it: with the :data:`TYPES_HEADER` its types need and the
+    :data:`TIMESTAMP_HEADER` its stamp needs, if any."""
     headers = json.loads(row["headers"]) if row["headers"] else {}
+    for name in RESERVED_HEADERS:
+        if name in headers:
+            where = f"store topic {topic!r} offset" if topic is not None else "offset"
+            raise PayloadError(
+                f"{where} {row['offset']} has a header named {name!r}, a name an export "
+                "reserves (docs/outgrowing.md), so it cannot be exported as it is: republish "
+                "the event with that header renamed."
+            )
+    mark = types_mark(row["key"], row["key_type"], row["value"], row["value_type"])
+    if mark is not None:
+        headers[TYPES_HEADER] = mark
+    if row["timestamp_ms"] == 0:  # sent as 0, Kafka's client stamps it with the time of sending
+        headers[TIMESTAMP_HEADER] = "0"
     return Content(row["key"], row["value"], tuple(sorted(headers.items())), row["timestamp_ms"])
+
+
+def types_mark(
+    key: bytes | None, key_type: int, value: bytes | None, value_type: int
+) -> str | None:
+    """The :data:`TYPES_HEADER` value for stored types an import would infer wrongly from
+    the bytes (``"key=bytes,value=text"``), or None when inference gets both right."""
+    wrong = [
+        f"{field}={_TYPE_NAMES[stored]}"
+        for field, stored, inferred in (
+            ("key", key_type, _inferred_key_type(key)),
+            ("value", value_type, _inferred_value_type(value)),
+        )
+        if stored != inferred
+    ]
+    return ",".join(wrong) or None
+
+
+def _inferred_key_type(key: bytes | None) -> int:
+    return BYTES if key is None or _utf8(key) is None else TEXT
+
+
+def _inferred_value_type(value: bytes | None) -> int:
+    text = None if value is None else _utf8(value)
+    if text is None:
+        return BYTES
+    return JSON if _is_json(text) else TEXT
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def stored_types(headers: dict[str, str] | None, where: str) -> dict[str, int]:
+    """Take :data:`TYPES_HEADER` out of a Kafka record's ``headers`` (in place) and return
+    the stored types it names by field (``{"value": TEXT}``); ``{}`` without it."""
+    if not headers or TYPES_HEADER not in headers:
+        return {}
+    mark = headers.pop(TYPES_HEADER)
+    found: dict[str, int] = {}
+    for part in mark.split(","):
+        field, _, name = part.partition("=")
+        if field not in ("key", "value") or name not in _TYPES or field in found:
+            raise KafkaError(
+                f"Kafka record {where} has header {TYPES_HEADER}={mark!r}; that name is "
+                "reserved for an export's types, a comma list of key=TYPE and value=TYPE "
+                "(TYPE: bytes, text or json), each field once. Remove the header from the "
+                "record, or import another topic."
+            )
+        found[field] = _TYPES[name]
+    return found
 
 
 def from_message(msg: Any) -> Content:
     """A Kafka message as content; its headers must be a map of text (see :func:`text_headers`)."""
-    headers = text_headers(
-        msg.headers(), f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
-    )
-    return Content(
-        msg.key(), msg.value(), tuple(sorted((headers or {}).items())), msg.timestamp()[1]
-    )
+    where = f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
+    headers = text_headers(msg.headers(), where)
+    stamp = stored_timestamp(headers, msg.timestamp()[1], where)
+    return Content(msg.key(), msg.value(), tuple(sorted((headers or {}).items())), stamp)
+
+
+def stored_timestamp(headers: dict[str, str] | None, kafka_ms: int, where: str) -> int:
+    """The event's timestamp: the :data:`TIMESTAMP_HEADER`'s, if the record has one, else
+    Kafka's (``kafka_ms``)."""
+    if not headers or TIMESTAMP_HEADER not in headers:
+        return kafka_ms
+    text = headers[TIMESTAMP_HEADER]
+    if not (text.isascii() and text.isdigit()):
+        raise KafkaError(
+            f"Kafka record {where} has header {TIMESTAMP_HEADER}={text!r}; that name is "
+            "reserved for an export's timestamps in ms (digits only). Remove the header from "
+            "the record, or import another topic."
+        )
+    return int(text)
 
 
 def kafka_headers(content: Content) -> list[tuple[str, bytes]] | None:
@@ -77,10 +180,15 @@ def text_headers(
     return found
 
 
-def stored_value(value: bytes | None, value_format: str, where: str) -> Any:
+def stored_value(
+    value: bytes | None, value_format: str, where: str, marked: int | None = None
+) -> Any:
     """A Kafka value as the store keeps it, the bytes unchanged: ``auto`` stores standard
     JSON as JSON, other UTF-8 as text and the rest as bytes (what ``sqliteq publish``'s
-    auto does with text); ``json``/``text`` require it; ``bytes`` keeps bytes."""
+    auto does with text), unless the record's :data:`TYPES_HEADER` named its stored type
+    (``marked``); ``json``/``text`` require it; ``bytes`` keeps bytes."""
+    if marked is not None and value_format == "auto":
+        return _marked_value(value, marked, where)
     if value is None:
         return None
     if value_format == "bytes":
@@ -106,23 +214,41 @@ def stored_value(value: bytes | None, value_format: str, where: str) -> Any:
     return Encoded(text, TEXT)
 
 
-def stored_key(key: bytes | None) -> str | bytes | None:
-    """A Kafka key as the store keeps it: UTF-8 text as text, other bytes as bytes."""
-    if key is None:
-        return None
-    try:
-        return key.decode("utf-8")
-    except UnicodeDecodeError:
+def _marked_value(value: bytes | None, marked: int, where: str) -> Any:
+    if marked == BYTES:
+        return value
+    text = None if value is None else _utf8(value)
+    if value is not None and text is None:
+        raise PayloadError(
+            f"Kafka record {where}: its {TYPES_HEADER} header says the value is "
+            f"{_TYPE_NAMES[marked]}, but it is not UTF-8 text. Import it with value_format "
+            "'bytes'."
+        )
+    if marked == JSON and (text is None or not _is_json(text, strict=False)):
+        raise PayloadError(
+            f"Kafka record {where}: its {TYPES_HEADER} header says the value is JSON, but it "
+            "is not. Import it with value_format 'text' or 'bytes'."
+        )
+    return Encoded(text, marked)  # a null text value stays NULL, stored as text
+
+
+def stored_key(key: bytes | None, marked: int | None = None) -> str | bytes | None:
+    """A Kafka key as the store keeps it: UTF-8 text as text, other bytes as bytes, unless
+    the record's :data:`TYPES_HEADER` said it was stored as bytes (``marked``)."""
+    if key is None or marked == BYTES:
         return key
+    text = _utf8(key)
+    return key if text is None else text
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
-def _is_json(text: str) -> bool:
+def _is_json(text: str, strict: bool = True) -> bool:
+    """Standard JSON (``strict``), or what the store reads as JSON (NaN and Infinity too)."""
     try:
-        json.loads(text, parse_constant=_reject_constant)
+        json.loads(text, parse_constant=_reject_constant if strict else None)
     except ValueError:
         return False
     return True

@@ -261,7 +261,6 @@ class Store:
     def fix_mirror_shift(self, topic: str, shift: int) -> int:
         """Record ``shift`` for ``topic``'s copy unless one is recorded, in one transaction;
         returns the recorded shift (the first export's, for good)."""
-        shift = check_int(shift, "shift")
         with self.write() as conn:
             return mirrors.fix_shift(conn, topic, shift)
 

@@ -29,9 +29,12 @@ from spark_queue.store.streams.topic_log import (
 # "binary": key and value as bytes (Kafka's shape); "string": as UTF-8 text.
 PAYLOAD_FORMATS = ("binary", "string")
 
+# key_type: 1 for a TEXT key, 0 for a BLOB or NULL one (value_type's numbers): the cast
+# hides it, and an exported key must come back as the type it was stored as.
 _RANGE_SQL = {
     fmt: f"SELECT offset, ts_ms, CAST(key AS {cast}), CAST(value AS {cast}), value_type, "
-    "headers FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset"
+    "typeof(key) = 'text', headers FROM sq_events "
+    "WHERE topic_id = ? AND offset >= ? AND offset < ? ORDER BY offset"
     for fmt, cast in (("binary", "BLOB"), ("string", "TEXT"))
 }
 
@@ -45,6 +48,7 @@ def event_schema(payload_format: str = "binary") -> pa.Schema:
             pa.field("key", payload),
             pa.field("value", payload),
             pa.field("value_type", pa.int8(), nullable=False),
+            pa.field("key_type", pa.int8(), nullable=False),
             pa.field("headers", pa.string()),
         ]
     )
@@ -89,7 +93,7 @@ _PAYLOAD_SQL = {
 
 
 def payload_schema(payload_format: str = "binary", headers: bool = False) -> pa.Schema:
-    fields = [f for f in event_schema(payload_format) if f.name != "value_type"]
+    fields = [f for f in event_schema(payload_format) if f.name not in ("value_type", "key_type")]
     return pa.schema(fields if headers else fields[:-1])
 
 
@@ -101,7 +105,7 @@ def read_arrow_payloads(
     payload_format: str = "binary",
     headers: bool = False,
 ) -> pa.Table:
-    """Events ``[start, end)`` as Arrow with :func:`payload_schema` (no ``value_type``).
+    """Events ``[start, end)`` as Arrow with :func:`payload_schema` (no payload types).
 
     The bulk path of the Spark source, verified without fetching an offset
     per row: the rows come from the primary key ``(topic_id, offset)`` in

@@ -13,6 +13,7 @@ from __future__ import annotations
 import apsw
 
 from spark_queue.errors import CorruptStoreError
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.names import validate_name
 
 _PREFIX = "mirror_shift/"
@@ -39,7 +40,8 @@ def shift(conn: apsw.Connection, topic: str) -> int | None:
 
 def fix_shift(conn: apsw.Connection, topic: str, value: int) -> int:
     """Record ``value`` as ``topic``'s shift unless one is recorded; return the recorded one
-    (caller holds the write transaction)."""
+    (caller holds the write transaction). A shift is an offset: 0 up to SQLite's bound."""
+    check_int(value, "shift")
     recorded = shift(conn, topic)
     if recorded is not None:
         return recorded

@@ -67,6 +67,13 @@ def test_arrow_read_matches_event_read(store):
     assert store.read_arrow("t", 5).num_rows == 0
 
 
+def test_arrow_read_keeps_each_keys_stored_type_apart_from_its_bytes(store):
+    store.publish_many("t", [Record(1, key="k"), Record(1, key=b"k"), Record(1), Record(1, key="")])
+    table = store.read_arrow("t")
+    assert table.column("key").to_pylist() == [b"k", b"k", None, b""]
+    assert table.column("key_type").to_pylist() == [1, 0, 0, 1]  # value_type's numbers
+
+
 def test_arrow_string_read_of_invalid_utf8_names_the_range(store):
     store.publish("t", b"\xff\xfe")
     with pytest.raises(PayloadError, match="not valid UTF-8"):
