@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from spark_queue.connector.source.offsets import open_store
+from spark_queue.connector.source.partition_reader import READ_CHUNK_ROWS
 from spark_queue.connector.source.partitions import OffsetRange, reading_cpus
 from spark_queue.connector.source.source_options import SourceOptions
 
@@ -44,14 +45,14 @@ def shipped_pieces(
 ) -> list[bytes]:
     """Arrow IPC stream bytes of every piece, in order, equal to reading each on
     ``store`` (whose snapshot the caller holds)."""
-    def on_caller(piece: OffsetRange) -> pa.Table:
-        return store.read_arrow_payloads(
-            piece.topic, piece.start, piece.end, payload_format, headers
-        )
+    def on_caller(piece: OffsetRange) -> bytes:
+        data = piece_ipc(store, piece, payload_format, headers, whole=False)
+        assert data is not None  # noqa: S101 - whole=False never gives up
+        return data
 
     workers = min(reading_cpus(), len(pieces))
     if workers < 2 or sum(p.rows for p in pieces) < PARALLEL_MIN_ROWS:
-        return [ipc_bytes(on_caller(piece)) for piece in pieces]
+        return [on_caller(piece) for piece in pieces]
     # Imported here: every stream's planning process imports this module before its
     # first trigger, and most never ship a large batch (BENCHMARKS.md, "Stream start").
     from concurrent.futures import ThreadPoolExecutor
@@ -63,10 +64,7 @@ def shipped_pieces(
             local.store = open_store(options)
             with lock:
                 opened.append(local.store)
-        table = local.store.read_arrow_payloads(
-            piece.topic, piece.start, piece.end, payload_format, headers
-        )
-        return ipc_bytes(table) if table.num_rows == piece.rows else None
+        return piece_ipc(local.store, piece, payload_format, headers, whole=True)
 
     try:
         with ThreadPoolExecutor(workers, thread_name_prefix="sqliteq-driver-read") as pool:
@@ -75,13 +73,30 @@ def shipped_pieces(
         for own in opened:
             own.close()
     return [
-        data if data is not None else ipc_bytes(on_caller(piece))
+        data if data is not None else on_caller(piece)
         for piece, data in zip(pieces, shipped, strict=True)
     ]
 
 
-def ipc_bytes(table: pa.Table) -> bytes:
+def piece_ipc(
+    store: Store, piece: OffsetRange, payload_format: str, headers: bool, whole: bool
+) -> bytes | None:
+    """The piece as one IPC stream of batches of at most :data:`READ_CHUNK_ROWS` rows;
+    None if ``whole`` and a batch came back short (retention removed rows since the
+    caller's snapshot, which still has them)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_COMPRESSED) as writer:
-        writer.write_table(table)
+    writer = None
+    try:
+        for at in range(piece.start, piece.end, READ_CHUNK_ROWS):
+            stop = min(at + READ_CHUNK_ROWS, piece.end)
+            table = store.read_arrow_payloads(piece.topic, at, stop, payload_format, headers)
+            if whole and table.num_rows != stop - at:
+                return None
+            if writer is None:
+                writer = pa.ipc.new_stream(sink, table.schema, options=_COMPRESSED)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
     return sink.getvalue().to_pybytes()
+

@@ -143,7 +143,7 @@ def read_arrow_payloads(
 # kinds 'b'/'t' say the SQLite type each payload column must have (CAST makes it
 # so; stored headers are TEXT), anything else leaves the read to the rows above.
 _PACKED_SQL = {
-    (fmt, headers): f"SELECT sq_arrow_columns(?, ?, offset, ts_ms, CAST(key AS {cast}), "
+    (fmt, headers): f"SELECT sq_arrow_columns(?, ?, ?, offset, ts_ms, CAST(key AS {cast}), "
     f"CAST(value AS {cast})" + (", headers" if headers else "")
     + ") FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ?"
     for fmt, cast in (("binary", "BLOB"), ("string", "TEXT"))
@@ -170,7 +170,7 @@ def _packed_columns(
     kinds = ("t" if payload == pa.string() else "b") * 2 + ("t" if headers else "")
     sql = _PACKED_SQL["string" if payload == pa.string() else "binary", headers]
     try:
-        blob = conn.execute(sql, (kinds, first, tid, start, stop)).fetchall()[0][0]
+        blob = conn.execute(sql, (kinds, first, stop - first, tid, start, stop)).fetchall()[0][0]
     except apsw.TooBigError:
         return None  # over SQLite's 1 GB value limit: the rows path has none
     if not isinstance(blob, bytes):

@@ -105,6 +105,37 @@ def test_nulls_at_every_bit_position_read_byte_identical(monkeypatch, store):
         _assert_same_both_ways(monkeypatch, store, "t", start, end)
 
 
+@pytest.mark.parametrize("largest", ["key", "value", "headers", "none"])
+def test_whichever_column_holds_the_most_bytes_reads_byte_identical(monkeypatch, store, largest):
+    # The packed result grows out of the largest data buffer; every other section goes
+    # after it. Each column in turn is that base, and an all-empty range has none.
+    big = "b" * 5_000
+    def record(i: int) -> Record:
+        if largest == "none":
+            return Record(b"", key=b"")
+        return Record(big if largest == "value" else f"v{i}",
+                      key=big if largest == "key" else f"k{i}",
+                      headers={"h": big} if largest == "headers" else {"h": str(i)})
+    store.publish_many("t", [record(i) for i in range(13)])
+    for start, end in ((0, 13), (5, 6)):
+        _assert_same_both_ways(monkeypatch, store, "t", start, end)
+
+
+def test_more_rows_than_the_reader_expected_read_as_before(monkeypatch, store):
+    # The expected count only sizes buffers: a wrong one regrows them, it never cuts rows.
+    store.publish_many("t", [f"v{i}" for i in range(3000)])
+    tid = store.conn.execute("SELECT id FROM sq_topics WHERE name = 't'").fetchall()[0][0]
+    assert columnar.load(store.conn)
+    for expected in (0, 1, 2999, 3000, 10**9):
+        blob = store.conn.execute(
+            "SELECT sq_arrow_columns('bb', 0, ?, offset, ts_ms, CAST(key AS BLOB), "
+            "CAST(value AS BLOB)) FROM sq_events WHERE topic_id = ?", (expected, tid),
+        ).fetchall()[0][0]
+        _, _, keys, values = columnar.decode(blob, [pa.binary(), pa.binary()])
+        assert values.to_pylist() == [f"v{i}".encode() for i in range(3000)]
+        assert keys.null_count == 3000
+
+
 def test_a_range_after_retention_reads_byte_identical(monkeypatch, store):
     store.publish_many("t", range(10))
     store.prune("t", retention_rows=4)
