@@ -18,6 +18,11 @@ All in one run, on one store of N events of ~100 bytes:
   included) is set beside its in-batch time, with its ``start()`` -> first
   trigger beside the ``rate-micro-batch`` query's.
 
+- in alternating rounds (:mod:`spark_queue.bench.source_rounds`), medians of the
+  in-batch time of rate, of a no-I/O Python stream yielding prebuilt batches (the
+  ceiling of Spark's Python Data Source API), and of sqliteq's two read paths at the
+  default split and at ``2 x cores`` tasks.
+
 Every streaming run also reports the time from ``start()`` to its first
 trigger (the first progress event's trigger timestamp): the query's stand-up;
 :mod:`spark_queue.bench.starts` then sets sqliteq's beside a Python source
@@ -45,6 +50,7 @@ import tempfile
 import time
 
 from spark_queue.bench import kafka as kafka_bench
+from spark_queue.bench import source_rounds
 from spark_queue.bench import starts as start_bench
 
 
@@ -114,6 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark")
     parser.add_argument("--available-now-events", type=int, default=2_000_000,
                         help="events for the default availableNow stream (default 2000000)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="alternating rounds of the in-batch comparison against rate and "
+                             "a no-I/O Python stream (default 5; 0 skips it)")
     kafka_bench.add_argument(parser)
     start_bench.add_argument(parser)
 
@@ -228,14 +237,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
 
     def rate_stream() -> tuple[float, float]:
         checkpoint = os.path.join(workdir, f"ck{next(counter)}")
-        pad_sql = f"repeat('x', {args.value_bytes - 11})"
         query = (
-            spark.readStream.format("rate-micro-batch").option("rowsPerBatch", n)
-            .option("numPartitions", args.cores).load()
-            .selectExpr(
-                f"CAST(concat(lpad(CAST(value AS STRING), 10, '0'), '-', {pad_sql}) AS BINARY)"
-                " AS value", "value AS offset", "timestamp",
-            )
+            source_rounds.rate_frame(spark, n, args.cores, args.value_bytes)
             .writeStream.format("noop").option("checkpointLocation", checkpoint)
             .trigger(once=True)
         )
@@ -281,8 +284,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
         kafka_batch(True)
     starts.clear()  # the warm-up runs' starts are not counted
     executor_s, executor_batch_s = _best(sqliteq_stream("executor") for _ in range(args.repeats))
-    driver_s, driver_batch_s = _best(sqliteq_stream("driver") for _ in range(args.repeats))
-    rate_s, rate_batch_s = _best(rate_stream() for _ in range(args.repeats))
+    driver_s, _ = _best(sqliteq_stream("driver") for _ in range(args.repeats))
+    rate_s, _ = _best(rate_stream() for _ in range(args.repeats))
     batch_s = min(sqliteq_batch() for _ in range(args.repeats))
     ceiling_s = min(ceiling_batch() for _ in range(args.repeats))
     if kafka:
@@ -297,6 +300,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     for _ in range(args.repeats):  # the splits take turns, so load hits them alike
         for tasks in splits:
             split_s[tasks] = min(split_s[tasks], split_batch(tasks))
+    rounds = source_rounds.measure(spark, path, "bench", n, args.cores, args.value_bytes,
+                                   workdir, args.rounds) if args.rounds else {}
     # Printed at once: the alternating starts are a table of their own.
     start_bench.measure_and_print(spark, workdir, args.start_rounds)
     spark.stop()
@@ -322,18 +327,6 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
              "raw Store.read_arrow (1 process)"),
         ],
     )
-    print_table(
-        "In-batch rate (rows/s = numInputRows / triggerExecution: without query start and stop)",
-        [
-            ("rate-micro-batch -> noop", n / rate_batch_s, "rate-micro-batch -> noop"),
-            ("sqliteq -> noop (readPath=executor)", n / executor_batch_s,
-             "rate-micro-batch -> noop"),
-            ("sqliteq -> noop (readPath=executor) ", n / executor_batch_s,
-             "raw Store.read_arrow (1 process)"),
-            ("raw Store.read_arrow (1 process)", n / raw_s, "raw Store.read_arrow (1 process)"),
-            ("sqliteq -> noop (readPath=driver)", n / driver_batch_s, "rate-micro-batch -> noop"),
-        ],
-    )
     if kafka:
         stream, batch = "Kafka -> noop (availableNow)", f"Kafka batch read, {tasks} tasks"
         print(f"\n{kafka.describe()}")
@@ -353,6 +346,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
             ],
         )
     _print_defaults(n, args.available_now_events, split_s, default_s, default_batch_s, starts)
+    if rounds:
+        source_rounds.print_rounds(n, rounds)
     return 0
 
 

@@ -3,6 +3,8 @@ caller's snapshot, also when retention removes a piece's rows meanwhile."""
 
 from __future__ import annotations
 
+import random
+
 import pyarrow as pa
 import pytest
 
@@ -72,8 +74,9 @@ def test_no_shipped_partition_outgrows_a_task_and_together_they_hold_every_row_o
     from spark_queue.connector.source import partition_planner
     from spark_queue.connector.source.partitions import ShippedRangePartition
 
-    store.publish_many("t", [bytes([i % 256]) * (100 + i % 50) for i in range(3000)])
-    store.publish_many("t", [b"x" * 20_000])  # one row over the bound
+    noise = random.Random(35)  # incompressible: the bound is on the compressed bytes
+    store.publish_many("t", [noise.randbytes(100 + i % 50) for i in range(3000)])
+    store.publish_many("t", [noise.randbytes(20_000)])  # one row over the bound
     bound = 8_000
     monkeypatch.setattr(partition_planner, "SHIPPED_PARTITION_MAX_BYTES", bound)
     options = parse_source_options(
