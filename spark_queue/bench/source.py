@@ -57,7 +57,6 @@ from spark_queue.bench import starts as start_bench
 def _ceiling_source():
     """A Python data source that yields one prebuilt Kafka-shaped Arrow batch over and over:
     the most any Python data source can deliver through Spark here (no I/O, no conversion)."""
-    import pyarrow as pa
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class CeilingReader(DataSourceReader):
@@ -68,31 +67,7 @@ def _ceiling_source():
             return [InputPartition(i) for i in range(self.parts)]
 
         def read(self, partition):
-            from pyspark.sql.pandas.types import to_arrow_schema
-
-            from spark_queue.connector.source.source_options import parse_source_options
-            from spark_queue.connector.source.source_schema import default_schema
-
-            opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
-            target = to_arrow_schema(default_schema(opts), timezone="UTC")
-            size = 50_000
-            value = b"x" * self.value_bytes
-            batch = pa.RecordBatch.from_arrays(
-                [
-                    pa.nulls(size, pa.binary()),
-                    pa.array([value] * size, pa.binary()),
-                    pa.array(["bench"] * size),
-                    pa.array([0] * size, pa.int32()),
-                    pa.array(range(size), pa.int64()),
-                    pa.array([0] * size, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                    pa.array([0] * size, pa.int32()),
-                ],
-                schema=target,
-            )
-            left = self.rows // self.parts
-            while left > 0:
-                yield batch.slice(0, min(size, left))
-                left -= size
+            return source_rounds.ceiling_batches(self.rows, self.parts, self.value_bytes)
 
     class CeilingSource(DataSource):
         @classmethod
