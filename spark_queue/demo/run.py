@@ -66,6 +66,18 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
 
     started = time.monotonic()
     last_print, last_published = started, 0
+
+    def report(now: float, phase: str, progress: Any, latest: int, monitor: Store) -> None:
+        nonlocal last_print, last_published
+        depth = _queue_row(monitor, config.queue)
+        span = now - last_print
+        out(f"[{now - started:6.1f}s] {phase:<19} | produced {producer.published:>7,} "
+            f"({(producer.published - last_published) / span:,.0f}/s) | "
+            f"{status.describe(progress, bronze, latest, span)} | alerts queue: ready "
+            f"{depth['ready']} leased {depth['leased']} done {worker.stats.acked} "
+            f"dead {depth['dead']}")
+        last_print, last_published = now, producer.published
+
     try:
         with Store(config.store_path, readonly=True) as monitor:
             while True:
@@ -82,19 +94,15 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                 latest = monitor.latest_offset(config.topic)
                 now = time.monotonic()
                 if now - last_print >= config.progress_seconds:
-                    depth = _queue_row(monitor, config.queue)
-                    span = now - last_print
-                    phase = status.phase(progress, producing)
-                    out(f"[{now - started:6.1f}s] {phase:<19} | produced {producer.published:>7,} "
-                        f"({(producer.published - last_published) / span:,.0f}/s) | "
-                        f"{status.describe(progress, bronze, latest, span)} | alerts queue: ready "
-                        f"{depth['ready']} leased {depth['leased']} done {worker.stats.acked} "
-                        f"dead {depth['dead']}")
-                    last_print, last_published = now, producer.published
+                    report(now, status.phase(progress, producing), progress, latest, monitor)
                 if producer.error is not None:
                     raise producer.error
                 caught_up = not producing and bronze_end >= latest
                 if caught_up and end_offset(alerts.lastProgress, config.topic) >= latest:
+                    # A last line, so a run shorter than the print interval (a rerun of a
+                    # few events) also ends on where it stands: lag 0.
+                    if now > last_print:
+                        report(now, "caught up", progress, latest, monitor)
                     break
                 if now - started > config.max_seconds:
                     out(f"stopping after max_seconds={config.max_seconds}: not caught up yet")
