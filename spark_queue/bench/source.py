@@ -75,11 +75,7 @@ def _ceiling_source():
             return "sqliteq_bench_ceiling"
 
         def schema(self):
-            from spark_queue.connector.source.source_options import parse_source_options
-            from spark_queue.connector.source.source_schema import default_schema
-
-            opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
-            return default_schema(opts)
+            return source_rounds.ceiling_schema()
 
         def reader(self, schema):
             o = self.options

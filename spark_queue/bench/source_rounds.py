@@ -32,16 +32,22 @@ RATE = "rate-micro-batch -> noop"
 WARM_UP_ROUNDS = 2
 
 
-def ceiling_batches(rows: int, parts: int, value_bytes: int) -> Iterator[Any]:
-    """One partition's share of ``rows`` as slices of one prebuilt Kafka-shaped batch."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
+def ceiling_schema() -> Any:
+    """The Kafka-shaped schema of ``format("sqliteq")`` with default options, which the
+    ceiling sources produce."""
     from spark_queue.connector.source.source_options import parse_source_options
     from spark_queue.connector.source.source_schema import default_schema
 
-    opts = parse_source_options({"path": "-", "topic": "t"}, streaming=False)
-    target = to_arrow_schema(default_schema(opts), timezone="UTC")
+    return default_schema(parse_source_options({"path": "-", "topic": "t"}, streaming=True))
+
+
+def ceiling_batches(rows: int, parts: int, value_bytes: int) -> Iterator[Any]:
+    """One partition's share of ``rows`` as slices of one prebuilt Kafka-shaped batch."""
+    import pyarrow as pa
+
+    from spark_queue.connector.compat import arrow_schema
+
+    target = arrow_schema(ceiling_schema())
     size = 10_000
     batch = pa.RecordBatch.from_arrays(
         [
@@ -64,9 +70,6 @@ def ceiling_batches(rows: int, parts: int, value_bytes: int) -> Iterator[Any]:
 def ceiling_stream_source() -> type:
     """The no-I/O streaming source: one micro-batch of ``rows`` rows in ``parts`` tasks."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
-    from spark_queue.connector.source.source_options import parse_source_options
-    from spark_queue.connector.source.source_schema import default_schema
 
     class CeilingStreamReader(DataSourceStreamReader):
         def __init__(self, rows: int, parts: int, value_bytes: int):
@@ -95,8 +98,7 @@ def ceiling_stream_source() -> type:
             return CEILING_FORMAT
 
         def schema(self):
-            return default_schema(parse_source_options({"path": "-", "topic": "t"},
-                                                       streaming=True))
+            return ceiling_schema()
 
         def streamReader(self, schema):
             o = self.options
