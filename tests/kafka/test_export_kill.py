@@ -27,6 +27,19 @@ def kafka_end(reader, kafka, topic: str) -> int:
     return client.watermarks(reader, kafka, topic)[1]
 
 
+def store_and_kafka(store_path: str, kafka, topic: str) -> tuple[list, list]:
+    """The store topic ``t``'s records, and ``topic``'s in Kafka as (offset, record)."""
+    with Store(store_path) as store:
+        mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
+    reader = client.consumer(kafka)
+    try:
+        theirs = [(m.offset(), from_message(m))
+                  for m in client.read_range(reader, kafka, topic, 0, 0, EVENTS)]
+    finally:
+        reader.close()
+    return mine, theirs
+
+
 @pytest.mark.slow
 def test_an_export_killed_at_random_points_and_rerun_leaves_kafka_equal_to_the_store(
         kafka, prefix, store_path):
@@ -59,14 +72,7 @@ def test_an_export_killed_at_random_points_and_rerun_leaves_kafka_equal_to_the_s
     [result] = export_topics(store_path, kafka, ["t"], prefix=prefix)
 
     assert (result.kafka_start, result.kafka_end) == (0, EVENTS)
-    with Store(store_path) as store:
-        mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
-    reader = client.consumer(kafka)
-    try:
-        theirs = [(m.offset(), from_message(m))
-                  for m in client.read_range(reader, kafka, prefix + "t", 0, 0, EVENTS)]
-    finally:
-        reader.close()
+    mine, theirs = store_and_kafka(store_path, kafka, prefix + "t")
     assert [offset for offset, _ in theirs] == list(range(EVENTS))
     assert [content for _, content in theirs] == mine
 
@@ -95,12 +101,5 @@ def test_an_export_across_a_broker_restart_and_rerun_leaves_kafka_equal_to_the_s
     [result] = export_topics(store_path, kafka, ["t"], prefix=prefix)
 
     assert (result.kafka_start, result.kafka_end) == (0, EVENTS)
-    with Store(store_path) as store:
-        mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
-    reader = client.consumer(kafka)
-    try:
-        theirs = [from_message(m) for m in client.read_range(reader, kafka, prefix + "t", 0, 0,
-                                                             EVENTS)]
-    finally:
-        reader.close()
-    assert theirs == mine
+    mine, theirs = store_and_kafka(store_path, kafka, prefix + "t")
+    assert [content for _, content in theirs] == mine
