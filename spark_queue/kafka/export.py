@@ -112,6 +112,7 @@ class Exporter:
         self.admin = client.admin(settings)
         self.producer = client.producer(settings)
         self.reader = client.consumer(settings, group=f"sqliteq-export-{os.getpid()}")
+        self.refused: type[Exception] = client.confluent().KafkaException
         self.targets: dict[str, _Target] = {}
 
     def close(self) -> None:
@@ -209,7 +210,6 @@ class Exporter:
         return total
 
     def _produce(self, target: _Target, content: Content) -> None:
-        kafka = client.confluent()
         while True:
             try:
                 self.producer.produce(
@@ -224,7 +224,7 @@ class Exporter:
                 break
             except BufferError:
                 self.producer.poll(0.05)  # the producer's queue is full: let it drain
-            except kafka.KafkaException as exc:  # refused before sending: too large, ...
+            except self.refused as exc:  # refused before sending: too large, ...
                 self.producer.flush(self.settings.timeout_s)  # what came before goes in
                 size = len(content.value or b"") + len(content.key or b"")
                 raise KafkaError(
