@@ -1,9 +1,11 @@
 """spark_queue: a durable stream-and-queue store in one SQLite file, with a Spark connector.
 
 The front door names the user's nouns: ``from spark_queue import Store, Queue,
-Producer, Record, NewJob, Worker, register``. ``import spark_queue`` stays cheap: it loads no
-pyspark, no pyarrow and no worker; each name loads its module when first asked
-for, and :func:`register` imports the connector only when called.
+Producer, Record, NewJob, Worker, register``; ``read_path()`` says which read
+this machine runs (the compiled one, or Python's and why). ``import spark_queue``
+stays cheap: it loads no pyspark, no pyarrow and no worker; each name loads its
+module when first asked for, and :func:`register` imports the connector only when
+called.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spark_queue.store import NewJob, Producer, Queue, Record, Store
+    from spark_queue.store import NewJob, Producer, Queue, Record, Store, read_path
     from spark_queue.worker import Worker
 
 from spark_queue.defaults import FORMAT_NAME
@@ -27,10 +29,11 @@ _LAZY = {
     "Record": "spark_queue.store",
     "NewJob": "spark_queue.store",
     "Worker": "spark_queue.worker",
+    "read_path": "spark_queue.store",
 }
 
 __all__ = ["FORMAT_NAME", "NewJob", "Producer", "Queue", "Record", "Store", "Worker",
-           "__version__", "register"]
+           "__version__", "read_path", "register"]
 
 
 def __getattr__(name: str) -> Any:

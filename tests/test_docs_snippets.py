@@ -11,6 +11,8 @@ Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the lis
 - the other ``bash`` blocks: a test of their own (``SHELL``);
 - docs/outgrowing.md's recipe (Python and bash, needing a broker and Spark's Kafka
   connector): tests/kafka/test_handoff.py, in a Spark driver of its own;
+- docs/pipelines.md's pipeline (its spec in yaml, its Python, its commands):
+  tests/smoke/test_pipelines.py, through ``spark-pipelines run``;
 - ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
   tests/store/foreign_producer.py, which runs them verbatim.
 """
@@ -42,6 +44,8 @@ SHELL = {
     ("docs/spark-versions.md", "LOCAL=${LOCAL:-/local_disk0/spark_queue}"):
         "tests/test_docs_snippets.py::test_the_databricks_backup_and_restore_run_in_two_dirs",
     ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
+    ("docs/pipelines.md", "mkdir -p /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
+    ("docs/pipelines.md", "cd /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
 }
 
 
@@ -56,7 +60,7 @@ def in_walkthrough(block: Block) -> bool:
 
 def runner(block: Block) -> str | None:
     """The test that runs ``block`` as written (``path::name``), or None."""
-    if block.lang == "python" and block.page in RUN_ELSEWHERE:
+    if block.lang in ("python", "yaml") and block.page in RUN_ELSEWHERE:
         return RUN_ELSEWHERE[block.page]
     if block.lang == "python":
         return ("tests/smoke/test_doc_examples.py::test_the_pages_spark_snippets_run_as_written"

@@ -64,6 +64,7 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     "kafka import": "sqliteq kafka import local.sqlite orders --bootstrap kafka-1:9092 "
                     "--since 1h",
     "demo": "sqliteq demo --events 20000",
+    "doctor": "sqliteq doctor --json",
 }
 
 

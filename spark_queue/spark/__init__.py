@@ -11,6 +11,7 @@ This package imports pyspark (it sits above the connector, beside the demo);
   tables go, storage every node of a cluster sees.
 - :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
   backlog in bounded micro-batches on every supported Spark version.
+- :func:`read_paths`: which read (compiled or Python, and why) the executors run.
 - :mod:`spark_queue.spark.query_progress`: source offsets out of ``StreamingQueryProgress``,
   the same on pyspark 4.0 to 4.3.
 """
@@ -27,6 +28,7 @@ _LAZY = {
     "tables_dir": "spark_queue.spark.notebooks",
     "run_available_now": "spark_queue.spark.available_now",
     "AvailableNowRun": "spark_queue.spark.available_now",
+    "read_paths": "spark_queue.spark.executor_reads",
 }
 
 __all__ = list(_LAZY)

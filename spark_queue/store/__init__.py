@@ -18,6 +18,7 @@ from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, Ne
 from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
+from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
@@ -48,6 +49,7 @@ __all__ = [
     "QueueConfig",
     "QueueCounters",
     "QueueStats",
+    "ReadPath",
     "Record",
     "SinkCommit",
     "Store",
@@ -57,5 +59,6 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
+    "read_path",
     "validate_name",
 ]

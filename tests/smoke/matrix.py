@@ -14,7 +14,8 @@ checked), and ``pytest tests/smoke`` run from a temp directory (two versions at 
 checkout is never importable and Spark's lookup must find the installed
 ``pyspark_sqliteq``. The suite: the contract, the drain of a backlog in bounded
 batches (with a kill), the notebooks cell by cell in the running session,
-every Spark snippet of the README and docs/ and ``sqliteq demo``. This is the
+every Spark snippet of the README and docs/, ``sqliteq demo`` and, from 4.1 on, the
+declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
 only place the smoke suite runs in ``make test``: what users run, from the
 wheel, once per version. Exits non-zero if any version fails or collects no
 test.
@@ -40,6 +41,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSIONS = ("4.0.5", "4.1.4", "4.2.0", "4.3.0")
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
 DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
+# Minors with declarative pipelines (pyspark.pipelines, `spark-pipelines`): their venvs get
+# what its CLI needs, Spark Connect's client and PyYAML (what pyspark's `pipelines` extra
+# holds), so tests/smoke/test_pipelines.py runs there.
+PIPELINES = {"4.1", "4.2", "4.3"}
 # Versions that install the wheel with the spark extra, so pip checks the range against them.
 WITH_SPARK_EXTRA = {"4.2"}
 VENVS = ROOT / ".venv-matrix"
@@ -55,10 +60,13 @@ def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
     run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)])
     (wheel,) = out.glob("spark_queue-*.whl")
     # Files the wheel must carry beside the code: the types marker, Spark's lookup module
-    # and the compiled Arrow reader (hatch_build.py).
+    # and the compiled Arrow reader for every machine type (hatch_build.py).
+    from spark_queue.store.streams.columnar_builds import BUILDS
+
+    readers = {f"spark_queue/store/streams/{build.file_name}" for build in BUILDS}
     with zipfile.ZipFile(wheel) as archive:
-        missing = {"spark_queue/py.typed", "pyspark_sqliteq.py",
-                   "spark_queue/store/streams/_arrow_columns.so"} - set(archive.namelist())
+        missing = ({"spark_queue/py.typed", "pyspark_sqliteq.py", *readers}
+                   - set(archive.namelist()))
     if missing:
         raise SystemExit(f"matrix: {wheel.name} lacks {sorted(missing)}")
     return wheel
@@ -76,7 +84,11 @@ def prepare_platform(version: str) -> pathlib.Path:
         venv.create(home, with_pip=True)
         run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     # pandas < 3: pyspark does not fully support pandas 3, which Connect's client pulls in.
-    platform = [f"pyspark=={version}", "pandas>=2.2,<3", *filter(None, [DELTA.get(minor(version))])]
+    pyspark = (f"pyspark[connect]=={version}" if minor(version) in PIPELINES
+               else f"pyspark=={version}")
+    pipelines = ["pyyaml>=5.1"] if minor(version) in PIPELINES else []
+    platform = [pyspark, "pandas>=2.2,<3", *pipelines,
+                *filter(None, [DELTA.get(minor(version))])]
     run([str(python), "-m", "pip", "install", "--quiet", *platform,
          "pytest>=8", "pytest-timeout>=2.3"])
     return python

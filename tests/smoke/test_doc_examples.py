@@ -87,6 +87,10 @@ RUN_ELSEWHERE = {
     "docs/outgrowing.md":
         "tests/kafka/test_handoff.py::"
         "test_the_recipe_moves_a_query_to_kafka_reading_every_event_exactly_once",
+    # A pipeline's code runs inside `spark-pipelines run`, with its spec (yaml) and commands.
+    "docs/pipelines.md":
+        "tests/smoke/test_pipelines.py::"
+        "test_two_pipeline_runs_put_every_event_once_into_the_queue_and_the_topic",
 }
 
 

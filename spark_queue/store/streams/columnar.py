@@ -1,6 +1,7 @@
 """Event columns packed into Arrow buffers inside SQLite, no Python object per row.
 
-``csrc/arrow_columns.c`` (compiled at install by ``hatch_build.py``) is a SQLite
+``csrc/arrow_columns.c`` (compiled by ``hatch_build.py`` for each machine type of
+``columnar_builds.py``; this module loads the one it runs on) is a SQLite
 extension defining the aggregate ``sq_arrow_columns``: it appends each row's
 timestamp and payload bytes to Arrow buffers in C and returns them as one
 BLOB, which :func:`decode` slices into arrays without copying. Turning apsw's
@@ -22,43 +23,103 @@ import struct
 import sys
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import apsw
 import pyarrow as pa
 
+from spark_queue.store.streams import columnar_builds
+
 log = logging.getLogger("spark_queue.store")
 
-LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_arrow_columns.so")
+HERE = os.path.dirname(os.path.abspath(__file__))
 _ENTRY_POINT = "sqlite3_arrowcolumns_init"
+_BUILD = columnar_builds.build_for_this_machine()
+# This machine type's build, or None where no build serves it (the Python path).
+LIBRARY = os.path.join(HERE, _BUILD.file_name) if _BUILD else None
 
 # Connections that have the aggregate; weak, so a closed store is forgotten.
 _loaded: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()
 _unavailable: list[str] = []  # why the extension cannot load here (said once)
 
 
-def load(conn: apsw.Connection) -> bool:
+@dataclass(frozen=True)
+class ReadPath:
+    """Which read builds the Spark source's Arrow columns in this process, and why.
+
+    ``compiled`` is True where the build for this machine type loaded; ``reason`` says
+    why in one line (loaded, missing for this platform, failed to load: the error);
+    ``builds`` names every build this install carries (platform tags)."""
+
+    compiled: bool
+    machine: str
+    library: str | None
+    reason: str
+    builds: tuple[str, ...]
+
+    def __str__(self) -> str:
+        path = "compiled (C)" if self.compiled else "Python (2-3x slower)"
+        return f"read path: {path} on {self.machine}: {self.reason}"
+
+
+def read_path() -> ReadPath:
+    """This process's read path: loads the compiled reader into a memory database to
+    find out (a store's own connection loads it the same way)."""
+    conn = apsw.Connection(":memory:")
+    try:
+        compiled = load(conn, warn=False)
+    finally:
+        conn.close()
+    builds = tuple(build.tag for build in columnar_builds.BUILDS
+                   if os.path.exists(os.path.join(HERE, build.file_name)))
+    machine = columnar_builds.machine_name()
+    if compiled and _BUILD is not None:
+        reason = f"the build for this platform ({_BUILD.tag}) loaded from {LIBRARY}"
+    else:
+        reason = _unavailable[0]
+    return ReadPath(compiled, machine, LIBRARY, reason, builds)
+
+
+def load(conn: apsw.Connection, warn: bool = True) -> bool:
     """Define ``sq_arrow_columns`` on ``conn``; False where the extension cannot
-    load (not built, a big-endian machine), after one warning naming why."""
+    load (no build for this machine type, not in this install, a big-endian machine,
+    a failed load), after one warning naming why."""
     if conn in _loaded:
         return True
     if _unavailable:
         return False
     try:
-        if sys.byteorder != "little":
-            raise OSError("the packed buffers are little-endian, this machine is not")
-        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1)
-        try:
-            conn.load_extension(LIBRARY, _ENTRY_POINT)
-        finally:
-            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0)
+        _load(conn)
     except (OSError, apsw.Error) as exc:
         _unavailable.append(str(exc))
-        log.warning("spark_queue: the compiled Arrow reader %s cannot load (%s); range "
-                    "reads build Arrow in Python, ~2-3x slower. Build spark-queue on this "
-                    "machine type (with a C compiler) to use it.", LIBRARY, exc)
+        if warn:
+            log.warning("spark_queue: the compiled Arrow reader cannot load on %s (%s); range "
+                        "reads build Arrow in Python, ~2-3x slower. `sqliteq doctor` says "
+                        "which read path runs and why.", columnar_builds.machine_name(), exc)
         return False
     _loaded.add(conn)
     return True
+
+
+def _load(conn: apsw.Connection) -> None:
+    if sys.byteorder != "little":
+        raise OSError("missing for this platform: the packed buffers are little-endian, "
+                      "this machine is not")
+    if _BUILD is None or LIBRARY is None:
+        raise OSError(
+            "missing for this platform: spark-queue builds it for "
+            + ", ".join(b.tag for b in columnar_builds.BUILDS))
+    if not os.path.exists(LIBRARY):
+        raise OSError(f"missing for this platform: this install has no {_BUILD.file_name} "
+                      "(a wheel built with SPARK_QUEUE_ALLOW_PYTHON_READ=1, or a checkout "
+                      "not built: `make install`)")
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1)
+    try:
+        conn.load_extension(LIBRARY, _ENTRY_POINT)
+    except apsw.Error as exc:
+        raise OSError(f"failed to load {LIBRARY}: {exc}") from exc
+    finally:
+        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0)
 
 
 def decode(blob: bytes, types: Sequence[pa.DataType]) -> list[pa.Array]:
