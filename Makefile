@@ -8,10 +8,10 @@ EXTRAS ?= spark,delta,connect,pipelines,kafka,dev
 
 # A plain editable install (hatchling writes a .pth naming the checkout), so
 # Spark's Python workers and its pyspark_* data source lookup see the code. The build
-# compiles csrc/arrow_columns.c against SQLite's extension header: installed from
-# Debian's packages when missing and apt-get can (root; CI), else the build warns and
-# reads fall back to Python.
-$(VENV)/.installed: pyproject.toml hatch_build.py csrc/arrow_columns.c
+# compiles csrc/arrow_columns.c for every machine type (hatch_build.py, Zig's cc from
+# PyPI) against SQLite's extension header: installed from Debian's packages when missing
+# and apt-get can (root; CI), else the editable build warns and reads fall back to Python.
+$(VENV)/.installed: pyproject.toml hatch_build.py csrc/arrow_columns.c spark_queue/store/streams/columnar_builds.py
 	@if [ ! -f /usr/include/sqlite3ext.h ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsqlite3-dev >/dev/null; fi
 	$(PYTHON) -m venv $(VENV)

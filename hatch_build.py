@@ -48,15 +48,22 @@ class CustomBuildHook(BuildHookInterface):
         if self.target_name != "wheel":
             return  # the sdist carries the source
         built, failures = compile_all(self.root)
-        if failures:
-            message = _failure_message(failures)
-            if version != "editable" and os.environ.get(ALLOW_PYTHON_READ) != "1":
-                raise BuildFailed(message)
-            warnings.warn(message, stacklevel=1)
+        refuse_or_warn(failures, editable=version == "editable", environ=os.environ)
         if version != "editable":
             for name in built:
                 path = os.path.join(PACKAGE_DIR, name)
                 build_data["force_include"][os.path.join(self.root, path)] = path
+
+
+def refuse_or_warn(failures: dict[str, str], *, editable: bool, environ) -> None:
+    """A wheel missing a build fails (unless ALLOW_PYTHON_READ is 1); an editable
+    install warns."""
+    if not failures:
+        return
+    message = _failure_message(failures)
+    if not editable and environ.get(ALLOW_PYTHON_READ) != "1":
+        raise BuildFailed(message)
+    warnings.warn(message, stacklevel=2)
 
 
 def builds(root: str):

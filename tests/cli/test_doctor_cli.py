@@ -19,6 +19,7 @@ from tests.cli.cli_run import run
 def fresh_reader(monkeypatch):
     """The compiled reader's load state as in a new process."""
     monkeypatch.setattr(columnar, "_unavailable", [])
+    monkeypatch.setattr(columnar, "_warned", [])
     monkeypatch.setattr(columnar, "_loaded", type(columnar._loaded)())
     return monkeypatch
 

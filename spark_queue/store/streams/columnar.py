@@ -40,7 +40,8 @@ LIBRARY = os.path.join(HERE, _BUILD.file_name) if _BUILD else None
 
 # Connections that have the aggregate; weak, so a closed store is forgotten.
 _loaded: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()
-_unavailable: list[str] = []  # why the extension cannot load here (said once)
+_unavailable: list[str] = []  # why the extension cannot load here
+_warned: list[bool] = []  # whether a read said so (once per process)
 
 
 @dataclass(frozen=True)
@@ -83,22 +84,25 @@ def read_path() -> ReadPath:
 def load(conn: apsw.Connection, warn: bool = True) -> bool:
     """Define ``sq_arrow_columns`` on ``conn``; False where the extension cannot
     load (no build for this machine type, not in this install, a big-endian machine,
-    a failed load), after one warning naming why."""
+    a failed load), after one warning per process naming why (none with ``warn=False``:
+    :func:`read_path` reports it instead)."""
     if conn in _loaded:
         return True
-    if _unavailable:
-        return False
-    try:
-        _load(conn)
-    except (OSError, apsw.Error) as exc:
-        _unavailable.append(str(exc))
-        if warn:
-            log.warning("spark_queue: the compiled Arrow reader cannot load on %s (%s); range "
-                        "reads build Arrow in Python, ~2-3x slower. `sqliteq doctor` says "
-                        "which read path runs and why.", columnar_builds.machine_name(), exc)
-        return False
-    _loaded.add(conn)
-    return True
+    if not _unavailable:
+        try:
+            _load(conn)
+        except (OSError, apsw.Error) as exc:
+            _unavailable.append(str(exc))
+        else:
+            _loaded.add(conn)
+            return True
+    if warn and not _warned:
+        _warned.append(True)
+        log.warning("spark_queue: the compiled Arrow reader cannot load on %s (%s); range "
+                    "reads build Arrow in Python, ~2-3x slower. `sqliteq doctor` says "
+                    "which read path runs and why.", columnar_builds.machine_name(),
+                    _unavailable[0])
+    return False
 
 
 def _load(conn: apsw.Connection) -> None:
