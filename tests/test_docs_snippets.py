@@ -220,3 +220,10 @@ def test_the_install_block_runs_in_a_fresh_venv(tmp_path):
     assert probe.stdout.split() == ["4.2.0"], probe.stderr
     assert subprocess.run([str(venv_dir / "bin" / "sqliteq"), "--help"], env=env,
                           capture_output=True).returncode == 0
+    # The wheel installed last reads with its own compiled build, and says so.
+    doctor = subprocess.run([str(venv_dir / "bin" / "sqliteq"), "doctor"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "read path: compiled (C)" in doctor.stdout and "site-packages" in doctor.stdout
+    assert "builds in this install: manylinux_2_17_x86_64, manylinux_2_17_aarch64, " \
+        "macosx_11_0_arm64, macosx_10_13_x86_64" in doctor.stdout, doctor.stdout
