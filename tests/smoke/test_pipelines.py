@@ -55,6 +55,7 @@ def copies(work: pathlib.Path) -> tuple[list[dict], list[dict]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # two Spark Connect servers' starts, on a loaded CI machine
 def test_two_pipeline_runs_put_every_event_once_into_the_queue_and_the_topic(tmp_path):
     if importlib.util.find_spec("pyspark.pipelines") is None:
         pytest.skip("pyspark 4.0 has no declarative pipelines (pyspark.pipelines, 4.1 on)")
