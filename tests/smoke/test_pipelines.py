@@ -1,8 +1,8 @@
 """docs/pipelines.md runs as written: a declarative pipeline (``spark-pipelines run``)
 with a streaming table reading a sqliteq topic and two sqliteq sinks fed by append flows,
 run twice with a new event between, puts every event exactly once into the queue and the
-copy topic. On every pyspark of the matrix that has ``pyspark.pipelines`` (4.1 on), and
-in the main suite (tests/spark/test_pipelines.py runs this test there).
+copy topic. On every pyspark of the matrix that has ``pyspark.pipelines`` (4.1 on, 4.2
+included), each from the built wheel.
 
 Self-contained like test_doc_examples.py (the matrix runs it with the checkout off
 ``sys.path``): the page's blocks are found by a regex repeated here. The page's directory
