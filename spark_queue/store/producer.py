@@ -55,7 +55,7 @@ from spark_queue.errors import StoreError
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.producer_batch import EVENT, JOB, write_batch
+from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter
 from spark_queue.store.producer_replies import Ack, Reply, settle
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob
@@ -102,13 +102,13 @@ class Producer:
             path, create=create, durability=durability, busy_timeout_ms=busy_timeout_ms
         )
         self.path = self._store.path
+        # Every Ack of this producer waits on one Condition (see producer_replies).
+        self._batches = BatchWriter(self._store.file, threading.Condition())
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
         self._has_room = threading.Condition(self._lock)
         self._progress = threading.Condition(self._lock)
-        # Every Ack of this producer waits on this one (see producer_replies).
-        self._answered = threading.Condition()
         # With a linger: how many more calls the next batch waits for (as many
         # as the last batch held blocking calls: their threads tend to call
         # again at once); -1 when it held none (the linger runs out).
@@ -154,7 +154,7 @@ class Producer:
         headers: Mapping[str, str] | None = None,
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
-        future = Ack(self._answered)
+        future = Ack(self._batches.answered)
         self._submit(_event_call(topic, value, key, headers, future), future)
         return future
 
@@ -191,7 +191,7 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
         job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        future = Ack(self._answered)
+        future = Ack(self._batches.answered)
         self._submit((JOB, queue, future, job), future)
         return future
 
@@ -328,7 +328,7 @@ class Producer:
                     self._lock.release()
                     committed = False
                     try:
-                        committed = write_batch(self._store.file, batch, self._answered)
+                        committed = self._batches.write(batch)
                     finally:
                         self._lock.acquire()
                         self._writing_in = 0

@@ -69,7 +69,7 @@ class Ack(Future[int]):
         self._result = None
         self._exception = None
 
-    @property  # type: ignore[override]
+    @property
     def _waiters(self) -> list[Any]:
         if self._waiting is None:
             self._waiting = []
