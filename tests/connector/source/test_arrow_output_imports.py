@@ -60,3 +60,17 @@ def test_the_first_kafka_shaped_batch_on_the_driver_loads_no_pyarrow_compute(tmp
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["[]", "timestamp[us, tz=UTC] True"]
+
+
+def test_kafka_shaped_timestamps_are_the_stored_milliseconds_in_microseconds_on_any_chunking():
+    import pyarrow as pa
+
+    from spark_queue.connector.source.arrow_output import _micros
+
+    stamps = [1_700_000_000_123, 0, 1, 2_000_000_000_000]
+    whole = pa.array(stamps, pa.int64())
+    chunked = pa.chunked_array([whole.slice(0, 1), whole.slice(1, 2), whole.slice(3)])
+    for column in (pa.chunked_array([whole]), chunked, pa.chunked_array([whole.slice(1)])):
+        got = _micros(column)
+        assert got.type == pa.timestamp("us", tz="UTC")
+        assert got.cast(pa.int64()).to_pylist() == [ms * 1000 for ms in column.to_pylist()]
