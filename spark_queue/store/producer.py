@@ -56,7 +56,7 @@ from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter
-from spark_queue.store.producer_replies import Ack, Reply, settle
+from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
@@ -349,7 +349,7 @@ class Producer:
     def _done(self, batch: list[tuple], committed: bool) -> None:
         """Count a batch written or failed (the caller holds the lock)."""
         if not committed:
-            _answer_unanswered(batch)
+            answer_unanswered(batch)
         self.calls_done += len(batch)
         self.batches_committed += committed
         if self._flushing or self._closed:
@@ -416,14 +416,6 @@ def _waits_for_itself(method: str) -> StoreError:
         "thread writing the producer's batch and would wait for itself; use the _nowait "
         "methods there."
     )
-
-
-def _answer_unanswered(batch: list[tuple]) -> None:
-    """After an interrupt cut a batch's write short: no caller may wait forever."""
-    error = StoreError("the producer's batch write was interrupted; it may not have committed.")
-    for call in batch:
-        if not call[2].done():
-            settle(call[2], error)
 
 
 def _event_call(topic: str, value: Any, key: Any, headers: Any, reply: Reply | Ack) -> tuple:

@@ -27,6 +27,8 @@ from concurrent.futures import Future, TimeoutError
 from concurrent.futures._base import FINISHED, RUNNING
 from typing import Any
 
+from spark_queue.errors import StoreError
+
 LOGGER = logging.getLogger("spark_queue.store.producer")
 
 
@@ -152,6 +154,14 @@ def settle_all(condition: threading.Condition, answers: Iterable[tuple[Any, Any]
         settle(reply, result)
     for ack in called:
         ack._invoke_callbacks()
+
+
+def answer_unanswered(batch: list[tuple]) -> None:
+    """After an interrupt cut a batch's write short: no caller may wait forever."""
+    error = StoreError("the producer's batch write was interrupted; it may not have committed.")
+    for call in batch:
+        if not call[2].done():
+            settle(call[2], error)
 
 
 def settle(reply: Any, result: Any) -> None:
