@@ -173,14 +173,16 @@ class Kafka:
 
 
 def send(producer, topic: str, values: Sequence[bytes],
-         keys: Sequence[bytes] | None = None) -> None:
-    """Produce every value (with its key) and flush: returns once all are acknowledged."""
+         keys: Sequence[bytes] | None = None, on_delivery: Any = None) -> None:
+    """Produce every value (with its key) and flush: returns once all are acknowledged.
+    ``on_delivery(error, message)``: Kafka's per-message answer, the peer of a future."""
     produce, poll = producer.produce, producer.poll
+    answer = {} if on_delivery is None else {"on_delivery": on_delivery}
     for value, key in zip(values, keys if keys is not None else [None] * len(values),
                           strict=True):
         while True:
             try:
-                produce(topic, value, key)
+                produce(topic, value, key, **answer)
                 break
             except BufferError:  # librdkafka's queue is full: serve deliveries, then retry
                 poll(0.005)

@@ -118,6 +118,8 @@ def variants(with_async: bool, with_kafka: bool = False) -> list[Variant]:
 
 
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
+    if args.starts_only:
+        return start_bench.run_only(args, workdir)
     from spark_queue.bench.report import local_session
     from spark_queue.store import Store
 

@@ -116,6 +116,8 @@ def _timed(body) -> float:
 
 
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
+    if args.starts_only:
+        return start_bench.run_only(args, workdir)
     from spark_queue.bench.report import (
         first_trigger_s,
         in_batch_seconds,

@@ -20,6 +20,7 @@ import time
 
 NO_IO = "sqliteq_bench_noio"
 RATE, NO_IO_LABEL, SQLITEQ = "rate", "no-I/O Python source", "sqliteq, defaults"
+FOREACH = ", to the first foreachBatch call"
 
 
 def no_io_source():
@@ -65,12 +66,44 @@ def add_argument(parser) -> None:
     parser.add_argument("--start-rounds", type=int, default=5,
                         help="query starts per source beside the no-I/O Python source, "
                              "alternating (default 5; 0 skips them)")
+    parser.add_argument("--starts-only", action="store_true",
+                        help="run only the alternating starts and the planning steps")
+
+
+def run_only(args, workdir: str) -> int:
+    """``--starts-only``: the starts in a session of their own, nothing else."""
+    from spark_queue.bench.report import local_session
+
+    spark = local_session("spark_queue-bench-starts", args.cores)
+    try:
+        measure_and_print(spark, workdir, max(args.start_rounds, 1))
+    finally:
+        spark.stop()
+    return 0
+
+
+def as_installed() -> None:
+    """Byte-compile this package as pip does when it installs the wheel. From an
+    editable checkout under PYTHONDONTWRITEBYTECODE (set on the project's VM) every
+    planning process compiled each module from source again at every query start:
+    opening the store took 117-128 ms instead of 34-48, and the starts moved by as
+    much (BENCHMARKS.md, "Stream start"). An installed package never pays it."""
+    import compileall
+
+    import spark_queue
+
+    root = os.path.dirname(os.path.abspath(spark_queue.__file__))
+    compileall.compile_dir(root, quiet=1)
+    shim = os.path.join(os.path.dirname(root), "pyspark_sqliteq.py")
+    if os.path.exists(shim):
+        compileall.compile_file(shim, quiet=1)
 
 
 def measure_and_print(spark, workdir: str, rounds: int) -> None:
     """The alternating starts (on a store of one event) and the planning steps, printed."""
     if rounds <= 0:
         return
+    as_installed()
     from spark_queue.store import Store
 
     path = os.path.join(workdir, "starts.sqlite")
@@ -85,7 +118,8 @@ def alternating_starts(spark, path: str, topic: str, workdir: str,
                        rounds: int) -> dict[str, list[float]]:
     """``{label: [start() -> first trigger s, ...]}`` of ``rounds`` turns (after one
     warm-up turn) of rate, the no-I/O source and sqliteq (``topic`` of ``path``, default
-    options), each with a processing-time and an ``availableNow`` trigger."""
+    options), each with a processing-time and an ``availableNow`` trigger; and of the
+    no-I/O source and sqliteq from start() to the first ``foreachBatch`` call."""
     from spark_queue.bench.report import first_trigger_s
 
     if NO_IO not in _registered:
@@ -116,6 +150,27 @@ def alternating_starts(spark, path: str, topic: str, workdir: str,
             query.stop()
         return first_trigger_s(started, query.recentProgress)
 
+    def first_call(label: str) -> float:
+        """The second harness: start() -> the first foreachBatch call (after the first
+        trigger's latestOffset and the batch's planning: what a user's code waits for)."""
+        called: list[float] = []
+
+        def record(_df, _batch_id) -> None:
+            if not called:
+                called.append(time.time())
+
+        query = (readers[label]().load().writeStream.foreachBatch(record)
+                 .option("checkpointLocation", os.path.join(workdir, f"st{next(counter)}"))
+                 .trigger(processingTime="0 seconds"))
+        started = time.time()
+        running = query.start()
+        try:
+            while not called and running.isActive:
+                time.sleep(0.005)
+        finally:
+            running.stop()
+        return called[0] - started
+
     found: dict[str, list[float]] = {}
     turns = [(label, now) for now in (False, True) for label in readers
              if not (now and label == RATE)]  # rate has no end: no availableNow run
@@ -125,6 +180,10 @@ def alternating_starts(spark, path: str, topic: str, workdir: str,
             if turn:  # turn 0 warms the JVM and the Python workers up
                 found.setdefault(label + (", availableNow" if available_now else ""),
                                  []).append(seconds)
+        for label in (NO_IO_LABEL, SQLITEQ):
+            seconds = first_call(label)
+            if turn:
+                found.setdefault(label + FOREACH, []).append(seconds)
     return found
 
 
@@ -132,16 +191,19 @@ _registered: set[str] = set()
 
 
 def print_starts(found: dict[str, list[float]]) -> None:
-    """Medians against the no-I/O source with the same trigger."""
-    print("\nstart() -> first trigger (s; medians of alternating starts in one session; "
-          "vs no-I/O = median minus the no-I/O Python source's with the same trigger)")
+    """Medians and spreads, and each sqliteq start against the no-I/O start of its round."""
+    print("\nstart() -> first trigger, or -> first foreachBatch call (s; alternating starts "
+          "in one session: median [min-max]; vs no-I/O = per round, sqliteq minus the no-I/O "
+          "Python source with the same trigger: median [min-max])")
     for label, values in found.items():
-        twin = NO_IO_LABEL + (", availableNow" if label.endswith("availableNow") else "")
-        median = statistics.median(values)
-        versus = "" if label.startswith((RATE, NO_IO_LABEL)) else (
-            f"vs no-I/O {median - statistics.median(found[twin]):+6.2f}")
-        runs = ", ".join(f"{v:.2f}" for v in values)
-        print(f"  {label:<40} {median:6.2f}  {versus:<18} ({runs})")
+        twin = NO_IO_LABEL + label[len(SQLITEQ):]
+        versus = ""
+        if label.startswith(SQLITEQ) and twin in found:
+            gaps = [ours - theirs for ours, theirs in zip(values, found[twin], strict=True)]
+            spread = f"[{min(gaps):+.2f}..{max(gaps):+.2f}]"
+            versus = f"vs no-I/O {statistics.median(gaps):+.2f} {spread}"
+        print(f"  {label:<52} {statistics.median(values):5.2f} "
+              f"[{min(values):.2f}-{max(values):.2f}]  {versus}")
 
 
 def planning_steps(path: str, topic: str, repeats: int = 5) -> dict[str, float]:

@@ -50,23 +50,17 @@ recommend: SQLite and Spark want the other CPUs).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import textwrap
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import wait
 
 import apsw
 
 from spark_queue.bench import kafka as kafka_bench
 from spark_queue.bench import single_publish
 from spark_queue.bench.report import best_of, now_ms, print_table
+from spark_queue.bench.store_threads import run_threads
 from spark_queue.store import TEXT, Producer, Record, Store
 
 KAFKA_CHUNK = 10_000  # events per transaction in the chunked publish_many row
@@ -102,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         if args.section in ("all", "single"):
             single_publish.run_single(args, workdir)
         if args.section in ("all", "threads"):
-            _run_threads(args, workdir, kafka)
+            run_threads(args, workdir, kafka)
         return 0
     finally:
         if kafka:
@@ -256,183 +250,3 @@ def _run_kafka(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka)
         f"durability normal, best of {args.repeats} rounds",
         [(label, n / seconds, kafka_label) for label, seconds in best.items()],
     )
-
-
-# -- single publishes from many threads --------------------------------------------
-BASELINE = "1 thread: Store.publish, 1 tx per event"
-
-HONKER = textwrap.dedent(
-    """
-    import sys, threading, time, honker
-    path, threads, per_thread, size = sys.argv[1], *map(int, sys.argv[2:])
-    stream = honker.open(path).stream("bench")
-    value = "x" * size
-    start = threading.Barrier(threads + 1)
-    def publish():
-        start.wait()
-        for _ in range(per_thread):
-            stream.publish(value)
-    workers = [threading.Thread(target=publish) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    start.wait()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    print(threads * per_thread / (time.perf_counter() - started))
-    """
-)
-
-
-def _in_threads(threads: int, body: Callable[[int], object]) -> float:
-    """Seconds from a common start until ``body(i)`` returned in each of ``threads`` threads."""
-    start = threading.Barrier(threads + 1)
-    errors: list[BaseException] = []
-
-    def target(i: int) -> None:
-        start.wait()
-        try:
-            body(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, in the main thread
-            errors.append(exc)
-
-    workers = [threading.Thread(target=target, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    start.wait()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    elapsed = time.perf_counter() - started
-    if errors:
-        raise errors[0]
-    return elapsed
-
-
-def _run_threads(
-    args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None = None
-) -> None:
-    threads, per_thread, size = args.threads, args.thread_events, args.value_bytes
-    pinned = ""
-    if args.one_cpu:
-        cpu = min(os.sched_getaffinity(0))
-        # Threads started from now on inherit the main thread's affinity.
-        os.sched_setaffinity(0, {cpu})
-        pinned = f", pinned to CPU {cpu}"
-    total = threads * per_thread
-    # Each value names its thread and sequence number, so a reader can check
-    # the offset every call got back.
-    values = [
-        [f"{t:03d}-{i:09d}-".ljust(size, "x") for i in range(per_thread)] for t in range(threads)
-    ]
-    counter = iter(range(1_000_000))
-
-    def path() -> str:
-        return os.path.join(workdir, f"t{next(counter)}.sqlite")
-
-    def one_thread() -> float:
-        with Store(path()) as store:
-            started = time.perf_counter()
-            for row in values:
-                for value in row:
-                    store.publish("bench", value)
-            return total / (time.perf_counter() - started)
-
-    def store_per_thread() -> float:
-        target = path()
-        Store(target).close()
-        stores = [Store(target, busy_timeout_ms=60_000) for _ in range(threads)]
-        try:
-            return total / _in_threads(
-                threads, lambda t: [stores[t].publish("bench", v) for v in values[t]]
-            )
-        finally:
-            for store in stores:
-                store.close()
-
-    def shared_store() -> float:
-        lock = threading.Lock()
-
-        def body(t: int) -> None:
-            for value in values[t]:
-                with lock:
-                    store.publish("bench", value)
-
-        with Store(path()) as store:
-            return total / _in_threads(threads, body)
-
-    def producer(nowait: bool, linger_ms: int) -> float:
-        target = path()
-        offsets: list[list[int]] = [[] for _ in range(threads)]
-        with Producer(target, linger_ms=linger_ms) as sender:
-
-            def body(t: int) -> None:
-                if nowait:
-                    futures = [sender.publish_nowait("bench", v) for v in values[t]]
-                    wait(futures)
-                    offsets[t] = [f.result() for f in futures]
-                else:
-                    offsets[t] = [sender.publish("bench", v) for v in values[t]]
-
-            elapsed = _in_threads(threads, body)
-        _check_offsets(target, values, offsets)
-        return total / elapsed
-
-    cases: dict[str, Callable[[], float]] = {
-        BASELINE: one_thread,
-        f"{threads} threads: one Store each, 1 tx per event": store_per_thread,
-        f"{threads} threads: one Store + a lock, 1 tx each": shared_store,
-        f"{threads} threads: Producer.publish, linger_ms=0": lambda: producer(False, 0),
-        f"{threads} threads: Producer.publish, linger_ms=1": lambda: producer(False, 1),
-        f"{threads} threads: Producer.publish_nowait": lambda: producer(True, 1),
-    }
-    if kafka:
-        cases[f"Kafka {threads} threads: produce(), then flush()"] = lambda: _kafka_threads(
-            kafka, threads, values
-        )
-    if not args.no_honker and importlib.util.find_spec("honker") is not None:
-        cases["honker 1 thread: Stream.publish"] = lambda: _honker(path(), 1, total, size)
-        cases[f"honker {threads} threads: Stream.publish"] = lambda: _honker(
-            path(), threads, per_thread, size
-        )
-    best = dict.fromkeys(cases, 0.0)
-    for _ in range(args.repeats):
-        for label, case in cases.items():
-            best[label] = max(best[label], case())
-    print_table(
-        f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
-        f"durability normal{pinned}",
-        [(label, rate, BASELINE) for label, rate in best.items()],
-    )
-
-
-def _kafka_threads(kafka: kafka_bench.Kafka, threads: int, values: list[list[str]]) -> float:
-    """Events/s of ``threads`` threads producing their values through one shared producer
-    (librdkafka's is thread-safe), each flushing at its end."""
-    topic = kafka.new_topic("threads")
-    sender = kafka.producer()
-    sender.list_topics(topic, timeout=10)
-    encoded = [[v.encode() for v in row] for row in values]
-    elapsed = _in_threads(threads, lambda t: kafka_bench.send(sender, topic, encoded[t]))
-    total = sum(map(len, values))
-    kafka.check_count(topic, total)
-    return total / elapsed
-
-
-def _check_offsets(path: str, values: list[list[str]], offsets: list[list[int]]) -> None:
-    """Every offset a call returned holds that call's value; offsets are dense."""
-    with Store(path) as reader:
-        stored = [event.value for event in reader.read("bench")]
-    if len(stored) != sum(map(len, values)):
-        raise RuntimeError(f"producer check: {len(stored)} events stored, expected more")
-    for sent, got in zip(values, offsets, strict=True):
-        if [stored[offset] for offset in got] != sent or got != sorted(got):
-            raise RuntimeError("producer check: a returned offset does not hold its value")
-
-
-def _honker(path: str, threads: int, per_thread: int, size: int) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", HONKER, path, str(threads), str(per_thread), str(size)],
-        capture_output=True, text=True, check=True, timeout=600,
-    )
-    return float(out.stdout.strip().splitlines()[-1])

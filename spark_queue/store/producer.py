@@ -55,7 +55,8 @@ from spark_queue.errors import StoreError
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
+from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter
+from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
@@ -101,6 +102,8 @@ class Producer:
             path, create=create, durability=durability, busy_timeout_ms=busy_timeout_ms
         )
         self.path = self._store.path
+        # Every Ack of this producer waits on one Condition (see producer_replies).
+        self._batches = BatchWriter(self._store.file, threading.Condition())
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
@@ -139,7 +142,8 @@ class Producer:
         headers: Mapping[str, str] | None = None,
     ) -> int:
         """Append one event with the next batch; returns its offset once committed."""
-        return self._call(EVENT, topic, _event_row(topic, value, key, headers))
+        reply = Reply()
+        return self._call(_event_call(topic, value, key, headers, reply), reply)
 
     def publish_nowait(
         self,
@@ -150,8 +154,8 @@ class Producer:
         headers: Mapping[str, str] | None = None,
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
-        future: Future[int] = Future()
-        self._submit(EVENT, topic, _event_row(topic, value, key, headers), future)
+        future = Ack(self._batches.answered)
+        self._submit(_event_call(topic, value, key, headers, future), future)
         return future
 
     def enqueue(
@@ -171,7 +175,8 @@ class Producer:
         A queue at its ``max_size`` fails the call with QueueFullError at once.
         """
         job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        return self._call(JOB, queue, job)
+        reply = Reply()
+        return self._call((JOB, queue, reply, job), reply)
 
     def enqueue_nowait(
         self,
@@ -186,8 +191,8 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
         job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        future: Future[int] = Future()
-        self._submit(JOB, queue, job, future)
+        future = Ack(self._batches.answered)
+        self._submit((JOB, queue, future, job), future)
         return future
 
     def flush(self, timeout_ms: int | None = None) -> None:
@@ -238,14 +243,14 @@ class Producer:
     def __repr__(self) -> str:
         return f"Producer({self.path!r})"
 
-    def _submit(self, kind: int, name: str, row: Any, reply: _Reply | Future[int]) -> None:
+    def _submit(self, call: tuple, reply: Reply | Ack) -> None:
         """Queue the call; a blocking call that finds no one leading takes the lead."""
         with self._lock:
             if self._writing_in == _get_ident():
                 # A done-callback of a batch this thread writes: only this
                 # thread makes room, and a blocking call would wait for itself.
-                if type(reply) is _Reply:
-                    raise _waits_for_itself("publish" if kind == EVENT else "enqueue")
+                if type(reply) is Reply:
+                    raise _waits_for_itself("publish" if call[0] == EVENT else "enqueue")
             else:
                 while len(self._pending) >= self._max_pending and not self._closed:
                     self._has_room.wait()
@@ -254,13 +259,13 @@ class Producer:
                 raise StoreError(
                     f"producer for {self.path!r} is closed; open a new Producer to write."
                 )
-            pending.append((kind, name, row, reply))
+            pending.append(call)
             self._sent += 1
             if self._linger_s:
                 self._arrived(len(pending))
             if self._leading:
                 return
-            if type(reply) is _Reply:
+            if type(reply) is Reply:
                 self._leading = reply.leads = True  # the lead, with no wake-up
             else:
                 self._leading = self._writer_leads = True
@@ -277,11 +282,10 @@ class Producer:
         if waiting == self._max_batch:
             self._linger_cut.notify()
 
-    def _call(self, kind: int, name: str, row: Any) -> int:
+    def _call(self, call: tuple, reply: Reply) -> int:
         """A blocking call: queue it, write batches if handed the lead, wait for the answer."""
-        reply = _Reply()
         try:
-            self._submit(kind, name, row, reply)
+            self._submit(call, reply)
             if not reply.leads:
                 reply.wake.acquire()
             if reply.leads:
@@ -295,7 +299,7 @@ class Producer:
             raise reply.error
         return reply.value
 
-    def _abandon(self, reply: _Reply) -> None:
+    def _abandon(self, reply: Reply) -> None:
         """An interrupted caller gives up waiting: it must not keep (or be handed) the lead."""
         with self._lock:
             reply.abandoned = True
@@ -324,7 +328,7 @@ class Producer:
                     self._lock.release()
                     committed = False
                     try:
-                        committed = write_batch(self._store.file, batch)
+                        committed = self._batches.write(batch)
                     finally:
                         self._lock.acquire()
                         self._writing_in = 0
@@ -345,7 +349,7 @@ class Producer:
     def _done(self, batch: list[tuple], committed: bool) -> None:
         """Count a batch written or failed (the caller holds the lock)."""
         if not committed:
-            _answer_unanswered(batch)
+            answer_unanswered(batch)
         self.calls_done += len(batch)
         self.batches_committed += committed
         if self._flushing or self._closed:
@@ -376,15 +380,15 @@ class Producer:
         if self._linger_s:
             # Counted from now: a blocking caller cannot call again before
             # this batch answers it.
-            self._awaited = sum(type(call[3]) is _Reply for call in batch) or -1
+            self._awaited = sum(type(call[2]) is Reply for call in batch) or -1
         return batch
 
     def _pass_lead(self, me: int = 0) -> bool:
         """Hand the lead to the first blocking call of the next batch, else to the writer
         thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
         for call in self._pending[: self._max_batch]:
-            reply = call[3]
-            if type(reply) is _Reply and not reply.abandoned:
+            reply = call[2]
+            if type(reply) is Reply and not reply.abandoned:
                 reply.leads = True
                 reply.wake.release()
                 return True
@@ -414,21 +418,14 @@ def _waits_for_itself(method: str) -> StoreError:
     )
 
 
-def _answer_unanswered(batch: list[tuple]) -> None:
-    """After an interrupt cut a batch's write short: no caller may wait forever."""
-    error = StoreError("the producer's batch write was interrupted; it may not have committed.")
-    for call in batch:
-        if not call[3].done():
-            settle(call[3], error)
-
-
-def _event_row(topic: str, value: Any, key: Any, headers: Any) -> tuple:
-    """The event as stored (see codec), encoded in the calling thread; raises PayloadError."""
+def _event_call(topic: str, value: Any, key: Any, headers: Any, reply: Reply | Ack) -> tuple:
+    """The call with its event as stored (see codec and producer_batch), encoded in the
+    calling thread; raises PayloadError."""
     validate_name(topic)
     if type(value) is str and value.isascii():  # the hot case; other text is checked
-        return (value, TEXT, encode_key(key), encode_headers(headers))
+        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
     stored, value_type = encode_value(value)
-    return (stored, value_type, encode_key(key), encode_headers(headers))
+    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
 
 
 def _job(
@@ -446,32 +443,4 @@ def _job(
                  max_attempts, ttl_ms)
     queue_jobs.check_job(job)
     return job
-
-
-class _Reply:
-    """A blocking call's answer slot: a lock held from the start, released by the writer
-    (lighter than a Future: no Condition, no callbacks). ``leads`` set on release means
-    "write the next batch" rather than "answered"."""
-
-    __slots__ = ("wake", "value", "error", "leads", "abandoned", "answered")
-
-    def __init__(self) -> None:
-        self.wake = threading.Lock()
-        self.wake.acquire()
-        self.error: BaseException | None = None
-        self.leads = self.abandoned = self.answered = False
-
-    def done(self) -> bool:
-        return self.answered
-
-    def set_result(self, value: int) -> None:
-        self.value = value
-        self.answered = True
-        self.wake.release()
-
-    def set_exception(self, error: BaseException) -> None:
-        self.error = error
-        self.answered = True
-        self.wake.release()
-
 

@@ -3,20 +3,28 @@
 Input is a table of :func:`spark_queue.store.streams.arrow_read.payload_schema`
 (offset, timestamp_ms, key, value and, if asked, headers). Output is a
 ``pyarrow.RecordBatch`` whose schema equals exactly what Spark derives from
-the query schema (Spark rejects any other), built column by column with Arrow
-compute: no Python object per row on the default path.
+the query schema (Spark rejects any other), built column by column: no Python
+object per row on the default path. The Kafka-shaped path uses no
+``pyarrow.compute`` (its import costs 60-80 ms, which the stream's planning
+process would pay before its first batch, read on the driver, reaches
+``foreachBatch``: BENCHMARKS.md, "Stream start").
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from spark_queue.connector.source.json_decode import JsonDecoder
+try:  # pyspark's Arrow paths bring it; pyarrow >= 16 no longer does
+    import numpy as np
+except ImportError:  # pragma: no cover - the timestamps fall back to pyarrow.compute
+    np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from spark_queue.connector.source.json_decode import JsonDecoder
 
 
 def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatch:
@@ -29,9 +37,7 @@ def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatc
         "topic": pa.repeat(_string_scalar(topic), rows),
         "partition": pa.repeat(zero, rows),
         "offset": table.column("offset"),
-        "timestamp": pc.multiply(
-            table.column("timestamp_ms"), _scalar(pa.int64(), struct.pack("<q", 1000))
-        ).cast(pa.timestamp("us", tz="UTC")),
+        "timestamp": _micros(table.column("timestamp_ms")),
         "timestampType": pa.repeat(zero, rows),
     }
     if "headers" in target.names:
@@ -53,6 +59,19 @@ def kafka_batch(table: pa.Table, topic: str, target: pa.Schema) -> pa.RecordBatc
 # (BENCHMARKS.md, "Stream start"; tests/connector/source/test_arrow_output_imports.py).
 def _scalar(kind: pa.DataType, little_endian: bytes) -> pa.Scalar:
     return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(little_endian)])[0]
+
+
+def _micros(stamps_ms: pa.ChunkedArray) -> pa.Array:
+    """Stored epoch ms (never null) -> Spark's UTC timestamps in µs, by one numpy multiply
+    over the column's buffer (``Array.to_numpy`` would import pyarrow.compute and pandas)."""
+    ms = stamps_ms.combine_chunks()
+    if np is None:  # pragma: no cover - see the import
+        import pyarrow.compute as pc
+
+        return pc.multiply(ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    values = np.frombuffer(ms.buffers()[1], dtype=np.int64, count=len(ms), offset=ms.offset * 8)
+    return pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), len(ms),
+                                 [None, pa.py_buffer(values * 1000)])
 
 
 def _string_scalar(text: str) -> pa.Scalar:

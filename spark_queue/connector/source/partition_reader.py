@@ -109,15 +109,16 @@ def read_ranges(
 def _output_batches(
     options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
 ) -> Iterator[pa.RecordBatch]:
-    # Imported on the first read, not with the module: they load pyarrow.compute
-    # (~60 ms), which the stream's planning process needs only once it reads rows
-    # itself, after its first trigger (BENCHMARKS.md, "Stream start").
     from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
-    from spark_queue.connector.source.json_decode import JsonDecoder
 
     target = arrow_schema(schema)
     decoder = None
     if is_typed(schema, options):
+        # Only a typed read imports it: it loads pyarrow.compute (60-80 ms), which
+        # the stream's planning process would otherwise pay before its first batch
+        # reaches foreachBatch (BENCHMARKS.md, "Stream start").
+        from spark_queue.connector.source.json_decode import JsonDecoder
+
         decoder = JsonDecoder(
             target, options.corrupt_record_column, options.mode == "PERMISSIVE", topic
         )
