@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from spark_queue.spark.query_progress import end_offset
 from spark_queue.store import Store
 from tests.spark import drivers
 
@@ -141,8 +142,7 @@ def test_a_stream_into_parquet_gives_exact_rows(spark, store_path, shared_dir, t
     else:
         query = writer.trigger(processingTime="0 seconds").start()
         try:
-            wait_for(lambda: (query.lastProgress or {}).get("sources", [{}])[0]
-                     .get("endOffset") == json.dumps({"in": ROWS})
+            wait_for(lambda: end_offset(query.lastProgress, "in") == ROWS
                      or query.exception(), "the stream to reach the end")
             assert query.exception() is None
         finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from spark_queue.spark.query_progress import offsets
+
 TIMEOUT_S = 180
 
 # Options every stream() of a test gets unless it names them itself: the stream
@@ -50,7 +52,7 @@ def source_progress(query):
             (
                 progress["numInputRows"],
                 json.loads(latest) if isinstance(latest, str) else latest,
-                json.loads(end) if isinstance(end, str) else end,
+                None if end is None else offsets(end),  # the topics (no store identity)
             )
         )
     return result
