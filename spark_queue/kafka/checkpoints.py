@@ -3,9 +3,10 @@ position as the ``startingOffsets`` JSON of Kafka's source.
 
 Spark's checkpoint keeps, in ``offsets/<batch>``, the end offsets of each planned
 micro-batch (a version line, a metadata line, then one line per source; a sqliteq
-source writes ``{"topic": next_offset}``, with the store's identity under ``@store``), and in ``commits/<batch>`` a mark for each
-batch whose output was committed. The query's position is the end of its last
-committed batch: every event before it reached the sink, none after it did. In an
+source writes ``{"topic": next_offset}``, with the store's identity under ``@store``),
+and in ``commits/<batch>`` a mark for each batch whose output was committed. The query's
+position is the end of its last committed batch: every event before it reached the sink,
+none after it did. In an
 exported copy (``spark_queue.kafka.export``) that event sits at Kafka offset
 ``n - shift``, so the position becomes ``{"topic": {"0": n - shift}}``. A batch planned
 but not committed (the query stopped in it) is reported: its events are read again

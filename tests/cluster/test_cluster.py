@@ -186,8 +186,8 @@ def test_run_available_now_drains_in_bounded_batches(spark, store_path, shared_d
 def test_df_write_and_write_stream_into_a_topic_and_a_queue(spark, store_path, tmp_path):
     frame = spark.range(30_000).repartition(4).selectExpr(
         "to_json(named_struct('n', id)) AS value", "concat('job-', id) AS idempotency_key")
-    frame.select("value").write.format("sqliteq").mode("append").option("topic", "t").save(
-        store_path)
+    frame.select("value").write.format("sqliteq").mode("append").option("topic", "t").option(
+        "createStore", "true").save(store_path)
     frame.write.format("sqliteq").mode("append").option("queue", "jobs").save(store_path)
     publish(store_path, rows=10_000)
     (spark.readStream.format("sqliteq").option("path", store_path).option("topic", "in").load()

@@ -65,7 +65,8 @@ def copy_topic(spark, src, dst, checkpoint, **source_options):
         stream(spark, src, topic="in", valueFormat="string", **source_options)
         .selectExpr("CAST(offset AS STRING) AS key", "value")
         .writeStream.format("sqliteq").option("path", dst).option("topic", "out")
-        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+        .option("createStore", "true").option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True).start()
     )
     try:
         query.awaitTermination()

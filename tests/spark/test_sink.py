@@ -20,6 +20,13 @@ def _registered(spark):
     spark_queue.register(spark)
 
 
+@pytest.fixture(autouse=True)
+def _a_store(store_path):
+    """The tests write into a store made beforehand, as `sqliteq init` makes one; what a path
+    that is not a store gets has tests of its own (test_a_path_that_is_not_a_store_...)."""
+    Store(store_path).close()
+
+
 def _events(path, topic):
     with Store(path) as store:
         return store.read(topic)
@@ -317,6 +324,29 @@ def test_a_missing_path_fails_at_start_saying_how_to_give_it(spark):
     df = spark.createDataFrame([("1",)], "value STRING")
     with pytest.raises(Exception, match=r"sqliteq sink needs option 'path'"):
         df.write.format("sqliteq").mode("append").option("topic", "t").save()
+
+
+def test_a_path_that_is_not_a_store_fails_at_start_naming_create_store_and_creates_nothing(
+    spark, tmp_path, shared_dir
+):
+    """A typo'd path (the CLI refuses one without --create): df.write and writeStream fail
+    before any row is written, naming the option; with createStore=true both create it."""
+    typo = str(tmp_path / "typo" / "app.sqlite")
+    os.mkdir(os.path.dirname(typo))
+    refusal = r"'path' names .*typo.*not a store.*set option createStore=true"
+    df = spark.createDataFrame([("1",)], "value STRING")
+    with pytest.raises(Exception, match=refusal):
+        df.write.format("sqliteq").mode("append").option("topic", "t").save(typo)
+    src = _json_input(shared_dir, [[{"value": "1"}]])
+    stream = spark.readStream.schema("value STRING").json(src)
+    with pytest.raises(StreamingQueryException, match=refusal):
+        _run_stream(stream, typo, str(tmp_path / "ck"), topic="t")
+    assert os.listdir(os.path.dirname(typo)) == []
+    df.write.format("sqliteq").mode("append").option("topic", "t").option(
+        "createStore", "true").save(typo)
+    os.remove(typo)
+    _run_stream(stream, typo, str(tmp_path / "ck2"), topic="t", createStore="true")
+    assert [e.value for e in _events(typo, "t")] == ["1"]
 
 
 # -- save modes ----------------------------------------------------------------
