@@ -29,6 +29,12 @@ def test_a_null_offset_a_missing_named_topic_reports_is_left_out():
     assert query_progress.offsets('{"clicks": 4, "clickz": null}') == {"clicks": 4}
 
 
+@pytest.mark.parametrize("value", ['{"@store": "9f0c", "clicks": 4}',
+                                   "{'@store': '9f0c', 'clicks': 4}"])
+def test_the_store_identity_beside_the_topics_is_left_out(value):
+    assert query_progress.offsets(value) == {"clicks": 4}
+
+
 def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
     assert query_progress.end_offset(None, "t") == 0
     report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}
