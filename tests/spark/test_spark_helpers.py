@@ -113,3 +113,23 @@ def test_from_4_2_one_availablenow_run_is_the_whole_drain(monkeypatch):
     monkeypatch.setattr(compat, "HAS_ADMISSION_CONTROL", True)
     run = run_available_now(FakeWriter([[1000, 1000, 5], [7]]))
     assert (run.runs, run.batches) == (1, (1000, 1000, 5))
+
+
+def test_driver_uri_keeps_a_path_on_the_driver_s_disk_whatever_spark_s_default_file_system(
+    tmp_path, monkeypatch
+):
+    from spark_queue.spark import driver_uri
+
+    monkeypatch.chdir(tmp_path)
+    assert driver_uri("ckpt/q") == f"file:{tmp_path}/ckpt/q"
+    assert driver_uri("file:/local_disk0/x") == "file:/local_disk0/x"
+
+
+def test_store_table_is_one_table_per_store_file(tmp_path):
+    from spark_queue.spark import store_table
+    from spark_queue.store import Store, store_id
+
+    path = str(tmp_path / "app.sqlite")
+    with Store(path) as store:
+        identity = store_id(store)
+    assert store_table("dbfs:/tmp/t/", "orders", path) == f"dbfs:/tmp/t/orders-{identity}"
