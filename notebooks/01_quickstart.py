@@ -5,20 +5,24 @@
 # MAGIC A producer publishes events into a SQLite store file; Spark streams them with
 # MAGIC `format("sqliteq")` in micro-batches; the store shows each consumer's lag.
 # MAGIC Run it again and it resumes: the stream picks up where its checkpoint stopped.
+# MAGIC After a cluster restart (the driver's disk wiped, the store and checkpoint with it)
+# MAGIC it starts afresh: a new store, a new checkpoint, a new table.
 # MAGIC
 # MAGIC **On Databricks** (Runtime 17.3 LTS or later, single- or multi-node): install the
 # MAGIC wheel with the next cell or as a cluster library.
 # MAGIC
 # MAGIC **Where the store lives**: the `work_dir` widget (default
 # MAGIC `/local_disk0/spark_queue/quickstart`, the driver's local disk) holds the store file
-# MAGIC and the checkpoints. A live store needs a local disk: DBFS (`/dbfs/...`) and Unity
-# MAGIC Catalog Volumes (`/Volumes/...`) cannot keep SQLite's locks, and the store refuses to
-# MAGIC open there. The driver's disk is gone when the cluster terminates: to keep the store,
-# MAGIC copy it to a Volume with `sqliteq backup` and copy it back before the next run
-# MAGIC (docs/spark-versions.md, "On Databricks"). On a multi-node cluster executors cannot
-# MAGIC see the driver's disk: the connector's defaults ship rows from the driver there
-# MAGIC (docs/cluster.md), and tables go to the `tables_dir` widget, storage every node sees
-# MAGIC (default `dbfs:/tmp/spark_queue/quickstart`; a Volume path on Unity Catalog).
+# MAGIC and the checkpoints, which Spark is given as `file:` URIs: a path without a scheme
+# MAGIC is DBFS on Databricks (docs/cluster.md, "Checkpoints"). A live store needs a local
+# MAGIC disk: DBFS (`/dbfs/...`) and Unity Catalog Volumes (`/Volumes/...`) cannot keep
+# MAGIC SQLite's locks, and the store refuses to open there. The driver's disk is gone when
+# MAGIC the cluster terminates: to keep the store, copy it to a Volume with `sqliteq backup`
+# MAGIC and copy it back before the next run (docs/spark-versions.md, "On Databricks"). On a
+# MAGIC multi-node cluster executors cannot see the driver's disk: the connector's defaults
+# MAGIC ship rows from the driver there (docs/cluster.md), and tables go to the `tables_dir`
+# MAGIC widget, storage every node sees (default `dbfs:/tmp/spark_queue/quickstart`; a
+# MAGIC Volume path on Unity Catalog), one table per store file (`orders-<store id>`).
 # MAGIC Outside Databricks the directories are `./spark_queue_notebooks/quickstart` (or
 # MAGIC `$SPARK_QUEUE_NOTEBOOK_DIR/quickstart`) and its `tables/`.
 
@@ -40,7 +44,7 @@
 import os
 
 from spark_queue import Record, Store, register
-from spark_queue.spark import run_available_now, tables_dir, work_dir
+from spark_queue.spark import driver_uri, run_available_now, store_table, tables_dir, work_dir
 from spark_queue.spark.query_progress import offsets
 
 try:
@@ -54,8 +58,8 @@ show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("quickstart", globals().get("dbutils"))
 store_path = os.path.join(directory, "quickstart.sqlite")
-orders_table = os.path.join(tables_dir("quickstart", globals().get("dbutils")), "orders")
-checkpoint = os.path.join(directory, "checkpoints", "orders")
+store_uri = driver_uri(store_path)  # what Spark is given: the driver's disk, never DBFS
+checkpoint = driver_uri(os.path.join(directory, "checkpoints", "orders"))
 print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 
 # COMMAND ----------
@@ -72,6 +76,8 @@ with Store(store_path) as store:
          for i in range(first, first + 1000)],
     )
 print(f"published offsets {published.start}..{published.stop - 1}")
+orders_table = store_table(tables_dir("quickstart", globals().get("dbutils")), "orders",
+                           store_path)
 
 # COMMAND ----------
 
@@ -85,7 +91,7 @@ print(f"published offsets {published.start}..{published.stop - 1}")
 
 raw = (
     spark.readStream.format("sqliteq")
-    .option("path", store_path)
+    .option("path", store_uri)
     .option("topic", "orders")
     .option("keyFormat", "string")
     .option("valueFormat", "string")
@@ -106,7 +112,7 @@ show(orders.select("offset", "key", "value", "timestamp").orderBy("offset").limi
 typed = (
     spark.read.format("sqliteq")
     .schema("order LONG, amount DOUBLE")
-    .option("path", store_path)
+    .option("path", store_uri)
     .option("topic", "orders")
     .load()
 )

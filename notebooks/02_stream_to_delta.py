@@ -9,12 +9,15 @@
 # MAGIC
 # MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/stream_to_delta` on
 # MAGIC Databricks, `./spark_queue_notebooks/stream_to_delta` elsewhere) holds the store
-# MAGIC and the checkpoint, which must stay on the driver's local disk together (see
-# MAGIC notebook 01 and "On Databricks" in docs/spark-versions.md); the `tables_dir` widget
+# MAGIC and the checkpoint, which stay on the driver's local disk together, given to Spark as
+# MAGIC `file:` URIs (docs/cluster.md, "Checkpoints", has the rule); the `tables_dir` widget
 # MAGIC (default `dbfs:/tmp/spark_queue/stream_to_delta` on Databricks, `tables/` in
 # MAGIC `work_dir` elsewhere) holds the table, which executors write: on a multi-node cluster
-# MAGIC it must be storage every node sees. Locally this uses Delta when delta-spark is
-# MAGIC installed (Spark downloads Delta's jars on first start) and Parquet otherwise.
+# MAGIC it must be storage every node sees. After a cluster restart (the driver's disk wiped)
+# MAGIC the notebook starts afresh with a new store, checkpoint and table (`readings-<store
+# MAGIC id>`); to resume instead, restore the store's backup and its checkpoint first
+# MAGIC (docs/cluster.md). Locally this uses Delta when delta-spark is installed (Spark
+# MAGIC downloads Delta's jars on first start) and Parquet otherwise.
 
 # COMMAND ----------
 
@@ -34,7 +37,14 @@
 import os
 
 from spark_queue import Store, register
-from spark_queue.spark import run_available_now, table_format, tables_dir, work_dir
+from spark_queue.spark import (
+    driver_uri,
+    run_available_now,
+    store_table,
+    table_format,
+    tables_dir,
+    work_dir,
+)
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -47,10 +57,8 @@ show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 directory = work_dir("stream_to_delta", globals().get("dbutils"))
 store_path = os.path.join(directory, "sensors.sqlite")
-table_path = os.path.join(tables_dir("stream_to_delta", globals().get("dbutils")), "readings")
-checkpoint = os.path.join(directory, "checkpoints", "readings")
+checkpoint = driver_uri(os.path.join(directory, "checkpoints", "readings"))
 fmt = table_format(spark)
-print(f"store {store_path}; {fmt} table {table_path}")
 
 
 def publish(count: int) -> range:
@@ -60,12 +68,13 @@ def publish(count: int) -> range:
                                                for i in range(start, start + count)])
 
 
+
 def drain() -> None:
     """Everything published so far, in micro-batches of at most 2,000 rows; then stop."""
     stream = (
         spark.readStream.format("sqliteq")
         .schema("sensor INT, celsius DOUBLE")
-        .option("path", store_path)
+        .option("path", driver_uri(store_path))
         .option("topic", "readings")
         .option("maxRowsPerTrigger", 2000)
         .load()
@@ -84,6 +93,9 @@ def drain() -> None:
 # COMMAND ----------
 
 publish(5000)
+table_path = store_table(tables_dir("stream_to_delta", globals().get("dbutils")), "readings",
+                         store_path)
+print(f"store {store_path}; {fmt} table {table_path}")
 drain()
 print("rows in the table after the first run:", spark.read.format(fmt).load(table_path).count())
 

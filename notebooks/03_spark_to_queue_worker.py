@@ -9,9 +9,10 @@
 # MAGIC
 # MAGIC The `work_dir` widget (default `/local_disk0/spark_queue/queue_worker` on Databricks,
 # MAGIC `./spark_queue_notebooks/queue_worker` elsewhere) holds the store; keep it on the
-# MAGIC driver's local disk (notebook 01 says why). Run it again: the queue remembers each
-# MAGIC invoice's idempotency key (for the queue's `idempotency_window_ms`), so nothing is
-# MAGIC enqueued or processed twice.
+# MAGIC driver's local disk (notebook 01 says why) and give it to Spark as a `file:` URI. The
+# MAGIC sink creates the store when asked (`createStore`); without it a path that is not a
+# MAGIC store (a typo) fails. Run it again: the queue remembers each invoice's idempotency key
+# MAGIC (for the queue's `idempotency_window_ms`), so nothing is enqueued or processed twice.
 
 # COMMAND ----------
 
@@ -31,7 +32,7 @@
 import os
 
 from spark_queue import Store, Worker, register
-from spark_queue.spark import work_dir
+from spark_queue.spark import driver_uri, work_dir
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -58,8 +59,9 @@ invoices = spark.range(500).selectExpr(
     "round(rand(7) * 100, 2) AS amount",
 )
 show(invoices.limit(5))
-invoices.write.format("sqliteq").mode("append").option("queue", "invoices").save(store_path)
-invoices.write.format("sqliteq").mode("append").option("queue", "invoices").save(store_path)
+for _ in range(2):  # the second write enqueues nothing: every key was seen
+    (invoices.write.format("sqliteq").mode("append").option("queue", "invoices")
+     .option("createStore", "true").save(driver_uri(store_path)))
 
 with Store(store_path) as store:
     ready = {s.queue: s.ready for s in store.queue_stats()}["invoices"]

@@ -177,6 +177,8 @@ def test_the_databricks_backup_and_restore_run_in_two_dirs(tmp_path):
         old.publish("clicks", "old")
     with Store(local / "app.sqlite") as store:
         store.publish_many("clicks", ["a", "b", "c"])
+    (local / "checkpoints" / "clicks").mkdir(parents=True)
+    (local / "checkpoints" / "clicks" / "metadata").write_text("{}")
     block = shell_block("docs/spark-versions.md", "LOCAL=")
     done = run_bash(block.code, tmp_path, LOCAL=str(local), VOLUME=str(volume))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -186,6 +188,9 @@ def test_the_databricks_backup_and_restore_run_in_two_dirs(tmp_path):
         # The newest copy came back, not the older one.
         assert [e.value for e in restored.read("clicks")] == ["a", "b", "c"]
         assert restored.check().ok
+    (copied,) = volume.glob("checkpoints-*")  # the checkpoints went with the store, and back
+    assert (copied / "clicks" / "metadata").is_file()
+    assert sorted(p.name for p in (local / "checkpoints").iterdir()) == ["clicks"]
 
 
 @pytest.mark.slow

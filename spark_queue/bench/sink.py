@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
         started = time.perf_counter()
         spark.read.parquet(input_dir).write.format("sqliteq").mode("append").option(
             "topic", "bench"
-        ).save(path)
+        ).option("createStore", "true").save(path)
         elapsed = time.perf_counter() - started
         _check(path, n)
         return elapsed
@@ -189,6 +189,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
             .parquet(input_dir)
             .writeStream.format("sqliteq")
             .option("path", path)
+            .option("createStore", "true")
             .option("topic", "bench")
             .option("checkpointLocation", os.path.join(workdir, f"ck{i}-{next(counter)}"))
             .trigger(availableNow=True)
@@ -313,6 +314,7 @@ def _kafka_paths(spark, kafka: kafka_bench.Kafka, input_dir: str, schema, values
             spark.readStream.format("sqliteq").option("path", source_store)
             .option("topic", "bench").load().select("value")
             .writeStream.format("sqliteq").option("path", path).option("topic", "bench")
+            .option("createStore", "true")
             .option("checkpointLocation", checkpoint()).trigger(availableNow=True))
         _check(path, n)
         return elapsed

@@ -69,7 +69,7 @@ Look at the results (shell):
 Look at the table in Python (paste into {_python_command()}):
 from spark_queue.spark import get_or_create
 spark = get_or_create()
-spark.read.format("{bronze_format}").load("{bronze}").show()
+spark.read.format("{bronze_format}").load("file:{bronze}").show()
 
 Run the same command again: both queries resume from their checkpoints in
 {os.path.join(config.dir, "checkpoints")}.""")

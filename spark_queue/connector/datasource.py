@@ -72,7 +72,8 @@ class SqliteQueueDataSource(DataSource):
     nothing for a file (``kafka.*``, ``kafkaConsumer.*``, ``fetchOffset.*``,
     ``groupIdPrefix``) are ignored with one logged warning naming them:
 
-    - ``path`` (required): the store file. It must exist; a reader never
+    - ``path`` (required): the store file, a path or a ``file:`` URI
+      (``file:/local_disk0/app.sqlite``). It must exist; a reader never
       creates one.
     - ``topic`` | ``topics`` (Kafka's ``subscribe``) | ``topicPattern``
       (Kafka's ``subscribePattern``) | ``assign`` (exactly one): one topic, a
@@ -220,7 +221,12 @@ class SqliteQueueDataSource(DataSource):
     Kafka's sink takes, are ignored with one logged warning: a ``headers``
     column is always written):
 
-    - ``path`` (required): the store file; created if missing.
+    - ``path`` (required): the store file, a path or a ``file:`` URI. It
+      must be a store: a path that names none (a typo) fails at start,
+      naming ``createStore``, and nothing is created.
+    - ``createStore`` (default ``false``): ``true`` creates the store file
+      when ``path`` names none (its directory must exist), as the CLI's
+      ``--create``.
     - ``topic``: publish every row to this topic (created if missing). It
       overrides a ``topic`` column, as with Kafka.
     - ``queue``: enqueue every row as a job (the queue is created with its
@@ -370,7 +376,7 @@ class SqliteQueueDataSource(DataSource):
         """Driver, at job start: validate options and schema (fails before any task runs)."""
         from spark_queue.connector.sink.sink_options import parse_sink_options
         from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
+        from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, check_target
 
         if overwrite:
             raise OptionError(
@@ -379,7 +385,9 @@ class SqliteQueueDataSource(DataSource):
                 "sqliteq CLI, then append."
             )
         options = parse_sink_options(self.options, streaming=False)
-        return SqliteQueueBatchWriter(options, plan_layout(schema, options))
+        layout = plan_layout(schema, options)
+        check_target(options)
+        return SqliteQueueBatchWriter(options, layout)
 
     @_raised_here
     def streamWriter(self, schema: StructType, overwrite: bool) -> SqliteQueueStreamWriter:
@@ -389,7 +397,9 @@ class SqliteQueueDataSource(DataSource):
         """
         from spark_queue.connector.sink.sink_options import parse_sink_options
         from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import SqliteQueueStreamWriter
+        from spark_queue.connector.sink.writers import SqliteQueueStreamWriter, check_target
 
         options = parse_sink_options(self.options, streaming=True)
-        return SqliteQueueStreamWriter(options, plan_layout(schema, options))
+        layout = plan_layout(schema, options)
+        check_target(options)
+        return SqliteQueueStreamWriter(options, layout)

@@ -19,6 +19,20 @@ EARLIEST_SENTINEL = -2
 LATEST_SENTINEL = -1
 PARTITION = 0  # the one partition of every topic
 
+#: The key of a streaming source's offsets that names the store file they are positions
+#: in (its identity, ``spark_queue.store.store_id``): ``{"@store": "9f0c...", "clicks": 42}``.
+#: No topic can be named so (topic names are letters, digits, ``_``, ``.`` and ``-``).
+#: Checkpoints written before version 7 of the file format have no such key.
+STORE_KEY = "@store"
+
+
+def split_store(offsets: dict) -> tuple[object, dict]:
+    """``(the recorded store identity or None, the offsets without it)``; values unchecked."""
+    if STORE_KEY not in offsets:
+        return None, offsets
+    rest = dict(offsets)
+    return rest.pop(STORE_KEY), rest
+
 
 def _loads_object(name: str, raw: str, allowed: str) -> dict:
     try:

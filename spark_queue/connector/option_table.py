@@ -165,6 +165,38 @@ def text(name: str, raw: str) -> str:
     return raw
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def store_path(name: str, raw: str) -> str:
+    """The store file on this machine: a path, or a ``file:`` URI of one (``file:/data/a.sqlite``,
+    ``file:///data/a.sqlite``), the form Spark needs for what stays on the driver's disk where
+    the default file system is another (DBFS on Databricks). Other schemes (``dbfs:``,
+    ``s3:``) name storage SQLite cannot keep a live file on."""
+    path = raw.strip()
+    scheme = _SCHEME.match(path)
+    if scheme is None:
+        return path
+    if scheme.group(1).lower() != "file":
+        raise OptionError(
+            f"{FORMAT_NAME} option '{name}' names {raw!r}, a {scheme.group(1)}: URI; the store "
+            "is a file on the driver's local disk (SQLite cannot keep a live file on object "
+            "or network storage). Give a local path or a file: URI (file:/local_disk0/app.sqlite)"
+            "; a file name with a colon before any slash is read as a URI: write it as ./NAME."
+        )
+    local = path[scheme.end():]
+    for authority in ("//localhost/", "///"):
+        if local.startswith(authority):
+            local = local[len(authority) - 1:]
+            break
+    if not local.startswith("/") or local.startswith("//"):
+        raise OptionError(
+            f"{FORMAT_NAME} option '{name}' names {raw!r}, a file: URI without an absolute path "
+            "on this machine; write file:/absolute/path (or file:///absolute/path)."
+        )
+    return local
+
+
 def non_empty(name: str, raw: str) -> str:
     if not raw.strip():
         raise fail(name, raw, "a non-empty value")

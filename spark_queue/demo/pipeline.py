@@ -5,6 +5,14 @@
    where the session has no Delta (Spark's file sink is exactly once too).
 2. alerts: topic -> per-device windowed average -> jobs in a queue, through
    ``format("sqliteq")`` with an idempotency key per device and window.
+
+Everything lives in the demo's directory on this machine, and Spark is given each path as
+a ``file:`` URI (:func:`spark_queue.spark.driver_uri`), so a default file system of another
+kind (DBFS on Databricks) changes nothing: the checkpoints stay beside the store. The
+alerts query is stateful (a windowed aggregation): executors write its state into its
+checkpoint, which works here because they run on this machine (a local master). On a
+cluster of several nodes such a query reads a table the stateless bronze query wrote
+instead, with its checkpoint on shared storage (docs/cluster.md#checkpoints).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_queue.demo.config import DemoConfig
+from spark_queue.spark.notebooks import driver_uri
 
 READING_SCHEMA = "device STRING, celsius DOUBLE, ts_ms LONG"
 
@@ -21,7 +30,7 @@ READING_SCHEMA = "device STRING, celsius DOUBLE, ts_ms LONG"
 def _source(spark: SparkSession, config: DemoConfig, consumer: str) -> DataFrame:
     return (
         spark.readStream.format("sqliteq")
-        .option("path", config.store_path)
+        .option("path", driver_uri(config.store_path))
         .option("topic", config.topic)
         .option("consumer", consumer)
         .option("maxRowsPerTrigger", config.max_rows_per_trigger)
@@ -40,9 +49,9 @@ def start_bronze(spark: SparkSession, config: DemoConfig, table_format: str) -> 
     return (
         bronze.writeStream.format(table_format)
         .queryName("bronze")
-        .option("checkpointLocation", config.bronze_checkpoint(table_format))
+        .option("checkpointLocation", driver_uri(config.bronze_checkpoint(table_format)))
         .trigger(processingTime=f"{config.trigger_seconds} seconds")
-        .start(config.bronze_path(table_format))
+        .start(driver_uri(config.bronze_path(table_format)))
     )
 
 
@@ -72,9 +81,9 @@ def start_alerts(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
         jobs.writeStream.format("sqliteq")
         .queryName("alerts")
         .outputMode("append")
-        .option("path", config.store_path)
+        .option("path", driver_uri(config.store_path))
         .option("queue", config.queue)
-        .option("checkpointLocation", config.checkpoint("alerts"))
+        .option("checkpointLocation", driver_uri(config.checkpoint("alerts")))
         .trigger(processingTime=f"{config.trigger_seconds} seconds")
         .start()
     )

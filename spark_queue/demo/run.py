@@ -34,6 +34,7 @@ def handle_alert(config: DemoConfig):
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
     from spark_queue.spark.query_progress import end_offset
+    from spark_queue.spark.notebooks import driver_uri
     from spark_queue.spark.session import get_or_create, table_format
 
     os.makedirs(config.dir, exist_ok=True)
@@ -118,7 +119,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     worker.stop()
     worker_thread.join(timeout=10)
 
-    bronze_df = spark.read.format(fmt).load(config.bronze_path(fmt))
+    bronze_df = spark.read.format(fmt).load(driver_uri(config.bronze_path(fmt)))
     with Store(config.store_path, readonly=True) as store:
         summary = {
             "events_in_topic": store.latest_offset(config.topic),

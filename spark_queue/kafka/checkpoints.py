@@ -3,9 +3,10 @@ position as the ``startingOffsets`` JSON of Kafka's source.
 
 Spark's checkpoint keeps, in ``offsets/<batch>``, the end offsets of each planned
 micro-batch (a version line, a metadata line, then one line per source; a sqliteq
-source writes ``{"topic": next_offset}``), and in ``commits/<batch>`` a mark for each
-batch whose output was committed. The query's position is the end of its last
-committed batch: every event before it reached the sink, none after it did. In an
+source writes ``{"topic": next_offset}``, with the store's identity under ``@store``),
+and in ``commits/<batch>`` a mark for each batch whose output was committed. The query's
+position is the end of its last committed batch: every event before it reached the sink,
+none after it did. In an
 exported copy (``spark_queue.kafka.export``) that event sits at Kafka offset
 ``n - shift``, so the position becomes ``{"topic": {"0": n - shift}}``. A batch planned
 but not committed (the query stopped in it) is reported: its events are read again
@@ -21,8 +22,9 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+from spark_queue.connector.offset_json import split_store
 from spark_queue.errors import CheckpointError
-from spark_queue.store import Store
+from spark_queue.store import Store, store_id
 
 
 @dataclass(frozen=True)
@@ -42,17 +44,22 @@ def _batches(directory: pathlib.Path) -> list[int]:
 
 
 def _is_sqliteq_offsets(value: object) -> bool:
-    return isinstance(value, dict) and all(
+    if not isinstance(value, dict):
+        return False
+    recorded, topics = split_store(value)
+    return (recorded is None or isinstance(recorded, str)) and all(
         isinstance(topic, str) and type(offset) is int and offset >= 0
-        for topic, offset in value.items()
+        for topic, offset in topics.items()
     )
 
 
 def read_position(
     checkpoint: str | os.PathLike[str], source_index: int | None = None
-) -> tuple[int, dict[str, int], int | None]:
+) -> tuple[int, dict, int | None]:
     """``(batch_id, {topic: next_offset}, uncommitted_batch)`` of the query's sqliteq source
-    at its last committed batch; CheckpointError says what is missing or foreign."""
+    at its last committed batch (the offsets as logged: with the store's identity under
+    ``@store`` when the source recorded one); CheckpointError says what is missing or
+    foreign."""
     root = pathlib.Path(checkpoint)
     planned = _batches(root / "offsets")
     committed = _batches(root / "commits")
@@ -104,9 +111,15 @@ def kafka_starting_offsets(
     checkpoint location, a query whose sqliteq checkpoint is ``checkpoint``: no event lost,
     none read twice. The store's topics must have been exported (each one's shift is
     read from the store); ``prefix`` is the export's Kafka topic prefix."""
-    batch, offsets, uncommitted = read_position(checkpoint, source_index)
+    batch, logged, uncommitted = read_position(checkpoint, source_index)
+    recorded, offsets = split_store(logged)
     positions: dict[str, dict[str, int]] = {}
     with Store(store_path, create=False, readonly=True) as store:
+        if recorded is not None and recorded != store_id(store):
+            raise CheckpointError(
+                f"the checkpoint holds positions in store {recorded}, but {store_path} is "
+                f"store {store_id(store)}, another file: give the store the query read."
+            )
         for topic in sorted(offsets):
             shift = store.mirror_shift(topic)
             if shift is None:

@@ -8,7 +8,9 @@ This package imports pyspark (it sits above the connector, beside the demo);
 - :func:`table_format`: ``"delta"`` where the session writes Delta, else ``"parquet"``.
 - :func:`work_dir`: a notebook's directory for its store and checkpoints (a widget on
   Databricks), the same on every run so a rerun resumes; :func:`tables_dir`: where its
-  tables go, storage every node of a cluster sees.
+  tables go, storage every node of a cluster sees; :func:`store_table`: one table per store
+  file there; :func:`driver_uri`: the ``file:`` URI Spark must be given for what stays on
+  the driver's disk (checkpoints beside the store, the store itself).
 - :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
   backlog in bounded micro-batches on every supported Spark version.
 - :func:`read_paths`: which read (compiled or Python, and why) the executors run.
@@ -26,6 +28,8 @@ _LAZY = {
     "table_format": "spark_queue.spark.session",
     "work_dir": "spark_queue.spark.notebooks",
     "tables_dir": "spark_queue.spark.notebooks",
+    "store_table": "spark_queue.spark.notebooks",
+    "driver_uri": "spark_queue.spark.notebooks",
     "run_available_now": "spark_queue.spark.available_now",
     "AvailableNowRun": "spark_queue.spark.available_now",
     "read_paths": "spark_queue.spark.executor_reads",

@@ -1,5 +1,6 @@
 """Where a notebook keeps its store and checkpoints (the driver's disk), and its tables
-(storage every node sees)."""
+(storage every node sees); and the ``file:`` URI that keeps a path on the driver's disk
+when Spark resolves it (docs/cluster.md#checkpoints)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,35 @@ TABLES_ENV = "SPARK_QUEUE_NOTEBOOK_TABLES_DIR"
 DATABRICKS_TABLES_ROOT = "dbfs:/tmp/spark_queue"
 # Databricks mounts the driver's local disk here; a live store must sit on a local disk.
 DATABRICKS_LOCAL_DISK = "/local_disk0"
+
+
+def driver_uri(path: str) -> str:
+    """``path`` on this machine's disk as Spark must be given it: a ``file:`` URI.
+
+    Spark resolves a path without a scheme against its default file system, which on
+    Databricks is DBFS: a checkpoint given as ``/local_disk0/...`` lands there, away
+    from the store it belongs with. ``file:/local_disk0/...`` stays on the driver's disk.
+    The ``sqliteq`` format's ``path`` option takes this form too.
+    """
+    if path.startswith("file:"):
+        return path
+    return "file:" + os.path.abspath(path)
+
+
+def store_table(tables: str, name: str, store_path: str) -> str:
+    """Where the table ``name`` of the events of the store at ``store_path`` goes under
+    ``tables``: ``NAME-<store id>``, one table per store file.
+
+    A store created anew (after a cluster restart wiped the driver's disk) numbers its
+    events from 0 again and starts with a new checkpoint; a table written from the old
+    one would mix both stores' offsets (Delta) or skip the new query's first batches
+    (Spark's file sink keeps the batch ids it committed beside the table). A table per
+    store keeps each exact; a restored copy of the store keeps its id, and its table.
+    """
+    from spark_queue.store import Store, store_id
+
+    with Store(store_path, create=False, readonly=True) as store:
+        return f"{tables.rstrip('/')}/{name}-{store_id(store)}"
 
 
 def work_dir(name: str, dbutils: Any = None) -> str:

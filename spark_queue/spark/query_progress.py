@@ -13,13 +13,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from spark_queue.connector.offset_json import STORE_KEY
+
 
 def offsets(value: Any) -> dict[str, int]:
     """``{topic: next_offset}`` from a progress report's ``startOffset``, ``endOffset`` or
     ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
     or JSON ``null`` (no offset yet: a new query's first batch starts from nothing) for an
     empty mapping. A topic whose offset is null (``latestOffset`` of a named topic that does
-    not exist yet) has no offset and is left out."""
+    not exist yet) has no offset and is left out, and so is the store's identity (``@store``,
+    which the source records beside the topics)."""
     if value is None:
         return {}
     parsed = value
@@ -33,6 +36,8 @@ def offsets(value: Any) -> dict[str, int]:
                 raise ValueError(f"not a source offset: {value!r}") from None
     if parsed is None:
         return {}
+    if isinstance(parsed, Mapping):
+        parsed = {topic: offset for topic, offset in parsed.items() if topic != STORE_KEY}
     if not isinstance(parsed, Mapping) or not all(
         offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
         for offset in parsed.values()

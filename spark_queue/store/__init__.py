@@ -7,6 +7,7 @@ a producer service or a worker uses on its own.
 from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
+from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
@@ -60,5 +61,6 @@ __all__ = [
     "check_file",
     "check_int",
     "read_path",
+    "store_id",
     "validate_name",
 ]

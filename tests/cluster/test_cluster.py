@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from spark_queue.spark.query_progress import end_offset
 from spark_queue.store import Store
 from tests.spark import drivers
 
@@ -141,8 +142,7 @@ def test_a_stream_into_parquet_gives_exact_rows(spark, store_path, shared_dir, t
     else:
         query = writer.trigger(processingTime="0 seconds").start()
         try:
-            wait_for(lambda: (query.lastProgress or {}).get("sources", [{}])[0]
-                     .get("endOffset") == json.dumps({"in": ROWS})
+            wait_for(lambda: end_offset(query.lastProgress, "in") == ROWS
                      or query.exception(), "the stream to reach the end")
             assert query.exception() is None
         finally:
@@ -186,8 +186,8 @@ def test_run_available_now_drains_in_bounded_batches(spark, store_path, shared_d
 def test_df_write_and_write_stream_into_a_topic_and_a_queue(spark, store_path, tmp_path):
     frame = spark.range(30_000).repartition(4).selectExpr(
         "to_json(named_struct('n', id)) AS value", "concat('job-', id) AS idempotency_key")
-    frame.select("value").write.format("sqliteq").mode("append").option("topic", "t").save(
-        store_path)
+    frame.select("value").write.format("sqliteq").mode("append").option("topic", "t").option(
+        "createStore", "true").save(store_path)
     frame.write.format("sqliteq").mode("append").option("queue", "jobs").save(store_path)
     publish(store_path, rows=10_000)
     (spark.readStream.format("sqliteq").option("path", store_path).option("topic", "in").load()

@@ -139,3 +139,20 @@ def test_a_client_setting_kafka_rejects_is_one_line_naming_it(capsys, store, sto
     err = one_line_error(capsys, "kafka", "export", store_path, "--bootstrap", "127.0.0.1:1",
                          "--kafka-config", setting)
     assert message in err
+
+
+def test_a_checkpoint_recording_the_store_s_identity_reads_and_another_store_is_refused(
+    store, store_path, tmp_path
+):
+    from spark_queue.store import store_id
+
+    store.publish_many("t", range(5))
+    store.fix_mirror_shift("t", 0)
+    own = json.dumps({"@store": store_id(store), "t": 4})
+    start = kafka_starting_offsets(write_checkpoint(tmp_path / "own", {0: [own]}, [0]),
+                                   store_path)
+    assert (json.loads(start.starting_offsets), start.store_offsets) == ({"t": {"0": 4}},
+                                                                         {"t": 4})
+    other = write_checkpoint(tmp_path / "other", {0: ['{"@store": "0123abcd", "t": 4}']}, [0])
+    with pytest.raises(CheckpointError, match="positions in store 0123abcd, but .* another file"):
+        kafka_starting_offsets(other, store_path)

@@ -87,7 +87,8 @@ def test_batch_read_gives_kafka_rows_and_typed_columns(spark, store_path):
 
 def test_batch_write_publishes_and_enqueues_exactly_once(spark, store_path):
     df = spark.createDataFrame([(i, f"v{i}") for i in range(20)], "id LONG, v STRING")
-    df.write.format("sqliteq").mode("append").option("topic", "out").save(store_path)
+    (df.write.format("sqliteq").mode("append").option("topic", "out")
+     .option("createStore", "true").save(store_path))
     for _ in range(2):  # the ledger skips the second write of batch 0
         (df.write.format("sqliteq").mode("append").option("topic", "led")
          .option("sinkId", "s").option("batchId", 0).save(store_path))

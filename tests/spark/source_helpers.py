@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from spark_queue.spark.query_progress import offsets
+
 TIMEOUT_S = 180
 
 # Options every stream() of a test gets unless it names them itself: the stream
@@ -50,7 +52,7 @@ def source_progress(query):
             (
                 progress["numInputRows"],
                 json.loads(latest) if isinstance(latest, str) else latest,
-                json.loads(end) if isinstance(end, str) else end,
+                None if end is None else offsets(end),  # the topics (no store identity)
             )
         )
     return result
@@ -63,7 +65,8 @@ def copy_topic(spark, src, dst, checkpoint, **source_options):
         stream(spark, src, topic="in", valueFormat="string", **source_options)
         .selectExpr("CAST(offset AS STRING) AS key", "value")
         .writeStream.format("sqliteq").option("path", dst).option("topic", "out")
-        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+        .option("createStore", "true").option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True).start()
     )
     try:
         query.awaitTermination()

@@ -251,8 +251,10 @@ def stored(path, topic):
 
 
 @pytest.fixture
-def source_df(spark):
-    """A DataFrame with Kafka's shape: key, value, and a topic column."""
+def source_df(spark, store_path):
+    """A DataFrame with Kafka's shape: key, value, and a topic column; and the store the guide's
+    writes go to, made beforehand (as `sqliteq init` makes it, where Kafka has its topics)."""
+    Store(store_path).close()
     return spark.createDataFrame(
         [("a", "1", "topic1"), ("b", "2", "topic2"), ("c", "3", "topic1")],
         "key STRING, value STRING, topic STRING",
@@ -334,6 +336,7 @@ def test_a_sink_batch_whose_headers_repeat_a_key_is_refused_whole(spark, store_p
         [("ok", [("h", b"1")]), ("dup", [("trace", b"x"), ("trace", b"y")])],
         "value STRING, headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
     ).coalesce(1)
+    Store(store_path).close()
     with pytest.raises(Exception, match="header 'trace' in column 'headers' of row 1"):
         df.write.format("sqliteq").mode("append").option("path", store_path) \
             .option("topic", "out").save()

@@ -30,7 +30,8 @@ def test_spark_batch_into_queue_is_processed_exactly_once_by_worker_processes(sp
     rows = spark.range(10_000).selectExpr(
         "id AS n", "concat('row-', id) AS idempotency_key", "CAST(id % 4 AS INT) AS priority"
     )
-    rows.write.format("sqliteq").mode("append").option("queue", "work").save(path)
+    (rows.write.format("sqliteq").mode("append").option("queue", "work")
+     .option("createStore", "true").save(path))
     # A retried job write must not double the work: the keys keep one job per row.
     rows.write.format("sqliteq").mode("append").option("queue", "work").save(path)
     with Store(path) as store:

@@ -1,4 +1,5 @@
-"""The sqliteq sink from Spark: what lands in the file, exactly once, and what fails at start."""
+"""The sqliteq sink from Spark: what lands in the file, exactly once (what it refuses at start:
+test_sink_start.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
-from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import spark_queue
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from tests.spark.sink_helpers import json_input, ledger, run_stream, stored_events
 
 
 @pytest.fixture(autouse=True)
@@ -20,45 +22,19 @@ def _registered(spark):
     spark_queue.register(spark)
 
 
-def _events(path, topic):
-    with Store(path) as store:
-        return store.read(topic)
+@pytest.fixture(autouse=True)
+def _a_store(store_path):
+    """The tests write into a store made beforehand, as `sqliteq init` makes one; what a path
+    that is not a store gets has tests of its own (test_a_path_that_is_not_a_store_...)."""
+    Store(store_path).close()
 
-
-def _ledger(path):
-    with Store(path) as store:
-        return sinks.list_ledger(store.conn)
-
-
-def _json_input(directory, batches):
-    """A directory of JSON-lines files, one per future micro-batch (maxFilesPerTrigger=1), in
-    ``directory``: the ``shared_dir`` fixture, which a cluster's executors see too."""
-    src = directory / "in"
-    src.mkdir()
-    for i, rows in enumerate(batches):
-        part = src / f"part-{i:03d}.json"
-        part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.utime(part, (1_700_000_000 + i, 1_700_000_000 + i))  # the file source orders by mtime
-    return str(src)
-
-
-def _run_stream(df, path, checkpoint, **options):
-    writer = df.writeStream.format("sqliteq").option("path", path)
-    for key, value in options.items():
-        writer = writer.option(key, value)
-    query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-    return query
 
 
 # -- streaming -------------------------------------------------------------
-def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
+def test_each_micro_batch_is_published_once_with_its_batch_id_in_theledger(
     spark, tmp_path, shared_dir, store_path
 ):
-    src = _json_input(
+    src = json_input(
         shared_dir, [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "c", "v": "3"}]]
     )
     df = (
@@ -67,34 +43,34 @@ def test_each_micro_batch_is_published_once_with_its_batch_id_in_the_ledger(
         .json(src)
         .select(F.col("k").alias("key"), F.col("v").alias("value"))
     )
-    query = _run_stream(df, store_path, str(tmp_path / "ck"), topic="out")
+    query = run_stream(df, store_path, str(tmp_path / "ck"), topic="out")
 
-    events = _events(store_path, "out")
+    events = stored_events(store_path, "out")
     assert sorted((e.key, e.value) for e in events) == [("a", "1"), ("b", "2"), ("c", "3")]
     assert [e.offset for e in events] == [0, 1, 2]
-    (entry,) = _ledger(store_path)
+    (entry,) = ledger(store_path)
     assert (entry.sink_id, entry.last_batch_id, entry.rows) == (str(query.id), 1, 3)
 
 
 def test_restart_from_checkpoint_continues_and_never_rewrites(
     spark, tmp_path, shared_dir, store_path
 ):
-    src = _json_input(shared_dir, [[{"n": 1}], [{"n": 2}]])
+    src = json_input(shared_dir, [[{"n": 1}], [{"n": 2}]])
     stream = spark.readStream.schema("n LONG").option("maxFilesPerTrigger", 1).json(src)
     checkpoint = str(tmp_path / "ck")
-    _run_stream(stream, store_path, checkpoint, topic="out")
+    run_stream(stream, store_path, checkpoint, topic="out")
     (shared_dir / "in" / "part-900.json").write_text('{"n": 3}\n')
-    _run_stream(stream, store_path, checkpoint, topic="out")
-    assert sorted(e.value["n"] for e in _events(store_path, "out")) == [1, 2, 3]
-    (entry,) = _ledger(store_path)
+    run_stream(stream, store_path, checkpoint, topic="out")
+    assert sorted(e.value["n"] for e in stored_events(store_path, "out")) == [1, 2, 3]
+    (entry,) = ledger(store_path)
     assert (entry.last_batch_id, entry.rows) == (2, 3)
 
 
 def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, shared_dir, store_path):
-    src = _json_input(shared_dir, [[{"n": 1}]])
+    src = json_input(shared_dir, [[{"n": 1}]])
     stream = spark.readStream.schema("n LONG").json(src)
-    _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out", sinkId="nightly")
-    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [
+    run_stream(stream, store_path, str(tmp_path / "ck"), topic="out", sinkId="nightly")
+    assert [(e.sink_id, e.last_batch_id, e.rows) for e in ledger(store_path)] == [
         ("nightly", 0, 1)
     ]
 
@@ -102,7 +78,7 @@ def test_sink_id_option_names_the_ledger_entry(spark, tmp_path, shared_dir, stor
 def test_complete_mode_appends_the_whole_result_each_trigger(
     spark, tmp_path, shared_dir, store_path
 ):
-    src = _json_input(shared_dir, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
+    src = json_input(shared_dir, [[{"g": "a"}, {"g": "b"}], [{"g": "a"}]])
     counts = (
         spark.readStream.schema("g STRING")
         .option("maxFilesPerTrigger", 1)
@@ -120,7 +96,7 @@ def test_complete_mode_appends_the_whole_result_each_trigger(
     )
     query = writer.start()
     query.awaitTermination()
-    values = [e.value for e in _events(store_path, "counts")]
+    values = [e.value for e in stored_events(store_path, "counts")]
     assert sorted(values[:2], key=lambda v: v["g"]) == [
         {"g": "a", "count": 1},
         {"g": "b", "count": 1},
@@ -134,13 +110,13 @@ def test_complete_mode_appends_the_whole_result_each_trigger(
 def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(
     spark, tmp_path, shared_dir, store_path
 ):
-    src = _json_input(shared_dir, [[{"value": 1}]])
+    src = json_input(shared_dir, [[{"value": 1}]])
     stream = spark.readStream.schema("value LONG").json(src)
     with pytest.raises(
         StreamingQueryException,
         match=r"column 'value' is the payload and must be string or binary; got bigint",
     ):
-        _run_stream(stream, store_path, str(tmp_path / "ck"), topic="out")
+        run_stream(stream, store_path, str(tmp_path / "ck"), topic="out")
     with Store(store_path) as store:
         assert not store.has_topic("out")
 
@@ -152,7 +128,7 @@ def test_value_key_and_map_headers_are_stored_as_given(spark, store_path):
         "key STRING, value STRING, headers MAP<STRING, STRING>",
     )
     df.coalesce(1).write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
-    events = _events(store_path, "t")
+    events = stored_events(store_path, "t")
     assert [(e.key, e.value, e.headers) for e in events] == [
         ("k1", "v1", {"h": "x"}),
         (None, "v2", None),
@@ -171,7 +147,7 @@ def test_binary_value_and_kafka_style_headers(spark, store_path):
         "value BINARY, key BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
     )
     df.write.format("sqliteq").mode("append").option("path", store_path).option("topic", "t").save()
-    (event,) = _events(store_path, "t")
+    (event,) = stored_events(store_path, "t")
     assert (event.value, event.key, event.headers) == (
         b"\x00\xff",
         b"k",
@@ -188,7 +164,7 @@ def test_without_a_value_column_each_row_becomes_one_json_object(spark, store_pa
         "'the-key' AS key, TIMESTAMP'2024-03-01 10:00:00 UTC' AS ts"
     )
     df.write.format("sqliteq").mode("append").option("topic", "t").save(store_path)
-    (event,) = _events(store_path, "t")
+    (event,) = stored_events(store_path, "t")
     assert event.key == "the-key"
     ts = event.value.pop("ts")  # ISO-8601 with the session time zone's offset
     assert datetime.fromisoformat(ts) == datetime(2024, 3, 1, 10, tzinfo=UTC)
@@ -211,16 +187,16 @@ def test_a_topic_column_routes_rows_with_dense_offsets_per_topic(spark, store_pa
         [("a", "1"), ("b", "2"), ("a", "3"), ("c", "4")], "topic STRING, value STRING"
     )
     df.write.format("sqliteq").mode("append").save(store_path)
-    assert sorted(e.value for e in _events(store_path, "a")) == ["1", "3"]
-    assert [e.offset for e in _events(store_path, "a")] == [0, 1]
-    assert [e.value for e in _events(store_path, "b")] == ["2"]
-    assert [e.value for e in _events(store_path, "c")] == ["4"]
+    assert sorted(e.value for e in stored_events(store_path, "a")) == ["1", "3"]
+    assert [e.offset for e in stored_events(store_path, "a")] == [0, 1]
+    assert [e.value for e in stored_events(store_path, "b")] == ["2"]
+    assert [e.value for e in stored_events(store_path, "c")] == ["4"]
 
 
 def test_the_topic_option_overrides_a_topic_column(spark, store_path):
     df = spark.createDataFrame([("a", "1")], "topic STRING, value STRING")
     df.write.format("sqliteq").mode("append").option("topic", "fixed").save(store_path)
-    assert [e.value for e in _events(store_path, "fixed")] == ["1"]
+    assert [e.value for e in stored_events(store_path, "fixed")] == ["1"]
     with Store(store_path) as store:
         assert not store.has_topic("a")
 
@@ -244,8 +220,8 @@ def test_batch_id_option_makes_a_batch_write_exactly_once(spark, store_path):
             .option("batchId", 7)
             .save(store_path)
         )
-    assert sorted(e.value for e in _events(store_path, "t")) == ["1", "2"]
-    assert [(e.sink_id, e.last_batch_id, e.rows) for e in _ledger(store_path)] == [("daily", 7, 2)]
+    assert sorted(e.value for e in stored_events(store_path, "t")) == ["1", "2"]
+    assert [(e.sink_id, e.last_batch_id, e.rows) for e in ledger(store_path)] == [("daily", 7, 2)]
 
 
 # -- queue mode --------------------------------------------------------------
@@ -282,7 +258,7 @@ def test_queue_rows_without_value_are_json_jobs_without_the_job_columns(spark, s
 def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
     spark, tmp_path, shared_dir, store_path
 ):
-    src = _json_input(
+    src = json_input(
         shared_dir,
         [
             [
@@ -302,102 +278,15 @@ def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
         .json(src)
         .coalesce(1)
     )
-    _run_stream(stream, store_path, str(tmp_path / "ck"), queue="work")
+    run_stream(stream, store_path, str(tmp_path / "ck"), queue="work")
     jobs = _jobs(store_path, "work")
     assert sorted((key, value) for _, _, _, key, _, value, _ in jobs) == [
         ("k1", "first"),
         ("k2", "other"),
         ("k3", "new"),
     ]
-    (entry,) = _ledger(store_path)
+    (entry,) = ledger(store_path)
     assert entry.last_batch_id == 1
-
-
-def test_a_missing_path_fails_at_start_saying_how_to_give_it(spark):
-    df = spark.createDataFrame([("1",)], "value STRING")
-    with pytest.raises(Exception, match=r"sqliteq sink needs option 'path'"):
-        df.write.format("sqliteq").mode("append").option("topic", "t").save()
-
-
-# -- save modes ----------------------------------------------------------------
-def test_overwrite_fails_at_start_naming_append(spark, store_path):
-    df = spark.createDataFrame([("1",)], "value STRING")
-    with pytest.raises(Exception, match=r"supports mode\('append'\) only; got overwrite"):
-        df.write.format("sqliteq").mode("overwrite").option("topic", "t").save(store_path)
-    with Store(store_path) as store:
-        assert not store.has_topic("t")
-
-
-@pytest.mark.parametrize("mode", ["ignore", "errorifexists"])
-def test_spark_rejects_ignore_and_errorifexists_naming_the_supported_modes(spark, store_path, mode):
-    df = spark.createDataFrame([("1",)], "value STRING")
-    with pytest.raises(AnalysisException, match="Append.*Overwrite"):
-        df.write.format("sqliteq").mode(mode).option("topic", "t").save(store_path)
-
-
-# -- schema problems fail at start -------------------------------------------
-SCHEMA_PROBLEMS = [
-    (
-        "value INT",
-        {"topic": "t"},
-        r"column 'value' is the payload and must be string or binary; got int",
-    ),
-    (
-        "key DOUBLE, value STRING",
-        {"topic": "t"},
-        r"column 'key' is the event key and must be string or binary; got double",
-    ),
-    (
-        "headers MAP<STRING, INT>, value STRING",
-        {"topic": "t"},
-        r"column 'headers' holds the event headers and must be map<string,string>",
-    ),
-    (
-        "topic INT, value STRING",
-        {},
-        r"column 'topic' routes rows to topics and must be string; got int",
-    ),
-    ("value STRING", {}, r"needs a destination: option 'topic' \(publish\), option 'queue'"),
-    ("key STRING, headers MAP<STRING,STRING>", {"topic": "t"}, r"no column to write"),
-    (
-        "id INT, blob BINARY",
-        {"topic": "t"},
-        r"column 'blob' of type binary cannot be written into the row's JSON value",
-    ),
-    (
-        "id INT, m MAP<INT, STRING>",
-        {"topic": "t"},
-        r"column 'm' is map<int,string>, which has no JSON form",
-    ),
-    ("id INT, s STRUCT<b: BINARY>", {"topic": "t"}, r"column 's.b' of type binary"),
-    ("id INT, d INTERVAL DAY", {"topic": "t"}, r"column 'd' of type interval day"),
-    (
-        "value STRING, priority STRING",
-        {"queue": "q"},
-        r"queue column 'priority' sets the job's priority and must be "
-        r"tinyint, smallint, int or bigint; got string",
-    ),
-    ("value STRING, delay_ms DOUBLE", {"queue": "q"}, r"queue column 'delay_ms'.*got double"),
-    (
-        "value STRING, idempotency_key INT",
-        {"queue": "q"},
-        r"queue column 'idempotency_key'.*must be string; got int",
-    ),
-    ("value STRING, ttl_ms STRING", {"queue": "q"}, r"queue column 'ttl_ms'"),
-    ("value STRING, max_attempts DECIMAL(3,0)", {"queue": "q"}, r"queue column 'max_attempts'"),
-]
-
-
-@pytest.mark.parametrize(
-    ("ddl", "options", "message"), SCHEMA_PROBLEMS, ids=[p[0] for p in SCHEMA_PROBLEMS]
-)
-def test_schema_problems_fail_at_start_naming_the_column(spark, store_path, ddl, options, message):
-    df = spark.createDataFrame([], ddl)
-    writer = df.write.format("sqliteq").mode("append")
-    for key, value in options.items():
-        writer = writer.option(key, value)
-    with pytest.raises(Exception, match=message):
-        writer.save(store_path)
 
 
 # -- one transaction -----------------------------------------------------------

@@ -57,7 +57,7 @@ DRIVER = """
         df = (spark.readStream.schema("value STRING").option("maxFilesPerTrigger", 1)
               .json(src_arg))
     writer = (df.writeStream.format("sqliteq").option("path", dst).option("topic", "out")
-              .option("checkpointLocation", checkpoint))
+              .option("createStore", "true").option("checkpointLocation", checkpoint))
     if trigger == "availableNow":
         writer = writer.trigger(availableNow=True)
     else:

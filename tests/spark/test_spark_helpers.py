@@ -29,6 +29,12 @@ def test_a_null_offset_a_missing_named_topic_reports_is_left_out():
     assert query_progress.offsets('{"clicks": 4, "clickz": null}') == {"clicks": 4}
 
 
+@pytest.mark.parametrize("value", ['{"@store": "9f0c", "clicks": 4}',
+                                   "{'@store': '9f0c', 'clicks': 4}"])
+def test_the_store_identity_beside_the_topics_is_left_out(value):
+    assert query_progress.offsets(value) == {"clicks": 4}
+
+
 def test_end_offset_is_0_before_the_first_batch_and_the_topic_s_offset_after():
     assert query_progress.end_offset(None, "t") == 0
     report = {"sources": [{"endOffset": "{'t': 7}"}], "numInputRows": 7}
@@ -107,3 +113,23 @@ def test_from_4_2_one_availablenow_run_is_the_whole_drain(monkeypatch):
     monkeypatch.setattr(compat, "HAS_ADMISSION_CONTROL", True)
     run = run_available_now(FakeWriter([[1000, 1000, 5], [7]]))
     assert (run.runs, run.batches) == (1, (1000, 1000, 5))
+
+
+def test_driver_uri_keeps_a_path_on_the_driver_s_disk_whatever_spark_s_default_file_system(
+    tmp_path, monkeypatch
+):
+    from spark_queue.spark import driver_uri
+
+    monkeypatch.chdir(tmp_path)
+    assert driver_uri("ckpt/q") == f"file:{tmp_path}/ckpt/q"
+    assert driver_uri("file:/local_disk0/x") == "file:/local_disk0/x"
+
+
+def test_store_table_is_one_table_per_store_file(tmp_path):
+    from spark_queue.spark import store_table
+    from spark_queue.store import Store, store_id
+
+    path = str(tmp_path / "app.sqlite")
+    with Store(path) as store:
+        identity = store_id(store)
+    assert store_table("dbfs:/tmp/t/", "orders", path) == f"dbfs:/tmp/t/orders-{identity}"

@@ -16,17 +16,24 @@ from dataclasses import dataclass
 from spark_queue.connector.option_table import (
     Option,
     OptionTable,
+    boolean,
     choice,
     name_rule,
     non_negative_int,
-    text,
+    store_path,
 )
 from spark_queue.defaults import DURABILITY, DURABILITY_LEVELS, FORMAT_NAME, SINK_BUSY_TIMEOUT_MS
 from spark_queue.errors import OptionError
 
 #: Every option the sink reads (order = docs/writing.md's table order).
 SINK_OPTIONS: tuple[Option, ...] = (
-    Option("path", text, doc_default="(required)", doc="the store file; created if missing"),
+    Option("path", store_path, doc_default="(required)",
+           doc="the store file, a path or a `file:` URI; it must be a store unless "
+           "`createStore` is true"),
+    Option("createStore", boolean, default=False, doc_default="false",
+           doc="`true` creates the store file when `path` names none (its directory must "
+           "exist), as the CLI's `--create`; without it a path that is not a store (a typo) "
+           "fails at start and nothing is created"),
     Option("topic", name_rule("topic"),
            doc="publish every row to this topic (created if missing); overrides a `topic` "
            "column"),
@@ -67,6 +74,7 @@ class SinkOptions:
     batch_id: int | None = None
     durability: str = DURABILITY
     busy_timeout_ms: int = SINK_BUSY_TIMEOUT_MS
+    create_store: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
@@ -84,7 +92,7 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
     _refuse_async_progress(options)
     given = SINK_TABLE.read(options)
     path = given["path"]
-    if path is None or not path.strip():
+    if not path:
         raise OptionError(
             f"{FORMAT_NAME} sink needs option 'path': the store file to write, e.g. "
             f".option('path', '/data/events.sqlite') or .save('/data/events.sqlite')."
@@ -121,6 +129,7 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
         batch_id=batch_id,
         durability=given["durability"],
         busy_timeout_ms=given["busyTimeoutMs"],
+        create_store=given["createStore"],
     )
 
 

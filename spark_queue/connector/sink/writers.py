@@ -21,6 +21,7 @@ Writers hold parsed options and the column layout only (both picklable).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from itertools import repeat
@@ -35,8 +36,8 @@ from spark_queue.connector.sink.encode import encode_batch
 from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import JSON, SinkLayout
 from spark_queue.defaults import FORMAT_NAME
-from spark_queue.errors import SparkQueueError
-from spark_queue.store import Encoded, EncodedChunk, NewJob, SinkCommit, Store
+from spark_queue.errors import SparkQueueError, StoreNotCreatedError, StoreNotFoundError
+from spark_queue.store import BackupSource, Encoded, EncodedChunk, NewJob, SinkCommit, Store
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,36 @@ _LZ4 = (
 _PLAIN = pa.ipc.IpcWriteOptions()
 _SAMPLE_ROWS = 4096
 _MIN_SAVING = 0.2
+
+
+def check_target(options: SinkOptions) -> None:
+    """Driver, at start: ``path`` must name a store, or ``createStore`` be set (a typo'd path
+    would otherwise become a new store, as the CLI's writes refuse without ``--create``).
+    Nothing is created or written here; the first commit creates the store."""
+    path = options.path
+    fix = ("set option createStore=true to create it (.option(\"createStore\", \"true\")), "
+           "or fix the path; nothing was created.")
+    if not os.path.exists(path):
+        directory = os.path.dirname(os.path.abspath(path))
+        if not options.create_store:
+            raise StoreNotFoundError(
+                f"{FORMAT_NAME} sink: 'path' names {path!r}, which is not a store (no such file "
+                f"on this machine); {fix}"
+            )
+        if not os.path.isdir(directory):
+            raise StoreNotFoundError(
+                f"{FORMAT_NAME} sink: createStore=true makes the store file {path!r}, but its "
+                f"directory {directory!r} does not exist; create the directory first."
+            )
+        return
+    try:
+        with BackupSource(path):  # opened without writing: a store, of a version this reads
+            pass
+    except StoreNotCreatedError:
+        if not options.create_store:
+            raise StoreNotFoundError(
+                f"{FORMAT_NAME} sink: 'path' names {path!r}, an empty file, not a store; {fix}"
+            ) from None
 
 
 class _SinkWriter:
@@ -105,6 +136,7 @@ class _SinkWriter:
         started = time.monotonic()
         store = Store(
             self.options.path,
+            create=self.options.create_store,
             durability=self.options.durability,
             busy_timeout_ms=self.options.busy_timeout_ms,
         )

@@ -67,9 +67,10 @@ class TriggerAdmission:
             if requested > top:
                 raise OffsetRangeError(
                     f"{FORMAT_NAME} source: the checkpoint is at offset {requested} of topic "
-                    f"{topic!r} but the store's latest offset is {top}: the store file was "
-                    "replaced or restored from an older copy. Use a new checkpoint location "
-                    "(with startingOffsets) to read this file."
+                    f"{topic!r} but the store's latest offset is {top}: the store was "
+                    "restored from a copy older than the checkpoint (or, for a checkpoint "
+                    "written before stores had an identity, replaced). Restore a newer copy, "
+                    "or give the query a new checkpointLocation (docs/cluster.md#checkpoints)."
                 )
             if target is not None:
                 top = min(top, target.get(topic, requested))

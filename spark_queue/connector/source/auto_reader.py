@@ -37,16 +37,12 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.offsets import (
-    checkpoint_offsets,
-    open_store,
-    subscribed_bounds,
-)
+from spark_queue.connector.source.offsets import open_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
 from spark_queue.connector.source.partition_reader import file_identity, read_ranges
 from spark_queue.connector.source.partitions import RangesPartition
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
+from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader, checked_range
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -77,19 +73,20 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         return state
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
         self._position = end
         self._shipped = None
+        given = (start, end)  # getCache is asked with Spark's offsets, the identity in them
         store = open_store(self.options)
         try:
             with store.snapshot():
+                start, end = checked_range(store, self.options, start, end)
                 bounds = subscribed_bounds(store, self.options)
                 ranges = planned_ranges(self.options, start, end, bounds)
                 rows = sum(stop - begin for begin, stop in ranges.values())
                 if 0 < rows <= self.options.low_latency_max_rows:
                     batches = self._read_within_limit(store, ranges)
                     if batches is not None:
-                        self._shipped = (start, end, batches)
+                        self._shipped = (*given, batches)
                         return [RangesPartition(
                             tuple((t, b, e) for t, (b, e) in sorted(ranges.items())),
                             socket.gethostname(), file_identity(self.options.path),

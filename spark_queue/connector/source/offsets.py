@@ -14,10 +14,16 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL
+from spark_queue.connector.offset_json import (
+    EARLIEST_SENTINEL,
+    LATEST_SENTINEL,
+    STORE_KEY,
+    split_store,
+)
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import (
+    CheckpointError,
     DataLossError,
     OptionError,
     StoreNotFoundError,
@@ -135,7 +141,9 @@ class MissingTopics:
 
 def checkpoint_offsets(offsets: object) -> dict[str, int]:
     """``offsets`` as Spark hands them back from a checkpoint, checked to be this source's
-    form, ``{topic: next_offset}``; anything else was written by another source.
+    form, ``{topic: next_offset}`` (with the store's identity under ``@store``, which is
+    left out here: :func:`check_store` compares it); anything else was written by another
+    source.
 
     A checkpoint of Kafka's source holds ``{"t": {"0": n}}``: offsets of Kafka's log,
     which say nothing about where the same events sit in a store file (sqliteq numbers
@@ -143,11 +151,13 @@ def checkpoint_offsets(offsets: object) -> dict[str, int]:
     pipeline swapped from Kafka to sqliteq starts from a new checkpoint location, as
     docs/kafka.md says (``tests/connector/source/test_foreign_checkpoints.py``).
     """
-    if isinstance(offsets, dict) and all(
-        isinstance(topic, str) and type(offset) is int and offset >= 0
-        for topic, offset in offsets.items()
-    ):
-        return offsets
+    if isinstance(offsets, dict):
+        recorded, topics = split_store(offsets)
+        if (recorded is None or isinstance(recorded, str)) and all(
+            isinstance(topic, str) and type(offset) is int and offset >= 0
+            for topic, offset in topics.items()
+        ):
+            return topics
     kafka = isinstance(offsets, dict) and any(isinstance(v, dict) for v in offsets.values())
     raise OptionError(
         f"{FORMAT_NAME} source: the checkpoint holds the offsets {offsets!r}, which this source "
@@ -158,6 +168,31 @@ def checkpoint_offsets(offsets: object) -> dict[str, int]:
         f"format(\"{FORMAT_NAME}\") needs a new checkpoint location (checkpointLocation); "
         "choose where it starts with startingOffsets."
     )
+
+
+def check_store(offsets: object, identity: str, options: SourceOptions) -> None:
+    """Refuse offsets recorded against another store file than the one ``path`` names now
+    (``identity``), whatever the two files' lengths: a store re-created at the path (a
+    cluster restart wiped the driver's disk) may be shorter, as long or longer, and its
+    offsets name other events. Offsets without an identity (a checkpoint written before
+    stores had one) pass: the next batch planned records it
+    (``tests/connector/source/test_store_identity.py``)."""
+    recorded = offsets.get(STORE_KEY) if isinstance(offsets, dict) else None
+    if recorded is None or recorded == identity:
+        return
+    raise CheckpointError(
+        f"{FORMAT_NAME} source: the checkpoint holds positions in store {recorded}, but "
+        f"'path' {options.path!r} is store {identity}, another file (a store created anew at "
+        "that path, e.g. after a cluster restart wiped the driver's disk): its offsets name "
+        "other events. To resume, put back that store's copy (`sqliteq backup`) at the path; "
+        "to start over on this file, give the query a new checkpointLocation "
+        "(docs/cluster.md#checkpoints)."
+    )
+
+
+def with_store(offsets: dict[str, int], identity: str) -> dict:
+    """``offsets`` as the source hands them to Spark: the store's identity, then each topic."""
+    return {STORE_KEY: identity, **sorted_offsets(offsets)}
 
 
 def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:

@@ -45,6 +45,7 @@ from spark_queue.connector.source.admission import Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
     Bounds,
     MissingTopics,
+    check_store,
     checkpoint_offsets,
     open_store,
     subscribed_bounds,
@@ -54,7 +55,8 @@ from spark_queue.connector.source.partition_reader import read_ranges
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import (
     initial_offsets,
-    read_bounds,
+    next_offsets,
+    read_store,
     save_consumer_offsets,
 )
 from spark_queue.errors import StoreError
@@ -74,50 +76,62 @@ class SqliteQueueSimpleStreamReader(
         self._admission = TriggerAdmission(options, time.monotonic)
         self._store: Store | None = None
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
+        self._identity: str | None = None  # of the file self._store has open
         self._missing = MissingTopics(reports_latest=False)  # not created yet: one WARN each
 
     def __getstate__(self) -> dict:
         # Spark pickles the reader to replay a batch in an executor: a connection
         # does not travel; the copy opens its own.
         state = self.__dict__.copy()
-        state["_store"] = state["_seen"] = None
+        state["_store"] = state["_seen"] = state["_identity"] = None
         return state
 
     def initialOffset(self) -> dict:
         return initial_offsets(self.options)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._admission.prepare_available_now(read_bounds(self.options))
+        self._admission.prepare_available_now(read_store(self.options)[1])
 
     def read(self, start: dict) -> tuple[Iterator[pa.RecordBatch], dict]:
         try:
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)
-            end = self._admission.next_end(start, bounds, Limits.of(self.options))
-            if end == start:
+            assert self._identity is not None, "_bounds() read it"
+            end = next_offsets(
+                self._admission, start, self._identity, bounds, Limits.of(self.options)
+            )
+            if end is start:
                 return iter(()), start
-            return iter(self._batches(start, end, bounds, self._store)), end
+            rows = self._batches(checkpoint_offsets(start), checkpoint_offsets(end), bounds,
+                                 self._store)
+            return iter(rows), end
         except StoreError:
             self._drop_store()
             raise
 
     def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[pa.RecordBatch]:
-        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
-        return iter(self._batches(start, end, read_bounds(self.options)))
+        identity, bounds = read_store(self.options)
+        for offsets in (start, end):
+            check_store(offsets, identity, self.options)
+        return iter(self._batches(checkpoint_offsets(start), checkpoint_offsets(end), bounds))
 
     def commit(self, end: dict) -> None:
         save_consumer_offsets(self.options, end)
 
     def _bounds(self) -> Bounds:
         if self._store is None:
+            from spark_queue.store import store_id
+
             self._store = open_store(self.options)
+            # One file per connection: the identity cannot change while it is open.
+            self._identity = store_id(self._store)
         version = self._store.data_version()
         if self._seen is None or self._seen[0] != version:
             self._seen = (version, subscribed_bounds(self._store, self.options))
         return self._seen[1]
 
     def _drop_store(self) -> None:
-        store, self._store, self._seen = self._store, None, None
+        store, self._store, self._seen, self._identity = self._store, None, None, None
         if store is not None:
             store.close()
 

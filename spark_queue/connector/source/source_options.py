@@ -32,7 +32,7 @@ from spark_queue.connector.option_table import (
     fail,
     non_empty,
     positive_int,
-    text,
+    store_path,
     timestamp_ms,
     topic_list,
 )
@@ -111,8 +111,9 @@ def _column(name: str, raw: str) -> str:
 
 # The one list of source options (order = documentation order).
 SOURCE_OPTIONS: tuple[Option, ...] = (
-    Option("path", text, doc_default="(required)",
-           doc="the store file; it must exist (a reader never creates one)"),
+    Option("path", store_path, doc_default="(required)",
+           doc="the store file, a path or a `file:` URI; it must exist (a reader never creates "
+           "one)"),
     Option("topic", _one_topic,
            doc="one topic (exactly one of `topic`, `topics`, `topicPattern`, `assign`)"),
     Option("topics", topic_list, aliases=("subscribe",), doc="comma-separated topics"),
@@ -272,7 +273,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     read) checks everything except which options apply to which kind of read.
     """
     given = SOURCE_TABLE.read(options)
-    path = given["path"].strip() if given.is_set("path") else ""
+    path = given["path"] if given.is_set("path") else ""
     if not path:
         raise OptionError(
             f"{FORMAT_NAME} option 'path' is required: the store file to read, as "

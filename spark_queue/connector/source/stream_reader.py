@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -27,16 +28,22 @@ from pyspark.sql.types import StructType
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
 from spark_queue.connector.source.offsets import (
+    Bounds,
     MissingTopics,
+    check_store,
     checkpoint_offsets,
     open_store,
     starting_offsets,
     subscribed_bounds,
+    with_store,
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.errors import SparkQueueError
+
+if TYPE_CHECKING:
+    from spark_queue.store import Store
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -50,23 +57,57 @@ def read_bounds(options: SourceOptions):
         store.close()
 
 
-def initial_offsets(options: SourceOptions) -> dict:
-    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one snapshot."""
+def read_store(options: SourceOptions) -> tuple[str, Bounds]:
+    """The store's identity and the subscribed topics' ``(earliest, latest)``, from one
+    snapshot of a connection opened for it."""
+    from spark_queue.store import store_id
+
     store = open_store(options)
     try:
         with store.snapshot():
-            return starting_offsets(store, options, subscribed_bounds(store, options))
+            return store_id(store), subscribed_bounds(store, options)
     finally:
         store.close()
 
 
+def initial_offsets(options: SourceOptions) -> dict:
+    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one
+    snapshot, with the store's identity."""
+    from spark_queue.store import store_id
+
+    store = open_store(options)
+    try:
+        with store.snapshot():
+            start = starting_offsets(store, options, subscribed_bounds(store, options))
+            return with_store(start, store_id(store))
+    finally:
+        store.close()
+
+
+def next_offsets(
+    admission: TriggerAdmission, start: dict, identity: str, bounds: Bounds, limits: Limits
+) -> dict:
+    """The end of the next batch with the store's identity, or ``start`` itself (as Spark
+    gave it) when no batch should run now; offsets of another store file are refused."""
+    check_store(start, identity, admission.options)
+    end = admission.next_end(start, bounds, limits)
+    if end == checkpoint_offsets(start):
+        return start
+    return with_store(end, identity)
+
+
 def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
-    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal."""
+    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal.
+    Offsets recorded against another store file are not saved (planning refuses them)."""
+    from spark_queue.store import store_id
+
+    recorded = end
     end = checkpoint_offsets(end)
     if options.consumer is None:
         return
     store = open_store(options)
     try:
+        check_store(recorded, store_id(store), options)
         bounds = subscribed_bounds(store, options)
         offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
         if offsets:
@@ -76,6 +117,18 @@ def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
                     options.consumer, exc)
     finally:
         store.close()
+
+
+def checked_range(store: Store, options: SourceOptions, start: dict, end: dict):
+    """``(start, end)`` of a batch Spark plans, checked to be this source's offsets of this
+    very store file, without the identity."""
+    from spark_queue.store import store_id
+
+    topics = checkpoint_offsets(start), checkpoint_offsets(end)
+    identity = store_id(store)
+    check_store(start, identity, options)
+    check_store(end, identity, options)
+    return topics
 
 
 class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
@@ -115,9 +168,9 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
-        bounds = read_bounds(self.options)
+        identity, bounds = read_store(self.options)
         self._missing.note(self.options, bounds)
-        return self._admission.next_end(start, bounds, self._limits(limit))
+        return next_offsets(self._admission, start, identity, bounds, self._limits(limit))
 
     def _limits(self, limit) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
@@ -141,11 +194,11 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         return {topic: reported[topic] for topic in sorted(reported)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        start, end = checkpoint_offsets(start), checkpoint_offsets(end)
         self._position = end
         store = open_store(self.options)
         try:
             with store.snapshot():
+                start, end = checked_range(store, self.options, start, end)
                 bounds = subscribed_bounds(store, self.options)
                 return plan_partitions(store, self.options, self.schema, start, end, bounds)
         finally:

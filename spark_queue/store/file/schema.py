@@ -231,8 +231,17 @@ FROM sq_events GROUP BY topic_id, offset / 4096;
 DROP INDEX sq_events_ts;
 """
 
+# The store's identity (spark_queue/store/file/identity.py): a random id, written once, so a
+# Spark checkpoint can tell this file from another at the same path (a store re-created
+# after a cluster restart wiped the driver's disk). Every store gets one here, new or
+# migrated; a copy (`sqliteq backup`, cp) keeps it, a re-created store gets a new one.
+_V7_STORE_ID = """
+INSERT INTO sq_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
+    _V7_STORE_ID,
 ]
 
 

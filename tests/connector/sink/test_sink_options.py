@@ -109,7 +109,8 @@ def test_a_misspelled_option_fails_with_a_hint_instead_of_becoming_a_default():
         parse(path="/s", topic="t", durabilty="full")
     message = str(info.value)
     assert "sink does not know option(s) 'durabilty' (did you mean 'durability'?)" in message
-    assert "known options: path, topic, queue, sinkId, batchId, durability, busyTimeoutMs" in (
+    assert "known options: path, createStore, topic, queue, sinkId, batchId, durability, " \
+           "busyTimeoutMs" in (
         message
     )
 

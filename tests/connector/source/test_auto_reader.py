@@ -17,6 +17,7 @@ import pytest
 
 from spark_queue.connector.source import auto_reader
 from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
+from spark_queue.connector.source.offsets import checkpoint_offsets as topics
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.partitions import RangesPartition, StoreRangePartition
 from spark_queue.connector.source.source_options import parse_source_options
@@ -123,7 +124,7 @@ def test_lag_is_reported_from_the_last_planned_batch(store, store_path):
     reader = make_reader(store_path, topic="a", maxRowsPerTrigger=1000)
     start = reader.initialOffset()
     end = reader.latestOffset(start, None)
-    assert end == {"a": 1000}
+    assert topics(end) == {"a": 1000}
     assert reader.reportLatestOffset() == {"a": 2_500}
 
 

@@ -7,6 +7,7 @@ import pickle
 import pytest
 
 from spark_queue.connector.compat import ReadAllAvailable, ReadMaxRows, ReadMinRows
+from spark_queue.connector.source.offsets import checkpoint_offsets as topics
 from spark_queue.connector.source.source_options import parse_source_options
 from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
@@ -34,27 +35,27 @@ def test_min_rows_waits_for_rows_or_the_delay_whichever_first(store, store_path)
     limit = reader.getDefaultReadLimit()
     assert limit == ReadMinRows(500)
     start = reader.initialOffset()
-    assert start == {"t": 0}
+    assert topics(start) == {"t": 0}
     assert reader.latestOffset(start, limit) == start  # 200 < 500, clock starts
     reader._admission.clock.now += 1.9
     assert reader.latestOffset(start, limit) == start
     reader._admission.clock.now += 0.1  # the delay has passed: take what there is
     end = reader.latestOffset(start, limit)
-    assert end == {"t": 200}
+    assert topics(end) == {"t": 200}
     # Rows first: 500 arrive well inside the delay.
     store.publish_many("t", range(500))
     reader._admission.clock.now += 0.1
-    assert reader.latestOffset(end, limit) == {"t": 700}
+    assert topics(reader.latestOffset(end, limit)) == {"t": 700}
 
 
 def test_max_rows_caps_each_batch_and_all_available_ignores_it(store, store_path):
     store.publish_many("t", range(2500))
     reader = make_reader(store_path, topic="t", maxRowsPerTrigger="1000")
     assert reader.getDefaultReadLimit() == ReadMaxRows(1000)
-    assert reader.latestOffset({"t": 0}, ReadMaxRows(1000)) == {"t": 1000}
-    assert reader.latestOffset({"t": 2000}, ReadMaxRows(1000)) == {"t": 2500}
-    assert reader.latestOffset({"t": 2500}, ReadMaxRows(1000)) == {"t": 2500}
-    assert reader.latestOffset({"t": 0}, ReadAllAvailable()) == {"t": 2500}
+    assert topics(reader.latestOffset({"t": 0}, ReadMaxRows(1000))) == {"t": 1000}
+    assert topics(reader.latestOffset({"t": 2000}, ReadMaxRows(1000))) == {"t": 2500}
+    assert topics(reader.latestOffset({"t": 2500}, ReadMaxRows(1000))) == {"t": 2500}
+    assert topics(reader.latestOffset({"t": 0}, ReadAllAvailable())) == {"t": 2500}
 
 
 def test_available_now_stops_at_the_offsets_seen_when_prepared(store, store_path):
@@ -65,10 +66,10 @@ def test_available_now_stops_at_the_offsets_seen_when_prepared(store, store_path
     store.publish_many("a", range(5))
     store.publish_many("b", range(5))  # a new topic after the target: not in this run
     limit = reader.getDefaultReadLimit()
-    assert reader.latestOffset({"a": 0}, limit) == {"a": 20}
+    assert topics(reader.latestOffset({"a": 0}, limit)) == {"a": 20}
     # The minimum is ignored under AvailableNow so the run ends.
-    assert reader.latestOffset({"a": 20}, limit) == {"a": 30}
-    assert reader.latestOffset({"a": 30}, limit) == {"a": 30}
+    assert topics(reader.latestOffset({"a": 20}, limit)) == {"a": 30}
+    assert topics(reader.latestOffset({"a": 30}, limit)) == {"a": 30}
     assert reader.reportLatestOffset() == {"a": 35, "b": 5}
 
 
@@ -76,11 +77,11 @@ def test_new_topics_matching_the_pattern_start_at_offset_zero(store, store_path)
     store.publish_many("ev-1", range(3))
     reader = make_reader(store_path, topicPattern="ev-.*")
     start = reader.initialOffset()
-    assert start == {"ev-1": 0}
+    assert topics(start) == {"ev-1": 0}
     store.publish_many("ev-2", range(4))
     store.publish_many("other", range(4))
     end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == {"ev-1": 3, "ev-2": 4}
+    assert topics(end) == {"ev-1": 3, "ev-2": 4}
     parts = reader.partitions(start, end)
     assert sorted((p.topic, p.start, p.end) for p in parts) == [("ev-1", 0, 3), ("ev-2", 0, 4)]
 
@@ -103,7 +104,7 @@ def test_data_loss_fails_naming_topic_requested_and_earliest(store, store_path):
     assert "'t'" in message and "requested offset 10" in message
     assert "earliest available offset 60" in message
     lenient = make_reader(store_path, topic="t", failOnDataLoss="false")
-    assert lenient.latestOffset({"t": 10}, ReadMaxRows(15)) == {"t": 75}
+    assert topics(lenient.latestOffset({"t": 10}, ReadMaxRows(15))) == {"t": 75}
     parts = lenient.partitions({"t": 10}, {"t": 75})
     assert [(p.start, p.end) for p in parts] == [(60, 75)]
 
@@ -120,8 +121,8 @@ def test_skipping_lost_offsets_advances_even_without_new_rows(store, store_path)
     store.publish_many("t", range(50))
     store.prune("t", retention_rows=0, force=True)  # everything gone: earliest == latest == 50
     lenient = make_reader(store_path, topic="t", failOnDataLoss="false")
-    assert lenient.latestOffset({"t": 10}, ReadAllAvailable()) == {"t": 50}
-    assert lenient.latestOffset({"t": 50}, ReadAllAvailable()) == {"t": 50}
+    assert topics(lenient.latestOffset({"t": 10}, ReadAllAvailable())) == {"t": 50}
+    assert topics(lenient.latestOffset({"t": 50}, ReadAllAvailable())) == {"t": 50}
 
 
 def test_a_checkpoint_ahead_of_the_store_fails_clearly(store, store_path):

@@ -258,3 +258,15 @@ def test_json_offsets_reject_every_non_offset_value(value):
             {"path": "/s.sqlite", "topic": "t", "startingOffsets": json.dumps({"t": value})},
             streaming=True,
         )
+
+
+@pytest.mark.parametrize("form", ["{p}", "file:{p}", "file:///{q}", " file://localhost{p} "])
+def test_path_is_a_local_path_or_a_file_uri_of_one(form):
+    given = form.format(p="/data/app.sqlite", q="data/app.sqlite")
+    assert parse_source_options({"path": given, "topic": "t"}, streaming=True).path == (
+        "/data/app.sqlite")
+
+
+def test_a_path_on_other_storage_is_refused_naming_it():
+    with pytest.raises(OptionError, match=r"'path' names 'dbfs:/x/app.sqlite', a dbfs: URI"):
+        parse_source_options({"path": "dbfs:/x/app.sqlite", "topic": "t"}, streaming=True)
