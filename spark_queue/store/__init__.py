@@ -19,6 +19,7 @@ from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Event, Record, TopicInfo
@@ -27,6 +28,7 @@ __all__ = [
     "BYTES",
     "MAX_INT64",
     "MAX_NAME_LENGTH",
+    "MIRROR_HOLD",
     "DURABILITY_LEVELS",
     "JSON",
     "TEXT",
@@ -57,5 +59,7 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
+    "hold_name",
+    "hold_prefix",
     "validate_name",
 ]
