@@ -11,6 +11,8 @@ Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the lis
 - the other ``bash`` blocks: a test of their own (``SHELL``);
 - docs/outgrowing.md's recipe (Python and bash, needing a broker and Spark's Kafka
   connector): tests/kafka/test_handoff.py, in a Spark driver of its own;
+- docs/outgrowing.md's systemd unit (```ini) and alert rules (```yaml):
+  tests/kafka/test_kafka_cli.py, through the CLI's parser and the metrics' names;
 - ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
   tests/store/foreign_producer.py, which runs them verbatim.
 """
@@ -66,6 +68,9 @@ def runner(block: Block) -> str | None:
             return "tests/test_docs_walkthrough.py::test_every_walkthrough_block_runs_as_written"
         return next((test for (page, first), test in SHELL.items()
                      if page == block.page and block.first_line.startswith(first)), None)
+    if block.lang in ("ini", "yaml") and block.page == "docs/outgrowing.md":
+        return ("tests/kafka/test_kafka_cli.py::"
+                "test_the_service_unit_and_the_alert_rules_name_real_flags_and_metrics")
     if block.lang == "sql":
         title = block.first_line.removeprefix("-- ")
         source = (ROOT / "tests/store/foreign_producer.py").read_text(encoding="utf-8")

@@ -136,14 +136,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_import)
 
 
-def settings_of(args: argparse.Namespace) -> KafkaSettings:
+def settings_of(bootstrap: str, wait_ms: int, pairs: list[str],
+                config_file: str | None) -> KafkaSettings:
     """The broker flags as settings: the config file's, then SQLITEQ_KAFKA_CONFIG_*, then
     --kafka-config (:mod:`spark_queue.kafka.client_config`)."""
     from spark_queue.kafka.client import KafkaSettings
     from spark_queue.kafka.client_config import client_settings
 
-    config = client_settings(args.kafka_config, args.kafka_config_file)
-    return KafkaSettings(args.bootstrap, args.timeout / 1000, config)
+    return KafkaSettings(bootstrap, wait_ms / 1000, client_settings(pairs, config_file))
+
 
 
 def _status_printer(as_json: bool):
@@ -169,7 +170,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from spark_queue.kafka.client_config import from_pairs
     from spark_queue.kafka.export import TopicOptions, export_topics
 
-    settings = settings_of(args)
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     stream = watching(args.json)
     stop = threading.Event()
     if args.give_up_after is not None and not args.follow:
@@ -203,7 +205,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_commit_offsets(args: argparse.Namespace) -> int:
     from spark_queue.kafka.positions import commit_consumer_offsets
 
-    settings = settings_of(args)
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     done = commit_consumer_offsets(args.path, settings, args.consumer, group=args.group,
                                    topics=args.topic or None, prefix=args.prefix)
     emit([{"group": args.group or args.consumer, "kafka_topic": g.kafka_topic,
@@ -233,7 +236,8 @@ def cmd_starting_offsets(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from spark_queue.kafka.importing import import_topic
 
-    settings = settings_of(args)
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     done = import_topic(args.path, settings, args.kafka_topic, into=args.into,
                         since_ms=args.since, until_ms=args.until, value_format=args.value_format,
                         first_offset=args.first_offset)

@@ -95,8 +95,8 @@ def test_a_setting_in_the_file_reaches_the_client_and_never_the_process_list(tmp
     seen = {}
     real = kafka_commands.settings_of
 
-    def spy(args):
-        seen["settings"] = real(args)
+    def spy(*values):
+        seen["settings"] = real(*values)
         raise SystemExit(0)
 
     try:

@@ -85,9 +85,10 @@ def test_follow_waits_out_a_broker_outage_and_kafka_then_equals_the_store(
         broker_control.start()
         assert time.monotonic() - stopped > max(TIMEOUT_S, DELIVERY_TIMEOUT_MS / 1000)
 
+        wait_for(lambda: len(states(log_path)) == 3, "no recovery", process, log_path)
+        assert states(log_path) == ["mirroring", "waiting", "mirroring"]  # once per change
         wait_for(lambda: mirror_gauges(store_path, prefix) == (3500, 0), "no catch-up",
                  process, log_path)
-        assert states(log_path) == ["mirroring", "waiting", "mirroring"]
     finally:
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=120)
