@@ -51,6 +51,16 @@ class _QuietLog:
 
 
 _LIBRDKAFKA_LOG = _QuietLog()
+# The last error each bootstrap's clients reported (librdkafka's error_cb) and when: a broker
+# that refuses the credentials looks like one that does not answer, save for this text.
+_CLIENT_ERRORS: dict[str, tuple[float, str]] = {}
+
+
+def _error_recorder(bootstrap: str) -> Any:
+    def record(error: Any) -> None:
+        _CLIENT_ERRORS[bootstrap] = (time.monotonic(), error.str())
+
+    return record
 
 
 def confluent() -> ModuleType:
@@ -116,12 +126,16 @@ class KafkaSettings:
         return {
             "bootstrap.servers": self.bootstrap,
             "logger": _LIBRDKAFKA_LOG,
+            "error_cb": _error_recorder(self.bootstrap),
             **self.config,
             **extra,
         }
 
     def unavailable(self, doing: str, exc: object = None) -> KafkaUnavailableError:
         text = exc.str() if hasattr(exc, "str") else exc  # a librdkafka KafkaError
+        at, last = _CLIENT_ERRORS.get(self.bootstrap, (0.0, ""))
+        if last and last != text and time.monotonic() - at < self.timeout_s + 1:
+            text = f"{text}; the client's last error: {last}" if text else last
         cause = f" ({self.redact(str(text))})" if text else ""
         return KafkaUnavailableError(
             f"no Kafka broker at {self.bootstrap} answered within {self.timeout_s:g} s while "
@@ -203,6 +217,8 @@ def partitions(client: Any, settings: KafkaSettings, topic: str) -> list[int] | 
         # auto.create.topics.enable (Kafka's default) create it, with the broker's defaults.
         metadata = client.list_topics(timeout=settings.timeout_s)
     except kafka.KafkaException as exc:
+        if hasattr(client, "poll"):
+            client.poll(0)  # serves error_cb: why no broker answered (refused credentials)
         raise settings.unavailable(f"asking for topic {topic!r}", exc.args[0]) from exc
     found = metadata.topics.get(topic)
     if found is None:

@@ -141,3 +141,4 @@ def test_an_export_through_sasl_plain_takes_the_password_from_the_file_and_never
                  "--kafka-config-file", path, "--timeout", "3s"]) == 1
     out, err = capsys.readouterr()
     assert "no Kafka broker" in err and password not in out + err
+    assert "authentication" in err.lower()  # the client's last error says why
