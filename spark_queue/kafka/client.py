@@ -239,10 +239,11 @@ def create_topic(
     topic: str,
     replication_factor: int | None = None,
     config: Mapping[str, str] | None = None,
-) -> None:
+) -> list[int]:
     """Create ``topic`` with one partition, :data:`EXPORT_TOPIC_CONFIG` updated by ``config``,
     and ``replication_factor`` replicas (None: the broker's default.replication.factor); if it
-    exists by now, it is left as it is."""
+    exists by now (a metadata answer older than its creation), it is left as it is. Returns
+    its partitions once every client can see them: ``[0]`` unless it existed."""
     kafka = confluent()
     from confluent_kafka.admin import NewTopic
 
@@ -257,17 +258,19 @@ def create_topic(
         future.result(timeout=settings.timeout_s + 1)
     except kafka.KafkaException as exc:
         error = exc.args[0]
-        if error.code() == kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-            return
-        raise KafkaTopicError(
-            f"cannot create Kafka topic {topic!r} at {settings.bootstrap}: {error.str()} "
-            "(check --replication-factor against the brokers there, and --topic-config)."
-        ) from exc
+        if error.code() != kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+            raise KafkaTopicError(
+                f"cannot create Kafka topic {topic!r} at {settings.bootstrap}: {error.str()} "
+                "(check --replication-factor against the brokers there, and --topic-config)."
+            ) from exc
     except TimeoutError as exc:
         raise settings.unavailable(f"creating topic {topic!r}") from exc
     # A new topic's leader takes a moment to be known to every client.
     deadline = time.monotonic() + settings.timeout_s
-    while partitions(client, settings, topic) != [0]:
+    while True:
+        found = partitions(client, settings, topic)
+        if found:
+            return found
         if time.monotonic() > deadline:
             raise settings.unavailable(f"waiting for new topic {topic!r}")
         time.sleep(0.05)

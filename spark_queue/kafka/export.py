@@ -161,9 +161,10 @@ class Exporter:
         options = self.topic_options
         if parts is None:
             self._check_settings(topic, kafka_topic, None)
-            client.create_topic(self.admin, self.settings, kafka_topic,
-                                options.replication_factor, options.config)
-        elif parts != [0]:
+            # Its partitions: someone else may have created it since the metadata answered.
+            parts = client.create_topic(self.admin, self.settings, kafka_topic,
+                                        options.replication_factor, options.config)
+        if parts != [0]:
             raise KafkaTopicError(
                 f"Kafka topic {kafka_topic!r} has {len(parts)} partitions; an export writes "
                 f"one partition whose offsets are store topic {topic!r}'s: export to a new "
@@ -174,8 +175,8 @@ class Exporter:
         recorded = self.store.mirror_shift(topic)
         shift = earliest if recorded is None else recorded
         self._check_overlap(topic, kafka_topic, shift, (low, high), (earliest, latest))
-        if parts is not None:
-            self._check_settings(topic, kafka_topic, high + shift)
+        # As the broker applies them, whoever created it (a created topic passes: checked above).
+        self._check_settings(topic, kafka_topic, high + shift)
         shift = self.store.fix_mirror_shift(topic, shift)
         # The hold names exactly what this copy holds (a reset: a copy deleted and made anew
         # starts lower), so retention keeps what it lacks.
