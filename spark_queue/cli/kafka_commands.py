@@ -17,7 +17,10 @@ from spark_queue.cli.progress import ExportProgress, watching
 from spark_queue.errors import OptionError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.mirror import MirrorStatus
 
 MAX_TIMEOUT_MS = 3_600_000
 timeout_ms = numbers.duration(1, MAX_TIMEOUT_MS)
@@ -146,13 +149,12 @@ def settings_of(bootstrap: str, wait_ms: int, pairs: list[str],
     return KafkaSettings(bootstrap, wait_ms / 1000, client_settings(pairs, config_file))
 
 
-
-def _status_printer(as_json: bool):
+def _status_printer(as_json: bool) -> Callable[[MirrorStatus], None]:
     """``--follow``'s state changes on stderr: a line for a person, or a JSON object."""
     import dataclasses
     import json
 
-    def show(status) -> None:
+    def show(status: MirrorStatus) -> None:
         if as_json:
             line = json.dumps(dataclasses.asdict(status))
         else:
@@ -170,13 +172,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     from spark_queue.kafka.client_config import from_pairs
     from spark_queue.kafka.export import TopicOptions, export_topics
 
+    if args.give_up_after is not None and not args.follow:
+        raise OptionError("--give-up-after applies to --follow only (an export without it "
+                          "fails once --timeout passes); add --follow or leave it out.")
     settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
                            args.kafka_config_file)
     stream = watching(args.json)
     stop = threading.Event()
-    if args.give_up_after is not None and not args.follow:
-        raise OptionError("--give-up-after applies to --follow only (an export without it "
-                          "fails once --timeout passes); add --follow or leave it out.")
     if args.follow:
         # The handler only sets the flag; the loop flushes, verifies and summarises.
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
