@@ -27,6 +27,12 @@ Metrics (gauges unless said; labels in brackets):
 - ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
 - ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
 - ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset
+- ``sqliteq_mirror_offset{mirror, topic, kafka_topic}``: the store offset of the first event
+  a Kafka mirror (``sqliteq kafka export``) has not copied yet, as its hold records it
+- ``sqliteq_mirror_lag{mirror, topic, kafka_topic}``: events the mirror has not copied
+  (the topic's latest offset minus its position)
+- ``sqliteq_mirror_last_delivery_timestamp_seconds{mirror, topic, kafka_topic}``: when Kafka
+  last confirmed the mirror's position (a delivered batch, or the export opening the topic)
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from spark_queue.store import Store
+from spark_queue.store import Store, hold_prefix
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -66,6 +72,12 @@ _HELP = {
     "sqliteq_consumer_offset": "A consumer's saved next offset.",
     "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
     "sqliteq_topic_max_payload_bytes": "The largest value the topic accepts.",
+    **{
+        "sqliteq_mirror_offset": "The first store offset a Kafka mirror has not copied.",
+        "sqliteq_mirror_lag": "Events a Kafka mirror has not copied (latest - its position).",
+        "sqliteq_mirror_last_delivery_timestamp_seconds": "When Kafka last confirmed a "
+        "mirror's position (Unix seconds).",
+    },
 }
 
 
@@ -124,7 +136,22 @@ def render(store: Store) -> str:
             samples["sqliteq_consumer_lag"].append(
                 _sample("sqliteq_consumer_lag", labels, consumer.lag)
             )
+        _mirror_samples(samples, store)
     return "".join(_lines(samples))
+
+
+def _mirror_samples(samples: dict[str, list[str]], store: Store) -> None:
+    """The Kafka mirrors' gauges, from their holds (consumers ``sqliteq.mirror[.<prefix>]``)."""
+    for hold in store.consumers():
+        prefix = hold_prefix(hold.consumer)
+        if prefix is None:
+            continue
+        labels = {"mirror": hold.consumer, "topic": hold.topic, "kafka_topic": prefix + hold.topic}
+        for name, value in (("sqliteq_mirror_offset", hold.next_offset),
+                            ("sqliteq_mirror_lag", hold.lag),
+                            ("sqliteq_mirror_last_delivery_timestamp_seconds",
+                             hold.updated_ms / 1000)):
+            samples[name].append(_sample(name, labels, value))
 
 
 def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None:

@@ -13,6 +13,8 @@ Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the lis
   connector): tests/kafka/test_handoff.py, in a Spark driver of its own;
 - docs/pipelines.md's pipeline (its spec in yaml, its Python, its commands):
   tests/smoke/test_pipelines.py, through ``spark-pipelines run``;
+- docs/outgrowing.md's systemd unit (```ini) and alert rules (```yaml):
+  tests/kafka/test_kafka_cli.py, through the CLI's parser and the metrics' names;
 - ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
   tests/store/foreign_producer.py, which runs them verbatim.
 """
@@ -60,6 +62,9 @@ def in_walkthrough(block: Block) -> bool:
 
 def runner(block: Block) -> str | None:
     """The test that runs ``block`` as written (``path::name``), or None."""
+    if block.lang in ("ini", "yaml") and block.page == "docs/outgrowing.md":
+        return ("tests/kafka/test_kafka_cli.py::"
+                "test_the_service_unit_and_the_alert_rules_name_real_flags_and_metrics")
     if block.lang in ("python", "yaml") and block.page in RUN_ELSEWHERE:
         return RUN_ELSEWHERE[block.page]
     if block.lang == "python":

@@ -57,7 +57,8 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     "job remove": "sqliteq job remove app.sqlite emails 17",
     "worker": "sqliteq worker app.sqlite myapp.jobs:send_email --queue emails --concurrency 4",
     "metrics": "sqliteq metrics app.sqlite --serve 9464",
-    "kafka export": "sqliteq kafka export app.sqlite --bootstrap kafka-1:9092 --topic orders",
+    "kafka export": "sqliteq kafka export app.sqlite --bootstrap kafka-1:9092 --follow "
+                    "--kafka-config-file /etc/sqliteq/kafka.properties",
     "kafka commit-offsets": "sqliteq kafka commit-offsets app.sqlite billing "
                             "--bootstrap kafka-1:9092",
     "kafka starting-offsets": "sqliteq kafka starting-offsets app.sqlite /chk/orders-job",

@@ -17,7 +17,10 @@ from spark_queue.cli.progress import ExportProgress, watching
 from spark_queue.errors import OptionError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.mirror import MirrorStatus
 
 MAX_TIMEOUT_MS = 3_600_000
 timeout_ms = numbers.duration(1, MAX_TIMEOUT_MS)
@@ -30,7 +33,12 @@ def _broker_flags(p: argparse.ArgumentParser) -> None:
                    help="how long to wait for the broker before failing (default 10s)")
     p.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a librdkafka setting for every client (security.protocol=SSL, "
-                   "sasl.mechanism=...; repeatable)")
+                   "sasl.mechanism=...; repeatable); never a secret: those go in "
+                   "--kafka-config-file or SQLITEQ_KAFKA_CONFIG_* variables")
+    p.add_argument("--kafka-config-file", metavar="PATH",
+                   help="a properties file of client settings (as Kafka's --command-config; "
+                   "a Java client's PLAIN or SCRAM sasl.jaas.config is read too); refused if it "
+                   "holds a secret and every user may read it")
 
 
 def _prefix_flag(p: argparse.ArgumentParser) -> None:
@@ -58,8 +66,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="after the copy, mirror new events until interrupted (Ctrl-C, SIGTERM)")
     p.add_argument("--poll-ms", type=numbers.positive_wait_ms, default=500, metavar="DURATION",
                    help="with --follow, how often to look for new events (default 500ms)")
+    p.add_argument("--give-up-after", type=timeout_ms, metavar="DURATION",
+                   help="with --follow, end when Kafka stays unavailable this long (default: "
+                   "wait out any outage)")
+    p.add_argument("--replication-factor", type=numbers.integer(1, 32767), metavar="N",
+                   help="replicas of the topics the export creates (default: the broker's "
+                   "default.replication.factor)")
+    p.add_argument("--topic-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the topics the export creates (repeatable; default: "
+                   "retention.ms=-1, CreateTime)")
+    p.add_argument("--force", action="store_true",
+                   help="export into a topic whose cleanup.policy, timestamp type or "
+                   "retention.ms would not keep the copy (warned, not refused)")
     _broker_flags(p)
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts (with "
+                   "--follow, each state change is a JSON line on stderr)")
     p.set_defaults(func=cmd_export)
 
     p = kafka_sub.add_parser(
@@ -118,36 +139,58 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_import)
 
 
-def settings_of(bootstrap: str, wait_ms: int, pairs: list[str]) -> KafkaSettings:
+def settings_of(bootstrap: str, wait_ms: int, pairs: list[str],
+                config_file: str | None) -> KafkaSettings:
+    """The broker flags as settings: the config file's, then SQLITEQ_KAFKA_CONFIG_*, then
+    --kafka-config (:mod:`spark_queue.kafka.client_config`)."""
     from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.client_config import client_settings
 
-    config = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise OptionError(f"--kafka-config takes KEY=VALUE; got {pair!r}.")
-        config[name] = value
-    return KafkaSettings(bootstrap, wait_ms / 1000, config)
+    return KafkaSettings(bootstrap, wait_ms / 1000, client_settings(pairs, config_file))
+
+
+def _status_printer(as_json: bool) -> Callable[[MirrorStatus], None]:
+    """``--follow``'s state changes on stderr: a line for a person, or a JSON object."""
+    import dataclasses
+    import json
+
+    def show(status: MirrorStatus) -> None:
+        if as_json:
+            line = json.dumps(dataclasses.asdict(status))
+        else:
+            behind = ", ".join(f"{t.topic} {t.lag:,} behind" for t in status.topics if t.lag)
+            line = f"sqliteq kafka export: {status.message}" + (f" ({behind})" if behind else "")
+        print(line, file=sys.stderr, flush=True)
+
+    return show
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from spark_queue.kafka.export import export_topics
+    from spark_queue.kafka.client_config import from_pairs
+    from spark_queue.kafka.export import TopicOptions, export_topics
 
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config)
+    if args.give_up_after is not None and not args.follow:
+        raise OptionError("--give-up-after applies to --follow only (an export without it "
+                          "fails once --timeout passes); add --follow or leave it out.")
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     stream = watching(args.json)
     stop = threading.Event()
     if args.follow:
         # The handler only sets the flag; the loop flushes, verifies and summarises.
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        print("sqliteq kafka export: following new events until interrupted (Ctrl-C)",
-              file=sys.stderr, flush=True)
+    options = TopicOptions(args.replication_factor,
+                           from_pairs(args.topic_config, "--topic-config"), args.force)
     results = export_topics(
         args.path, settings, args.topic or None, prefix=args.prefix, follow=args.follow,
         poll_ms=args.poll_ms, stop=stop,
         progress=ExportProgress(stream) if stream is not None else None,
+        topic_options=options,
+        give_up_after_s=None if args.give_up_after is None else args.give_up_after / 1000,
+        on_status=_status_printer(args.json),
     )
     rows = [{
         "topic": r.topic, "kafka_topic": r.kafka_topic, "shift": r.shift, "written": r.written,
@@ -164,7 +207,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_commit_offsets(args: argparse.Namespace) -> int:
     from spark_queue.kafka.positions import commit_consumer_offsets
 
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config)
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     done = commit_consumer_offsets(args.path, settings, args.consumer, group=args.group,
                                    topics=args.topic or None, prefix=args.prefix)
     emit([{"group": args.group or args.consumer, "kafka_topic": g.kafka_topic,
@@ -194,7 +238,8 @@ def cmd_starting_offsets(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from spark_queue.kafka.importing import import_topic
 
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config)
+    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
+                           args.kafka_config_file)
     done = import_topic(args.path, settings, args.kafka_topic, into=args.into,
                         since_ms=args.since, until_ms=args.until, value_format=args.value_format,
                         first_offset=args.first_offset)

@@ -9,15 +9,17 @@ The road for users who outgrow one machine (docs/outgrowing.md)::
     start.starting_offsets                                       # '{"clicks":{"0":300}}'
 
 Each function that talks to Kafka takes a bootstrap string or :class:`KafkaSettings`
-(timeout, client settings). They need the Kafka client, the ``kafka`` extra
+(timeout, client settings; :func:`~spark_queue.kafka.client_config.client_settings` reads
+them from a properties file and the environment). They need the Kafka client, the ``kafka`` extra
 (confluent-kafka); importing this package does not, and a missing client is a
 :class:`~spark_queue.errors.KafkaClientMissingError` naming the extra.
 """
 
 from spark_queue.kafka.checkpoints import KafkaStart, kafka_starting_offsets
 from spark_queue.kafka.client import KafkaSettings
-from spark_queue.kafka.export import ExportResult, export_topics
+from spark_queue.kafka.export import ExportResult, TopicOptions, export_topics
 from spark_queue.kafka.importing import ImportResult, import_topic
+from spark_queue.kafka.mirror import MirrorStatus, TopicLag
 from spark_queue.kafka.positions import GroupOffset, commit_consumer_offsets
 
 __all__ = [
@@ -26,6 +28,9 @@ __all__ = [
     "ImportResult",
     "KafkaSettings",
     "KafkaStart",
+    "MirrorStatus",
+    "TopicLag",
+    "TopicOptions",
     "commit_consumer_offsets",
     "export_topics",
     "import_topic",

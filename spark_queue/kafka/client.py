@@ -23,6 +23,7 @@ from spark_queue.errors import (
     KafkaUnavailableError,
     OptionError,
 )
+from spark_queue.kafka.client_config import redact
 
 INSTALL_HINT = "pip install 'spark-queue[kafka]' (in a checkout: pip install -e '.[kafka]')"
 DEFAULT_TIMEOUT_S = 10.0
@@ -50,6 +51,16 @@ class _QuietLog:
 
 
 _LIBRDKAFKA_LOG = _QuietLog()
+# The last error each bootstrap's clients reported (librdkafka's error_cb) and when: a broker
+# that refuses the credentials looks like one that does not answer, save for this text.
+_CLIENT_ERRORS: dict[str, tuple[float, str]] = {}
+
+
+def _error_recorder(bootstrap: str) -> Any:
+    def record(error: Any) -> None:
+        _CLIENT_ERRORS[bootstrap] = (time.monotonic(), error.str())
+
+    return record
 
 
 def confluent() -> ModuleType:
@@ -64,12 +75,14 @@ def confluent() -> ModuleType:
     return confluent_kafka
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KafkaSettings:
     """Where Kafka is and how long to wait for it.
 
     ``config`` holds further librdkafka settings passed to every client (security:
-    ``security.protocol``, ``sasl.*``, ``ssl.*``).
+    ``security.protocol``, ``sasl.*``, ``ssl.*``; :mod:`~spark_queue.kafka.client_config`
+    reads them from a properties file or the environment). Secret values never show in
+    this object's repr or in an error.
     """
 
     bootstrap: str
@@ -86,22 +99,44 @@ class KafkaSettings:
                 f"timeout_s must be more than 0 and at most 3600 seconds; got {self.timeout_s!r}."
             )
 
+    def __repr__(self) -> str:
+        return (f"KafkaSettings(bootstrap={self.bootstrap!r}, timeout_s={self.timeout_s!r}, "
+                f"config={redact(repr(dict(self.config)), self.config)})")
+
     @property
     def delivery_timeout_s(self) -> float:
-        """How long a produced record may wait for its acknowledgement."""
+        """How long a produced record may wait for its acknowledgement: librdkafka's
+        ``message.timeout.ms`` (alias ``delivery.timeout.ms``) when ``config`` sets it."""
+        for name in ("message.timeout.ms", "delivery.timeout.ms"):
+            if name in self.config:
+                try:
+                    return int(self.config[name]) / 1000
+                except ValueError as exc:
+                    raise OptionError(
+                        f"the Kafka client setting {name} must be milliseconds (an integer); "
+                        f"got {self.config[name]!r}."
+                    ) from exc
         return max(self.timeout_s, MIN_DELIVERY_TIMEOUT_S)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the values of this client's secret settings."""
+        return redact(text, self.config)
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
         return {
             "bootstrap.servers": self.bootstrap,
             "logger": _LIBRDKAFKA_LOG,
+            "error_cb": _error_recorder(self.bootstrap),
             **self.config,
             **extra,
         }
 
     def unavailable(self, doing: str, exc: object = None) -> KafkaUnavailableError:
         text = exc.str() if hasattr(exc, "str") else exc  # a librdkafka KafkaError
-        cause = f" ({text})" if text else ""
+        at, last = _CLIENT_ERRORS.get(self.bootstrap, (0.0, ""))
+        if last and last != text and time.monotonic() - at < self.timeout_s + 1:
+            text = f"{text}; the client's last error: {last}" if text else last
+        cause = f" ({self.redact(str(text))})" if text else ""
         return KafkaUnavailableError(
             f"no Kafka broker at {self.bootstrap} answered within {self.timeout_s:g} s while "
             f"{doing}{cause}: check the address and that the broker runs, or wait longer "
@@ -131,9 +166,10 @@ def _built(factory: Any, config: dict[str, Any]) -> Any:
         error = exc.args[0] if exc.args else exc
         text = error.str() if hasattr(error, "str") else str(error)
         raise OptionError(
-            f"the Kafka client refused its settings: {text}. Check --kafka-config "
-            "(librdkafka's setting names: security.protocol, sasl.mechanism, ...)."
-        ) from exc
+            f"the Kafka client refused its settings: {redact(text, config)}. Check "
+            "--kafka-config, --kafka-config-file and SQLITEQ_KAFKA_CONFIG_* (librdkafka's "
+            "setting names: security.protocol, sasl.mechanism, ...)."
+        ) from None
 
 
 def producer(settings: KafkaSettings) -> Any:
@@ -181,6 +217,8 @@ def partitions(client: Any, settings: KafkaSettings, topic: str) -> list[int] | 
         # auto.create.topics.enable (Kafka's default) create it, with the broker's defaults.
         metadata = client.list_topics(timeout=settings.timeout_s)
     except kafka.KafkaException as exc:
+        if hasattr(client, "poll"):
+            client.poll(0)  # serves error_cb: why no broker answered (refused credentials)
         raise settings.unavailable(f"asking for topic {topic!r}", exc.args[0]) from exc
     found = metadata.topics.get(topic)
     if found is None:
@@ -195,14 +233,24 @@ def partitions(client: Any, settings: KafkaSettings, topic: str) -> list[int] | 
     return sorted(found.partitions)
 
 
-def create_topic(client: Any, settings: KafkaSettings, topic: str) -> None:
-    """Create ``topic`` with one partition and :data:`EXPORT_TOPIC_CONFIG` (if it exists by
-    now, it is left as it is)."""
+def create_topic(
+    client: Any,
+    settings: KafkaSettings,
+    topic: str,
+    replication_factor: int | None = None,
+    config: Mapping[str, str] | None = None,
+) -> list[int]:
+    """Create ``topic`` with one partition, :data:`EXPORT_TOPIC_CONFIG` updated by ``config``,
+    and ``replication_factor`` replicas (None: the broker's default.replication.factor); if it
+    exists by now (a metadata answer older than its creation), it is left as it is. Returns
+    its partitions once every client can see them: ``[0]`` unless it existed."""
     kafka = confluent()
     from confluent_kafka.admin import NewTopic
 
+    replicas = -1 if replication_factor is None else replication_factor
     future = client.create_topics(
-        [NewTopic(topic, num_partitions=1, config=dict(EXPORT_TOPIC_CONFIG))],
+        [NewTopic(topic, num_partitions=1, replication_factor=replicas,
+                  config={**EXPORT_TOPIC_CONFIG, **(config or {})})],
         operation_timeout=settings.timeout_s,
         request_timeout=settings.timeout_s,
     )[topic]
@@ -210,16 +258,19 @@ def create_topic(client: Any, settings: KafkaSettings, topic: str) -> None:
         future.result(timeout=settings.timeout_s + 1)
     except kafka.KafkaException as exc:
         error = exc.args[0]
-        if error.code() == kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-            return
-        raise KafkaTopicError(
-            f"cannot create Kafka topic {topic!r} at {settings.bootstrap}: {error.str()}."
-        ) from exc
+        if error.code() != kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+            raise KafkaTopicError(
+                f"cannot create Kafka topic {topic!r} at {settings.bootstrap}: {error.str()} "
+                "(check --replication-factor against the brokers there, and --topic-config)."
+            ) from exc
     except TimeoutError as exc:
         raise settings.unavailable(f"creating topic {topic!r}") from exc
     # A new topic's leader takes a moment to be known to every client.
     deadline = time.monotonic() + settings.timeout_s
-    while partitions(client, settings, topic) != [0]:
+    while True:
+        found = partitions(client, settings, topic)
+        if found:
+            return found
         if time.monotonic() > deadline:
             raise settings.unavailable(f"waiting for new topic {topic!r}")
         time.sleep(0.05)
@@ -282,7 +333,10 @@ def read_range(
                     if msg.offset() >= end:
                         return
                     continue
-                raise KafkaError(f"reading Kafka topic {topic!r} [{partition}]: {error.str()}")
+                if transient(error):  # the broker went away while answering
+                    raise settings.unavailable(f"reading {topic!r} [{partition}]", error)
+                raise KafkaError(f"reading Kafka topic {topic!r} [{partition}]: "
+                                 f"{settings.redact(error.str())}")
             if msg.offset() >= end:
                 return
             if msg.offset() >= start:
@@ -304,4 +358,42 @@ def raise_for(exc: Exception, settings: KafkaSettings, doing: str) -> KafkaError
     ):
         return settings.unavailable(doing, error.str())
     text = error.str() if isinstance(error, kafka.KafkaError) else str(exc)
-    return KafkaError(f"Kafka at {settings.bootstrap} refused {doing}: {text}")
+    return KafkaError(f"Kafka at {settings.bootstrap} refused {doing}: {settings.redact(text)}")
+
+
+def topic_config(client: Any, settings: KafkaSettings, topic: str) -> dict[str, str]:
+    """The settings of an existing ``topic`` as the broker applies them (its own and the
+    broker's defaults); KafkaUnavailableError if no broker answers."""
+    kafka = confluent()
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    try:
+        future = client.describe_configs([resource], request_timeout=settings.timeout_s)
+        found = future[resource].result(timeout=settings.timeout_s + 1)
+    except kafka.KafkaException as exc:
+        raise raise_for(exc, settings, f"describing topic {topic!r}") from exc
+    except TimeoutError as exc:
+        raise settings.unavailable(f"describing topic {topic!r}") from exc
+    return {name: entry.value for name, entry in found.items() if entry.value is not None}
+
+
+# librdkafka's errors that end when the broker or the network is back: a mirror waits them
+# out. The idempotent producer's own fatal errors are among them: a new producer resumes
+# after checking what Kafka holds, as a rerun does.
+_TRANSIENT = (
+    "_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "_TRANSPORT", "_ALL_BROKERS_DOWN",
+    "_FATAL", "_GAPLESS_GUARANTEE", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "_RESOLVE",
+    "_WAIT_COORD", "_UNKNOWN_PARTITION", "_DESTROY", "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "UNKNOWN_PRODUCER_ID", "NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE",
+    "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "NOT_ENOUGH_REPLICAS",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "BROKER_NOT_AVAILABLE", "INVALID_PRODUCER_EPOCH",
+)
+
+
+def transient(error: Any) -> bool:
+    """Whether a librdkafka ``KafkaError`` (a delivery report's) ends when the broker is back."""
+    kafka = confluent()
+    codes = {getattr(kafka.KafkaError, name) for name in _TRANSIENT
+             if hasattr(kafka.KafkaError, name)}
+    return bool(error.retriable()) or error.code() in codes

@@ -22,31 +22,54 @@ store's, and a checksum over the first and last records of both
 
 What is exported: the events committed when a pass starts; ``follow=True``
 repeats passes until ``stop`` is set (or Ctrl-C), for the weeks when producers
-move over.
+move over, waiting out broker outages (:mod:`~spark_queue.kafka.mirror`).
+
+The copy's position holds the store's retention: it is saved as the next offset
+of the consumer ``sqliteq.mirror[.<prefix>]`` (``Store.hold_name``) when a topic
+is opened (Kafka's end) and after every delivered batch, so ``prune`` never
+deletes an event the copy has not got unless forced.
+
+A topic the export creates gets one partition, :data:`client.EXPORT_TOPIC_CONFIG`,
+``TopicOptions.config`` and ``replication_factor`` replicas; a topic's settings under
+which Kafka would not keep the copy (compaction, LogAppendTime, a retention shorter than
+the events' age) are refused unless forced (:mod:`~spark_queue.kafka.topic_checks`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from spark_queue.errors import (
     KafkaError,
     KafkaTargetMismatchError,
     KafkaTopicError,
+    KafkaUnavailableError,
     PayloadError,
 )
-from spark_queue.kafka import client
+from spark_queue.kafka import client, mirror, topic_checks
 from spark_queue.kafka.client import KafkaSettings
 from spark_queue.kafka.records import Content, checksum, from_message, from_store_row, kafka_headers
-from spark_queue.store import Store
+from spark_queue.store import Store, hold_name
 
 CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
 SAMPLE_EVENTS = 100  # records compared at each end of the log when an export is verified
 
 Progress = Callable[[str, int, int], None]  # (store topic, events sent this run, to send)
+log = logging.getLogger("spark_queue.kafka.export")
+
+
+@dataclass(frozen=True)
+class TopicOptions:
+    """How an export creates Kafka topics, and whether it copies into a topic whose settings
+    would not keep the copy (``force``)."""
+
+    replication_factor: int | None = None  # None: the broker's default.replication.factor
+    config: Mapping[str, str] = field(default_factory=dict)  # over EXPORT_TOPIC_CONFIG
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,8 +97,10 @@ class _Target:
         self.shift = shift
         self.sent_upto = next_kafka  # the Kafka offset of the next event to send
         self.delivered_upto = next_kafka  # the Kafka offset the next report must name
+        self.saved_upto = next_kafka  # the Kafka offset the store's hold names
         self.written = 0
         self.failure: str | None = None
+        self.transient = False  # the failure ends once the broker is back
 
     def delivered(self, err: object, msg: object) -> None:
         if self.failure is not None:
@@ -83,12 +108,14 @@ class _Target:
         if err is not None:
             text = err.str() if hasattr(err, "str") else err  # a librdkafka KafkaError
             self.failure = f"Kafka did not take offset {self.delivered_upto}: {text}"
+            self.transient = client.transient(err)
             return
         offset = msg.offset()  # type: ignore[attr-defined]
         if offset != self.delivered_upto:
             self.failure = (
                 f"the record meant for offset {self.delivered_upto} landed at {offset}: another "
-                "producer writes this topic"
+                "producer writes this topic (docs/outgrowing.md, Cutover: stop the store's "
+                "producers before Kafka's start)"
             )
             return
         self.delivered_upto += 1
@@ -104,11 +131,14 @@ class Exporter:
         settings: KafkaSettings,
         prefix: str = "",
         progress: Progress | None = None,
+        topic_options: TopicOptions | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.prefix = prefix
+        self.hold = hold_name(prefix)
         self.progress = progress
+        self.topic_options = topic_options or TopicOptions()
         self.admin = client.admin(settings)
         self.producer = client.producer(settings)
         self.reader = client.consumer(settings, group=f"sqliteq-export-{os.getpid()}")
@@ -116,6 +146,10 @@ class Exporter:
         self.targets: dict[str, _Target] = {}
 
     def close(self) -> None:
+        """Drop what the producer still holds (a rerun or the next attempt resends it after
+        reading Kafka's end) and close the clients."""
+        self.producer.purge()
+        self.producer.flush(0)
         self.reader.close()
 
     # -- opening a target: checks before anything is written ---------------
@@ -124,9 +158,13 @@ class Exporter:
             return self.targets[topic]
         kafka_topic = self.prefix + topic
         parts = client.partitions(self.admin, self.settings, kafka_topic)
+        options = self.topic_options
         if parts is None:
-            client.create_topic(self.admin, self.settings, kafka_topic)
-        elif parts != [0]:
+            self._check_settings(topic, kafka_topic, None)
+            # Its partitions: someone else may have created it since the metadata answered.
+            parts = client.create_topic(self.admin, self.settings, kafka_topic,
+                                        options.replication_factor, options.config)
+        if parts != [0]:
             raise KafkaTopicError(
                 f"Kafka topic {kafka_topic!r} has {len(parts)} partitions; an export writes "
                 f"one partition whose offsets are store topic {topic!r}'s: export to a new "
@@ -137,9 +175,29 @@ class Exporter:
         recorded = self.store.mirror_shift(topic)
         shift = earliest if recorded is None else recorded
         self._check_overlap(topic, kafka_topic, shift, (low, high), (earliest, latest))
+        # As the broker applies them, whoever created it (a created topic passes: checked above).
+        self._check_settings(topic, kafka_topic, high + shift)
         shift = self.store.fix_mirror_shift(topic, shift)
+        # The hold names exactly what this copy holds (a reset: a copy deleted and made anew
+        # starts lower), so retention keeps what it lacks.
+        self.store.commit_offsets(self.hold, {topic: high + shift}, reset=True)
         found = self.targets[topic] = _Target(topic, kafka_topic, shift, high)
         return found
+
+    def _check_settings(self, topic: str, kafka_topic: str, start: int | None) -> None:
+        """Refuse (or with force, warn about) settings under which Kafka would not keep the
+        copy from store offset ``start`` on: those the export would create the topic with
+        (``start`` None), or those it has."""
+        creating = start is None
+        if start is None:
+            config = {**client.EXPORT_TOPIC_CONFIG, **self.topic_options.config}
+            start = self.store.earliest_offset(topic)
+        else:
+            config = client.topic_config(self.admin, self.settings, kafka_topic)
+        found = topic_checks.check(config, self.store, topic, kafka_topic, start,
+                                   force=self.topic_options.force, creating=creating)
+        for problem in found:
+            log.warning("Kafka topic %r: %s; exporting anyway (--force)", kafka_topic, problem)
 
     def _check_overlap(
         self,
@@ -155,8 +213,10 @@ class Exporter:
             raise KafkaTargetMismatchError(
                 f"{where} holds records up to offset {high - 1}, more than store topic "
                 f"{topic!r} has (its offsets end at {latest - 1 - shift} in Kafka's numbering, "
-                f"shift {shift}): it is not this topic's copy. Export to a new Kafka topic "
-                "(--prefix) or delete that one."
+                f"shift {shift}): producers write it, or it is not this topic's copy. If "
+                "producers moved to Kafka, the cutover is done: export this topic no more "
+                "(docs/outgrowing.md, Cutover). Else export to a new Kafka topic (--prefix) or "
+                "delete that one."
             )
         if high + shift < earliest:
             raise KafkaTargetMismatchError(
@@ -172,8 +232,10 @@ class Exporter:
                     raise KafkaTargetMismatchError(
                         f"{where} holds other records: its offset {offset} is not store topic "
                         f"{topic!r}'s offset {offset + shift} (key, value, headers or "
-                        "timestamp differ). Nothing was written to it; export to a new Kafka "
-                        "topic (--prefix) or delete that one."
+                        "timestamp differ). Nothing was written to it. If producers write it "
+                        "while the store's go on, the cutover's order was broken "
+                        "(docs/outgrowing.md, Cutover); else export to a new Kafka topic "
+                        "(--prefix) or delete that one."
                     )
 
     def _store_contents(self, topic: str, start: int, end: int) -> list[Content]:
@@ -230,25 +292,36 @@ class Exporter:
                 raise KafkaError(
                     f"Kafka's client refused store topic {target.topic!r}'s event "
                     f"{target.sent_upto + target.shift} ({size:,} bytes of key and value): "
-                    f"{exc.args[0].str()}. Events before it are in Kafka; for large events "
-                    "raise the topic's max.message.bytes and pass --kafka-config "
-                    "message.max.bytes=N, then rerun."
+                    f"{self.settings.redact(exc.args[0].str())}. Events before it are in "
+                    "Kafka; for large events raise the topic's max.message.bytes and pass "
+                    "--kafka-config message.max.bytes=N, then rerun."
                 ) from exc
         self.producer.poll(0)
 
     def flush(self) -> None:
+        """Wait for every record handed to the producer, then save the positions delivered
+        (the holds) in one transaction."""
         left = self.producer.flush(self.settings.delivery_timeout_s + 5)
         for target in self.targets.values():
             self._raise_failure(target)
         if left:
             raise self.settings.unavailable(f"delivering {left} records")
+        moved = {t.topic: t for t in self.targets.values() if t.delivered_upto > t.saved_upto}
+        if moved:
+            self.store.commit_offsets(
+                self.hold, {name: t.delivered_upto + t.shift for name, t in moved.items()})
+            for target in moved.values():
+                target.saved_upto = target.delivered_upto
 
     def _raise_failure(self, target: _Target) -> None:
         if target.failure is not None:
-            raise KafkaError(
+            # A delivery that timed out or lost its broker ends with the outage: the mirror
+            # waits it out (KafkaUnavailableError); the others are the export's to report.
+            kind = KafkaUnavailableError if target.transient else KafkaError
+            raise kind(
                 f"export of store topic {target.topic!r} to Kafka topic {target.kafka_topic!r} "
-                f"stopped: {target.failure}. Kafka holds a prefix of the store up to there; "
-                "rerun the export to continue."
+                f"stopped: {self.settings.redact(target.failure)}. Kafka holds a prefix of the "
+                "store up to there; rerun the export to continue."
             )
 
     # -- the end ---------------------------------------------------------------
@@ -262,7 +335,8 @@ class Exporter:
         if high != target.sent_upto:
             raise KafkaTargetMismatchError(
                 f"{where} ends at offset {high} after the export, expected {target.sent_upto}: "
-                "another producer writes it."
+                "another producer writes it. Stop the store's producers before Kafka's start "
+                "(docs/outgrowing.md, Cutover)."
             )
         # Both logs hold [lower, high): Kafka's retention or the store's may have cut a head.
         lower = min(high, max(low, earliest - target.shift))
@@ -306,33 +380,43 @@ def export_topics(
     poll_ms: int = 500,
     stop: threading.Event | None = None,
     progress: Progress | None = None,
+    topic_options: TopicOptions | None = None,
+    give_up_after_s: float | None = None,
+    on_status: Callable[[mirror.MirrorStatus], None] | None = None,
 ) -> list[ExportResult]:
     """Export ``topics`` (default: every topic) of the store at ``path``; see the module doc.
 
     Resumable: rerun after any interruption and it continues where Kafka ends. With
-    ``follow`` it keeps mirroring new events (and, exporting every topic, new topics)
-    until ``stop`` is set or Ctrl-C, then flushes, verifies and returns.
+    ``follow`` it keeps mirroring new events (and, exporting every topic, new topics),
+    waiting out broker outages (at most ``give_up_after_s`` each, if given; state changes
+    go to ``on_status``), until ``stop`` is set or Ctrl-C, then flushes, verifies and
+    returns.
     """
     settings = client.settings_of(kafka)
     stop = stop or threading.Event()
     with Store(path, create=False) as store:
-        exporter = Exporter(store, settings, prefix, progress)
+        names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
+        for name in names:
+            store.bounds(name)  # an unknown topic fails before anything is sent
+        hold_name(prefix)  # a prefix that makes no hold's name fails first too
+
+        def open_pass() -> Exporter:
+            return Exporter(store, settings, prefix, progress, topic_options)
+
+        def names_of() -> list[str]:
+            return names if topics else [info.name for info in store.topics()]
+
+        if follow:
+            watch = mirror.Mirror(store, prefix, topics, on_status)
+            exporter, names = mirror.follow(watch, open_pass, names_of, stop=stop,
+                                            poll_ms=poll_ms, give_up_after_s=give_up_after_s)
+        else:
+            exporter = open_pass()
         try:
-            names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
-            for name in names:
-                store.bounds(name)  # an unknown topic fails before anything is sent
-            while True:
+            if not follow:
                 for name in names:
                     exporter.send(name)
                 exporter.flush()
-                if not follow or stop.is_set():
-                    break
-                try:
-                    stop.wait(poll_ms / 1000)
-                except KeyboardInterrupt:
-                    stop.set()
-                if not topics:
-                    names = [info.name for info in store.topics()]
             return [exporter.verify(name) for name in names]
         finally:
             exporter.close()

@@ -21,6 +21,7 @@ from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Event, Record, TopicInfo
@@ -29,6 +30,7 @@ __all__ = [
     "BYTES",
     "MAX_INT64",
     "MAX_NAME_LENGTH",
+    "MIRROR_HOLD",
     "DURABILITY_LEVELS",
     "JSON",
     "TEXT",
@@ -60,6 +62,8 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
+    "hold_name",
+    "hold_prefix",
     "read_path",
     "store_id",
     "validate_name",

@@ -4,8 +4,9 @@ needs Spark's Kafka connector, which the suite's shared session does not load).
     python tests/kafka/handoff_driver.py WORKDIR BOOTSTRAP
 
 In WORKDIR: the store gets events 0..299, the page's first Python block (the query on
-sqliteq) reads them; producers go on writing the store (300..449); the page's bash block
-exports and prints the starting offsets; producers move to Kafka (450..599); the page's
+sqliteq) reads them; producers go on writing the store (300..449), then stop; the page's
+bash block exports, prints the starting offsets and removes the export's hold; producers
+move to Kafka (450..599), in the page's cutover order; the page's
 second Python block (the same query on Kafka, a new checkpoint) reads on. Between, a
 batch read of the exported events through both sources compares every column. Prints
 one ``RESULT <json>`` line: the ids in each output, the starting offsets, the comparison.
@@ -78,6 +79,8 @@ def main(workdir: str, bootstrap: str) -> None:
         raise SystemExit(f"the recipe's bash block failed:\n{done.stdout}{done.stderr}")
 
     same_rows = both_sources_read_the_same_rows(spark, bootstrap, 450)
+    with Store("app.sqlite") as store:  # the recipe removed the export's hold on retention
+        holds = [info.consumer for info in store.consumers()]
 
     producer = client.producer(KafkaSettings(bootstrap))  # producers moved to Kafka
     for i in range(450, 600):
@@ -91,7 +94,7 @@ def main(workdir: str, bootstrap: str) -> None:
     print("RESULT " + json.dumps({
         "store_query": ids("out/clicks"), "kafka_query": ids("out/clicks-kafka"),
         "starting_offsets": pathlib.Path("starting-offsets.json").read_text().strip(),
-        "active": len(spark.streams.active), "same_rows": same_rows,
+        "active": len(spark.streams.active), "same_rows": same_rows, "holds": holds,
     }), flush=True)
     spark.stop()
 

@@ -55,7 +55,8 @@ def topic_config(kafka, topic: str) -> dict[str, str]:
 
 
 def test_store_to_kafka_to_store_gives_the_same_topic_offset_for_offset(
-        kafka, prefix, store, store_path, tmp_path):
+        any_kafka, prefix, store, store_path, tmp_path):
+    kafka = any_kafka  # 4.1 and 3.7, the oldest broker supported
     store.publish_many("orders", mixed_events(1200))
     store.publish_many("empty-not", ["only one"])
 

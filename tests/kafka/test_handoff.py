@@ -32,6 +32,7 @@ def test_the_recipe_moves_a_query_to_kafka_reading_every_event_exactly_once(kafk
     assert result["store_query"] == list(range(300))
     assert result["kafka_query"] == list(range(300, 600))  # the store's rest, then Kafka's own
     assert result["active"] == 0
+    assert result["holds"] == []  # the export's hold on retention, removed by the recipe
     # The exported events read alike through format("kafka") and format("sqliteq"): key,
     # value, topic, partition, offset, timestamp, timestampType, headers.
     assert result["same_rows"] == "same"

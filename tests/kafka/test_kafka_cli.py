@@ -70,3 +70,30 @@ def test_follow_mirrors_until_sigterm_then_prints_the_verified_summary(kafka, pr
     [row] = json.loads(out)
     assert (row["topic"], row["kafka_first"], row["kafka_last"], row["records"]) == ("t", 0, 4, 5)
     assert "following new events until interrupted" in err
+
+
+def test_the_service_unit_and_the_alert_rules_name_real_flags_and_metrics():
+    """docs/outgrowing.md's systemd unit runs a command the CLI parser accepts (a follow of the
+    store), and its alert rules name metrics `sqliteq metrics` exports."""
+    import configparser
+    import re
+    import shlex
+
+    from spark_queue.cli import build_parser
+    from spark_queue.metrics import _HELP
+    from tests.docs_pages import blocks
+
+    [unit] = blocks("docs/outgrowing.md", "ini")
+    parsed = configparser.ConfigParser(interpolation=None)
+    parsed.optionxform = str  # systemd's keys are case-sensitive
+    parsed.read_string(unit.code)
+    assert parsed["Service"]["Restart"] == "always"
+    program, *argv = shlex.split(parsed["Service"]["ExecStart"])
+    assert program.endswith("/sqliteq")
+    args = build_parser().parse_args(argv)
+    assert (args.kafka_command, args.follow, args.json) == ("export", True, True)
+    assert args.kafka_config_file and not args.kafka_config  # the secret stays in the file
+
+    [rules] = blocks("docs/outgrowing.md", "yaml")
+    named = set(re.findall(r"\b(sqliteq_\w+)", rules.code))
+    assert named and named <= set(_HELP), named - set(_HELP)

@@ -6,17 +6,49 @@ event is its store offset minus the shift. It is fixed by the first export of
 the topic and kept in ``sq_meta`` (key ``mirror_shift/<topic>``), so every
 later export, and every position turned into a position of the copy, applies
 the same number. Deleting the topic forgets it.
+
+A copy's position is a consumer's saved offset (``sq_consumers``) under a reserved
+name, the *hold*: ``sqliteq.mirror`` for a copy under the same topic names, or
+``sqliteq.mirror.<prefix>`` for one whose Kafka topics are ``<prefix><topic>``. Its
+next offset is the store offset of the first event the copy has not got, so
+retention, which never deletes at or above a saved offset unless forced, keeps every
+event the copy still needs; ``sqliteq consumers`` and ``sqliteq metrics`` show it, and
+``sqliteq consumer delete PATH NAME`` removes it.
 """
 
 from __future__ import annotations
 
 import apsw
 
-from spark_queue.errors import CorruptStoreError
+from spark_queue.errors import CorruptStoreError, OptionError
 from spark_queue.store.file.arguments import check_int
-from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 
 _PREFIX = "mirror_shift/"
+MIRROR_HOLD = "sqliteq.mirror"  # the reserved consumer name of a copy's position
+
+
+def hold_name(prefix: str = "") -> str:
+    """The consumer name that holds the position of the copy whose topics are
+    ``prefix + topic``; OptionError if the prefix makes no valid name."""
+    name = MIRROR_HOLD + ("." + prefix if prefix else "")
+    try:
+        return validate_name(name, "consumer")
+    except ValueError as exc:
+        raise OptionError(
+            f"the Kafka topic prefix {prefix!r} makes no consumer name for the copy's position "
+            f"({name!r}): a prefix holds at most {MAX_NAME_LENGTH - len(MIRROR_HOLD) - 1} of "
+            "A-Z a-z 0-9 _ . -; choose a shorter one."
+        ) from exc
+
+
+def hold_prefix(consumer: str) -> str | None:
+    """The Kafka topic prefix of a copy's hold named ``consumer``; None for another consumer."""
+    if consumer == MIRROR_HOLD:
+        return ""
+    if consumer.startswith(MIRROR_HOLD + "."):
+        return consumer[len(MIRROR_HOLD) + 1:]
+    return None
 
 
 def _key(topic: str) -> str:
