@@ -8,6 +8,13 @@ from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
+from spark_queue.store.housekeeping import (
+    HeldBack,
+    Housekeeper,
+    HousekeepingRun,
+    HousekeepingStatus,
+    keep_housekept,
+)
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
 from spark_queue.store.queues.controls import Admission
@@ -37,6 +44,10 @@ __all__ = [
     "Encoded",
     "EncodedChunk",
     "Event",
+    "HeldBack",
+    "Housekeeper",
+    "HousekeepingRun",
+    "HousekeepingStatus",
     "Job",
     "JobInfo",
     "LeaseResult",
@@ -57,5 +68,6 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
+    "keep_housekept",
     "validate_name",
 ]

@@ -55,6 +55,7 @@ from spark_queue.errors import StoreError
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
+from spark_queue.store import housekeeping
 from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob
@@ -128,6 +129,7 @@ class Producer:
             target=self._standby, name="spark_queue-producer", daemon=True
         )
         self._writer.start()
+        self._keeper = housekeeping.Housekeeper(path, busy_timeout_ms=busy_timeout_ms).start()
 
     # -- calls from any thread ----------------------------------------------
     def publish(
@@ -227,6 +229,7 @@ class Producer:
             self._stopping = True
             self._writer_wanted.notify()
         self._writer.join()
+        self._keeper.stop()
         self._store.close()
 
     def __enter__(self) -> Producer:

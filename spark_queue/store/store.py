@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
@@ -19,7 +18,7 @@ import apsw
 import pyarrow as pa
 
 from spark_queue import defaults
-from spark_queue.store import maintenance, sinks
+from spark_queue.store import housekeeping, maintenance, sinks
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
@@ -316,7 +315,7 @@ class Store:
         """Store the topic's default retention limits (used by :meth:`prune`): the same
         settings as :meth:`configure_topic`'s ``retention_ms`` and ``retention_rows``.
         ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
-        age, rows = _retention_limits("set_retention", retention_ms, retention_rows, deprecated)
+        age, rows = retention.retention_limits("set_retention", retention_ms, retention_rows, deprecated)
         with self.write():
             retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
 
@@ -330,13 +329,13 @@ class Store:
         at_ms: int | None = None,
         **deprecated: int | None,
     ) -> list[retention.PruneResult]:
-        """Apply retention to one topic or all, each topic in its own transaction:
-        ``retention_ms`` and ``retention_rows`` given here, else each topic's own
-        (``max_age_ms`` and ``max_rows`` are their deprecated names).
+        """Apply retention to one topic or all: ``retention_ms`` and ``retention_rows`` given
+        here, else each topic's own (``max_age_ms`` and ``max_rows`` are their deprecated
+        names), in transactions of at most ``retention.STEP_ROWS`` events each.
 
         Never deletes at or above the lowest saved consumer offset unless ``force``.
         """
-        age, rows = _retention_limits("prune", retention_ms, retention_rows, deprecated)
+        age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
         if topic is not None:
             with self.write():
                 ids = [(topic_log.topic_id(self.conn, topic), topic)]
@@ -345,16 +344,22 @@ class Store:
             # rule is pruned like any other, and never stops the rest.
             with self.file.read():
                 ids = retention.topic_ids(self.conn)
-        results = []
-        for tid, name in ids:
-            with self.write():
-                results.append(
-                    retention.prune_id(
-                        self.conn, tid, name, retention_ms=age, retention_rows=rows,
-                        force=force, at_ms=at_ms,
-                    )
-                )
-        return results
+        return retention.prune_topics(self.file, ids, retention_ms=age, retention_rows=rows,
+                                      force=force, at_ms=at_ms)
+
+    def housekeeping_status(self) -> housekeeping.HousekeepingStatus:
+        """The store's housekeeping interval, its last run and who holds its lease (one read)."""
+        return housekeeping.read_status(self.file)
+
+    def set_housekeeping_interval(self, interval_ms: int) -> None:
+        """How often long-running processes run housekeeping (store-wide; 0: never)."""
+        with self.write() as conn:
+            housekeeping.set_interval(conn, interval_ms)
+
+    def run_housekeeping(self) -> housekeeping.HousekeepingRun | None:
+        """Run housekeeping now, due or not, unless another process holds its lease (then
+        None); each delete a transaction of at most ``retention.STEP_ROWS`` rows."""
+        return housekeeping.run_housekeeping(self.file)
 
     def backup(
         self,
@@ -459,24 +464,3 @@ class Store:
         with self.write() as conn:
             return queue_admin.sweep_expired(conn)
 
-
-# Retention's one vocabulary is the topic settings' (retention_ms, retention_rows, as
-# Kafka's retention.ms); set_retention and prune took max_age_ms and max_rows before.
-_DEPRECATED_RETENTION = {"max_age_ms": "retention_ms", "max_rows": "retention_rows"}
-
-
-def _retention_limits(
-    method: str, retention_ms: int | None, retention_rows: int | None,
-    deprecated: dict[str, int | None],
-) -> tuple[int | None, int | None]:
-    given = {"retention_ms": retention_ms, "retention_rows": retention_rows}
-    for old, value in deprecated.items():
-        new = _DEPRECATED_RETENTION.get(old)
-        if new is None:
-            raise TypeError(f"{method}() got an unexpected keyword argument {old!r}")
-        if given[new] is not None:
-            raise TypeError(f"{method}() got both {new!r} and its deprecated name {old!r}")
-        warnings.warn(f"{method}({old}=...) is deprecated; use {new}=...",
-                      DeprecationWarning, stacklevel=4)  # past the translating wrapper
-        given[new] = value
-    return given["retention_ms"], given["retention_rows"]

@@ -231,8 +231,18 @@ FROM sq_events GROUP BY topic_id, offset / 4096;
 DROP INDEX sq_events_ts;
 """
 
+# Dead-letter retention (spark_queue/store/queues/dead_retention.py): applied by
+# housekeeping, NULL keeps dead letters until requeued or purged.
+_DEAD_LETTER_RETENTION = """
+ALTER TABLE sq_queues ADD COLUMN dead_retention_ms INTEGER
+    CHECK (dead_retention_ms IS NULL OR dead_retention_ms > 0);
+ALTER TABLE sq_queues ADD COLUMN dead_retention_rows INTEGER
+    CHECK (dead_retention_rows IS NULL OR dead_retention_rows > 0);
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
+    _DEAD_LETTER_RETENTION,
 ]
 
 
