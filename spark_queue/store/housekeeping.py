@@ -77,11 +77,13 @@ _CHECK_EVERY_S = 5.0
 
 
 class HeldBack(NamedTuple):
-    """Events of ``topic`` retention wanted to delete but ``consumer``'s saved offset kept."""
+    """Events of ``topic`` retention would delete but ``consumer``'s saved offset keeps:
+    ``events`` of them, the oldest ``held_ms`` older than the first event retention keeps."""
 
     topic: str
     consumer: str
     events: int
+    held_ms: int
 
 
 class HousekeepingRun(NamedTuple):
@@ -129,6 +131,12 @@ def set_interval(conn: apsw.Connection, value_ms: int) -> None:
                  (_INTERVAL_KEY, str(value_ms)))
 
 
+def write_interval(file: StoreConnection, value_ms: int) -> None:
+    """:func:`set_interval` in a write transaction of its own."""
+    with file.write() as conn:
+        set_interval(conn, value_ms)
+
+
 def status(conn: apsw.Connection) -> HousekeepingStatus:
     """The setting, the last run and the lease, in the caller's read transaction."""
     lease = _meta_json(conn, _LEASE_KEY)
@@ -137,6 +145,28 @@ def status(conn: apsw.Connection) -> HousekeepingStatus:
         None if lease is None else str(lease.get("holder")),
         None if lease is None else int(lease.get("until_ms", 0)),
     )
+
+
+def held_back(conn: apsw.Connection, at_ms: int) -> list[HeldBack]:
+    """Per topic, the consumer whose saved offset keeps events retention would delete at
+    ``at_ms``, in the caller's read transaction (a topic with no retention: none)."""
+    held = []
+    for tid, name in retention.topic_ids(conn):
+        plan = retention.plan(conn, tid, at_ms=at_ms)
+        if plan.held_by is None or plan.wanted <= plan.cut:
+            continue
+        oldest_ms = _ts_ms(conn, tid, plan.cut)
+        kept_ms = _ts_ms(conn, tid, plan.wanted)
+        since = at_ms if kept_ms is None else kept_ms
+        held.append(HeldBack(name, plan.held_by, plan.wanted - plan.cut,
+                             max(0, since - (since if oldest_ms is None else oldest_ms))))
+    return held
+
+
+def _ts_ms(conn: apsw.Connection, tid: int, offset: int) -> int | None:
+    row = conn.execute("SELECT ts_ms FROM sq_events WHERE topic_id = ? AND offset = ?",
+                       (tid, offset)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def run_housekeeping(
@@ -165,12 +195,8 @@ def run_housekeeping(
         ids = retention.topic_ids(conn)
     deleted = sum(r.deleted for r in
                   retention.prune_topics(file, ids, at_ms=started, may_step=may_step))
-    held: list[HeldBack] = []
     with file.read() as conn:
-        for tid, name in retention.topic_ids(conn):  # those still there
-            plan = retention.plan(conn, tid, at_ms=started)
-            if plan.held_by is not None and plan.wanted > plan.cut:
-                held.append(HeldBack(name, plan.held_by, plan.wanted - plan.cut))
+        held = held_back(conn, started)
     dead = expired = 0
     if not lost:
         dead = dead_retention.prune_dead_letters(file, at_ms=started, may_step=may_step) or 0
@@ -333,7 +359,8 @@ def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
     if record is None:
         return None
     with contextlib.suppress(KeyError, TypeError, ValueError):
-        held = [HeldBack(str(h["topic"]), str(h["consumer"]), int(h["events"]))
+        held = [HeldBack(str(h["topic"]), str(h["consumer"]), int(h["events"]),
+                         int(h["held_ms"]))
                 for h in record["held_back"]]
         return HousekeepingRun(
             int(record["started_ms"]), int(record["ended_ms"]), str(record["holder"]),
@@ -341,6 +368,12 @@ def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
             int(record["expired_jobs"]), held, bool(record["complete"]),
         )
     return None
+
+
+def read_held_back(file: StoreConnection) -> list[HeldBack]:
+    """:func:`held_back` now, in a read transaction of its own."""
+    with translate_errors(file.path), read_transaction(file.conn) as conn:
+        return held_back(conn, now_ms())
 
 
 def read_status(file: StoreConnection) -> HousekeepingStatus:

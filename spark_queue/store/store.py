@@ -329,36 +329,28 @@ class Store:
         at_ms: int | None = None,
         **deprecated: int | None,
     ) -> list[retention.PruneResult]:
-        """Apply retention to one topic or all: ``retention_ms`` and ``retention_rows`` given
-        here, else each topic's own (``max_age_ms`` and ``max_rows`` are their deprecated
-        names), in transactions of at most ``retention.STEP_ROWS`` events each.
-
-        Never deletes at or above the lowest saved consumer offset unless ``force``.
-        """
+        """Apply retention to one topic or all: ``retention_ms``, ``retention_rows`` given here
+        (``max_age_ms``, ``max_rows``: deprecated names), else each topic's own, in write
+        transactions of at most ``retention.STEP_ROWS`` events each. Never deletes at or
+        above the lowest saved consumer offset unless ``force``."""
         age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
-        if topic is not None:
-            with self.write():
-                ids = [(topic_log.topic_id(self.conn, topic), topic)]
-        else:
-            # By id, not by name: a topic a foreign writer named against the
-            # rule is pruned like any other, and never stops the rest.
-            with self.file.read():
-                ids = retention.topic_ids(self.conn)
-        return retention.prune_topics(self.file, ids, retention_ms=age, retention_rows=rows,
-                                      force=force, at_ms=at_ms)
+        return retention.prune(self.file, topic, retention_ms=age, retention_rows=rows,
+                               force=force, at_ms=at_ms)
 
     def housekeeping_status(self) -> housekeeping.HousekeepingStatus:
-        """The store's housekeeping interval, its last run and who holds its lease (one read)."""
+        """The housekeeping interval, its last run and its lease's holder (one read)."""
         return housekeeping.read_status(self.file)
+
+    def retention_held_back(self) -> list[housekeeping.HeldBack]:
+        """Events each consumer's saved offset keeps from retention now, per topic (one read)."""
+        return housekeeping.read_held_back(self.file)
 
     def set_housekeeping_interval(self, interval_ms: int) -> None:
         """How often long-running processes run housekeeping (store-wide; 0: never)."""
-        with self.write() as conn:
-            housekeeping.set_interval(conn, interval_ms)
+        housekeeping.write_interval(self.file, interval_ms)
 
     def run_housekeeping(self) -> housekeeping.HousekeepingRun | None:
-        """Run housekeeping now, due or not, unless another process holds its lease (then
-        None); each delete a transaction of at most ``retention.STEP_ROWS`` rows."""
+        """Run housekeeping now unless another process holds its lease (then None)."""
         return housekeeping.run_housekeeping(self.file)
 
     def backup(
@@ -395,17 +387,9 @@ class Store:
         ``sink_id`` and ``batch_id`` both None the rows are written once with no
         ledger entry. The iterables are consumed inside the transaction.
         """
-        if queue is not None:
-            def write(conn: apsw.Connection) -> int:
-                return len(queue_jobs.enqueue_rows(conn, queue, jobs))
-        elif topic is not None:
-            def write(conn: apsw.Connection) -> int:
-                return len(topic_log.append_encoded(conn, topic, chunks))
-        else:
-            def write(conn: apsw.Connection) -> int:
-                return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
         with translate_errors():
-            return sinks.commit_batch(self.conn, sink_id, batch_id, write)
+            return sinks.commit_rows(self.conn, sink_id, batch_id, topic=topic, queue=queue,
+                                     chunks=chunks, jobs=jobs)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""

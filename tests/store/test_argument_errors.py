@@ -71,6 +71,7 @@ STORE_NO_INTEGER = {
     "sweep_expired": lambda s: s.sweep_expired(),
     "housekeeping_status": lambda s: s.housekeeping_status(),
     "run_housekeeping": lambda s: s.run_housekeeping(),
+    "retention_held_back": lambda s: s.retention_held_back(),
     "write": lambda s: s.write().__enter__(),
     "snapshot": lambda s: s.snapshot().__enter__(),
 }

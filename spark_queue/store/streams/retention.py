@@ -133,6 +133,24 @@ def prune_id(
     return PruneResult(topic, deleted, where.earliest, max(where.earliest, cut), where.held_by)
 
 
+def prune(
+    file: StoreConnection,
+    topic: str | None,
+    *,
+    retention_ms: int | None,
+    retention_rows: int | None,
+    force: bool,
+    at_ms: int | None,
+) -> list[PruneResult]:
+    """:func:`prune_topics` of ``topic``, or of every topic (``Store.prune``)."""
+    with file.read() as conn:
+        # All by id, not by name: a topic a foreign writer named against the rule is
+        # pruned like any other, and never stops the rest.
+        ids = [(topic_id(conn, topic), topic)] if topic is not None else topic_ids(conn)
+    return prune_topics(file, ids, retention_ms=retention_ms, retention_rows=retention_rows,
+                        force=force, at_ms=at_ms)
+
+
 def prune_topics(
     file: StoreConnection,
     ids: Iterable[tuple[int, str]],
