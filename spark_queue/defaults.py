@@ -37,3 +37,7 @@ MAINTENANCE_STEP_ROWS = 10_000
 #: ``PRAGMA journal_size_limit`` of every connection: a WAL checkpointed to its end is cut
 #: back to this size by the next write, so a burst does not leave its peak size on disk.
 WAL_LIMIT_BYTES = 64 * 2**20
+
+#: ``sqliteq check`` warns when a consumer's saved offset keeps events this much older than
+#: what the topic's retention keeps (an abandoned consumer holds retention back for good).
+HELD_BACK_WARN_MS = 3_600_000

@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain}``: side-by-side
+"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain,prune}``: side-by-side
 benchmarks.
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
@@ -18,6 +18,7 @@ BENCHMARKS = {
     "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
     "soak": "minutes of steady load: memory, file size and lag over time",
     "drain": "a backlog in bounded availableNow batches (run_available_now) vs one batch",
+    "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
 }
 # A module per benchmark, named after it, except where that name is a store module's
 # (store/store.py, store/queues/queue.py): one name, one file.
