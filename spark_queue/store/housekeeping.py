@@ -248,6 +248,11 @@ class Housekeeper:
         self._thread.start()
         return self
 
+    @property
+    def alive(self) -> bool:
+        """Whether its thread runs (it ends on stop(), or on a store it cannot write)."""
+        return self._thread.is_alive()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -289,7 +294,7 @@ def keep_housekept(path: str | os.PathLike[str]) -> Housekeeper:
     key = os.path.realpath(os.fspath(path))
     with _PROCESS_LOCK:
         keeper = _PROCESS_HOUSEKEEPERS.get(key)
-        if keeper is None or not keeper._thread.is_alive():
+        if keeper is None or not keeper.alive:
             if not _PROCESS_HOUSEKEEPERS:
                 atexit.register(_stop_all)
             keeper = _PROCESS_HOUSEKEEPERS[key] = Housekeeper(key).start()
