@@ -109,10 +109,26 @@ def java_children(pid: int) -> list[int]:
     return found
 
 
+def _start_query(path: str, workdir: str, rate: int):
+    """The soak's Spark query: topic ``soak`` (consumer ``soak``) into queue ``soak-jobs``."""
+    from spark_queue.spark.session import get_or_create
+
+    spark = get_or_create("spark_queue soak", delta=False)
+    spark.sparkContext.setLogLevel("ERROR")
+    query = (
+        spark.readStream.format("sqliteq").option("path", path).option("topic", "soak")
+        .option("consumer", "soak").option("maxRowsPerTrigger", rate * 10).load()
+        .selectExpr("value")
+        .writeStream.format("sqliteq").option("path", path).option("queue", "soak-jobs")
+        .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
+        .trigger(processingTime="1 second").start()
+    )
+    return spark, query
+
+
 def run(args: argparse.Namespace) -> int:
     if args.retention_s is not None:
         return _run_unattended(args)
-    from spark_queue.spark.session import get_or_create
 
     workdir = tempfile.mkdtemp(prefix="sq-soak-")
     path = os.path.join(workdir, "soak.sqlite")
@@ -133,16 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 if ahead > 0:
                     stop.wait(ahead)
 
-    spark = get_or_create("spark_queue soak", delta=False)
-    spark.sparkContext.setLogLevel("ERROR")
-    query = (
-        spark.readStream.format("sqliteq").option("path", path).option("topic", "soak")
-        .option("consumer", "soak").option("maxRowsPerTrigger", args.rate * 10).load()
-        .selectExpr("value")
-        .writeStream.format("sqliteq").option("path", path).option("queue", "soak-jobs")
-        .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
-        .trigger(processingTime="1 second").start()
-    )
+    spark, query = _start_query(path, workdir, args.rate)
     worker = subprocess.Popen(
         [sys.executable, "-m", "spark_queue", "worker", path,
          "spark_queue.bench.soak:noop_handler", "--queue", "soak-jobs", "--batch-size", "64"],
@@ -198,8 +205,6 @@ def _run_unattended(args: argparse.Namespace) -> int:
     """The soak of --retention-s: no prune, processes killed and restarted."""
     import signal
 
-    from spark_queue.spark.session import get_or_create
-
     workdir = tempfile.mkdtemp(prefix="sq-soak-")
     path = os.path.join(workdir, "soak.sqlite")
     with Store(path) as store:
@@ -213,16 +218,7 @@ def _run_unattended(args: argparse.Namespace) -> int:
                          "--batch-size", "64"])
         return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    spark = get_or_create("spark_queue soak", delta=False)
-    spark.sparkContext.setLogLevel("ERROR")
-    query = (
-        spark.readStream.format("sqliteq").option("path", path).option("topic", "soak")
-        .option("consumer", "soak").option("maxRowsPerTrigger", args.rate * 10).load()
-        .selectExpr("value")
-        .writeStream.format("sqliteq").option("path", path).option("queue", "soak-jobs")
-        .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
-        .trigger(processingTime="1 second").start()
-    )
+    spark, query = _start_query(path, workdir, args.rate)
     procs = {"producer": start("producer"), "worker": start("worker")}
     window = args.rate * args.retention_s
     columns = (("t_s", 6), ("latest", 10), ("events", 8), ("x_window", 8), ("lag", 7),

@@ -38,7 +38,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from typing import Any, NamedTuple
 
 import apsw

@@ -18,7 +18,7 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
-from spark_queue.times import format_duration_ms
+from spark_queue.store import housekeeping
 from spark_queue.store.file.connection import (
     first_value,
     now_ms,
@@ -27,7 +27,6 @@ from spark_queue.store.file.connection import (
     read_transaction,
     translate_errors,
 )
-from spark_queue.store import housekeeping
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.schema import (
     APPLICATION_ID,
@@ -37,6 +36,7 @@ from spark_queue.store.file.schema import (
     readable_version,
 )
 from spark_queue.store.streams.topic_log import offsets_are_unique
+from spark_queue.times import format_duration_ms
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024

@@ -52,10 +52,10 @@ from typing import Any
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
+from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
-from spark_queue.store import housekeeping
 from spark_queue.store.producer_batch import EVENT, JOB, settle, write_batch
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob

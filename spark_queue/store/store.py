@@ -312,10 +312,11 @@ class Store:
         retention_rows: int | None = None,
         **deprecated: int | None,
     ) -> None:
-        """Store the topic's default retention limits (used by :meth:`prune`): the same
-        settings as :meth:`configure_topic`'s ``retention_ms`` and ``retention_rows``.
-        ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
-        age, rows = retention.retention_limits("set_retention", retention_ms, retention_rows, deprecated)
+        """Store the topic's default retention limits (used by :meth:`prune`): the settings
+        ``retention_ms``, ``retention_rows`` of :meth:`configure_topic` (deprecated names:
+        ``max_age_ms``, ``max_rows``)."""
+        age, rows = retention.retention_limits("set_retention", retention_ms, retention_rows,
+                                               deprecated)
         with self.write():
             retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
 
@@ -329,10 +330,9 @@ class Store:
         at_ms: int | None = None,
         **deprecated: int | None,
     ) -> list[retention.PruneResult]:
-        """Apply retention to one topic or all: ``retention_ms``, ``retention_rows`` given here
-        (``max_age_ms``, ``max_rows``: deprecated names), else each topic's own, in write
-        transactions of at most ``retention.STEP_ROWS`` events each. Never deletes at or
-        above the lowest saved consumer offset unless ``force``."""
+        """Apply retention (``retention_ms``, ``retention_rows`` given, else each topic's own) to
+        one topic or all, in write transactions of at most ``retention.STEP_ROWS`` events;
+        never at or above the lowest saved consumer offset unless ``force``."""
         age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
         return retention.prune(self.file, topic, retention_ms=age, retention_rows=rows,
                                force=force, at_ms=at_ms)

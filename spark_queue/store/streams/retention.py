@@ -178,7 +178,8 @@ def prune_topics(
             continue
         last = [PruneResult(name, 0, first.earliest, first.earliest, first.held_by)]
 
-        def step(conn: apsw.Connection, rows: int, tid: int = tid, name: str = name) -> int:
+        def step(conn: apsw.Connection, rows: int, tid: int = tid, name: str = name,
+                 last: list[PruneResult] = last) -> int:
             if conn.execute("SELECT 1 FROM sq_topics WHERE id = ?", (tid,)).fetchone() is None:
                 return 0  # deleted meanwhile
             last[0] = prune_id(conn, tid, name, retention_ms=retention_ms,
