@@ -7,18 +7,11 @@ store's size on disk (file + WAL), the query's lag and the queue's depth; at
 the end it prints the samples and a summary of first, last and largest
 values, the figures BENCHMARKS.md reports.
 
-Pipeline: a producer publishes ``--rate`` events/s to topic ``soak``;
+Pipeline: a producer thread publishes ``--rate`` events/s to topic ``soak``;
 Spark streams it (``consumer=soak``) into queue ``soak-jobs`` through
 ``format("sqliteq")``; one ``sqliteq worker`` process acks the jobs; every
 sample, retention keeps the newest ``--keep-rows`` events of the topic
 (never above the consumer's saved offset).
-
-With ``--retention-s S`` nothing prunes: the topic's stored retention is S seconds and
-the store's own housekeeping applies it (the producer, a ``Producer`` in a process of
-its own, the worker and the query's planning process all run it), and with
-``--kill-every-s K`` the producer and the worker processes take turns being SIGKILLed
-and restarted every K seconds. The samples then add the events the topic holds beside
-the retention window's (``--rate`` x S) and the WAL's size.
 """
 
 from __future__ import annotations
@@ -44,29 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int, default=500, help="events per second")
     parser.add_argument("--keep-rows", type=int, default=20_000, help="retention per topic")
     parser.add_argument("--sample-s", type=float, default=30.0)
-    parser.add_argument("--retention-s", type=float, default=None,
-                        help="the topic's retention, applied by housekeeping (no prune)")
-    parser.add_argument("--kill-every-s", type=float, default=0.0,
-                        help="SIGKILL and restart the producer or the worker this often")
-
-
-# The producer process of --retention-s: a Producer (which runs housekeeping) at --rate.
-_PRODUCER = """
-import sys, time
-from spark_queue.store import Producer
-path, rate = sys.argv[1], int(sys.argv[2])
-with Producer(path, busy_timeout_ms=30_000) as producer:
-    started, sent = time.monotonic(), 0
-    while True:
-        futures = [producer.publish_nowait("soak", {"n": sent + i, "pad": "x" * 80})
-                   for i in range(50)]
-        for future in futures:
-            future.result()
-        sent += 50
-        ahead = sent / rate - (time.monotonic() - started)
-        if ahead > 0:
-            time.sleep(ahead)
-"""
 
 
 def rss_mb(pid: int) -> float:
@@ -109,26 +79,8 @@ def java_children(pid: int) -> list[int]:
     return found
 
 
-def _start_query(path: str, workdir: str, rate: int):
-    """The soak's Spark query: topic ``soak`` (consumer ``soak``) into queue ``soak-jobs``."""
-    from spark_queue.spark.session import get_or_create
-
-    spark = get_or_create("spark_queue soak", delta=False)
-    spark.sparkContext.setLogLevel("ERROR")
-    query = (
-        spark.readStream.format("sqliteq").option("path", path).option("topic", "soak")
-        .option("consumer", "soak").option("maxRowsPerTrigger", rate * 10).load()
-        .selectExpr("value")
-        .writeStream.format("sqliteq").option("path", path).option("queue", "soak-jobs")
-        .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
-        .trigger(processingTime="1 second").start()
-    )
-    return spark, query
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.retention_s is not None:
-        return _run_unattended(args)
+    from spark_queue.spark.session import get_or_create
 
     workdir = tempfile.mkdtemp(prefix="sq-soak-")
     path = os.path.join(workdir, "soak.sqlite")
@@ -149,7 +101,16 @@ def run(args: argparse.Namespace) -> int:
                 if ahead > 0:
                     stop.wait(ahead)
 
-    spark, query = _start_query(path, workdir, args.rate)
+    spark = get_or_create("spark_queue soak", delta=False)
+    spark.sparkContext.setLogLevel("ERROR")
+    query = (
+        spark.readStream.format("sqliteq").option("path", path).option("topic", "soak")
+        .option("consumer", "soak").option("maxRowsPerTrigger", args.rate * 10).load()
+        .selectExpr("value")
+        .writeStream.format("sqliteq").option("path", path).option("queue", "soak-jobs")
+        .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
+        .trigger(processingTime="1 second").start()
+    )
     worker = subprocess.Popen(
         [sys.executable, "-m", "spark_queue", "worker", path,
          "spark_queue.bench.soak:noop_handler", "--queue", "soak-jobs", "--batch-size", "64"],
@@ -198,83 +159,4 @@ def run(args: argparse.Namespace) -> int:
     minutes = (time.monotonic() - started) / 60
     print(f"  published {published[0]:,} events in {minutes:.1f} min "
           f"({published[0] / (minutes * 60):,.0f}/s)")
-    return 0
-
-
-def _run_unattended(args: argparse.Namespace) -> int:
-    """The soak of --retention-s: no prune, processes killed and restarted."""
-    import signal
-
-    workdir = tempfile.mkdtemp(prefix="sq-soak-")
-    path = os.path.join(workdir, "soak.sqlite")
-    with Store(path) as store:
-        store.configure_topic("soak", retention_ms=round(args.retention_s * 1000))
-        store.queue("soak-jobs")
-
-    def start(name: str) -> subprocess.Popen:
-        command = ([sys.executable, "-c", _PRODUCER, path, str(args.rate)] if name == "producer"
-                   else [sys.executable, "-m", "spark_queue", "worker", path,
-                         "spark_queue.bench.soak:noop_handler", "--queue", "soak-jobs",
-                         "--batch-size", "64"])
-        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    spark, query = _start_query(path, workdir, args.rate)
-    procs = {"producer": start("producer"), "worker": start("worker")}
-    window = args.rate * args.retention_s
-    columns = (("t_s", 6), ("latest", 10), ("events", 8), ("x_window", 8), ("lag", 7),
-               ("queue", 6), ("file_mb", 8), ("wal_mb", 7), ("kills", 5))
-    print(f"retention {args.retention_s:g} s at {args.rate}/s: a window of {window:,.0f} events",
-          flush=True)
-    print(" ".join(f"{key:>{width}}" for key, width in columns), flush=True)
-    samples, kills = [], 0
-    started = time.monotonic()
-    next_kill = started + args.kill_every_s if args.kill_every_s else float("inf")
-    next_sample = started + args.sample_s
-    try:
-        with Store(path) as store:
-            while time.monotonic() - started < args.minutes * 60:
-                time.sleep(0.2)
-                if time.monotonic() >= next_kill:
-                    victim = ("producer", "worker")[kills % 2]
-                    os.kill(procs[victim].pid, signal.SIGKILL)
-                    procs[victim].wait()
-                    procs[victim] = start(victim)
-                    kills += 1
-                    next_kill += args.kill_every_s
-                if time.monotonic() < next_sample:
-                    continue
-                next_sample += args.sample_s
-                earliest, latest = store.bounds("soak")
-                saved = store.committed_offsets("soak").get("soak", 0)
-                stats = store.queue("soak-jobs").stats()
-                wal = path + "-wal"
-                sample = {
-                    "t_s": round(time.monotonic() - started), "latest": latest,
-                    "events": latest - earliest,
-                    "x_window": round((latest - earliest) / window, 2),
-                    "lag": latest - saved, "queue": stats.ready + stats.leased,
-                    "file_mb": round(os.path.getsize(path) / 2**20, 1),
-                    "wal_mb": round(os.path.getsize(wal) / 2**20 if os.path.exists(wal) else 0, 1),
-                    "kills": kills,
-                }
-                samples.append(sample)
-                print(" ".join(f"{sample[k]:>{w}}" for k, w in columns), flush=True)
-                error = query.exception()
-                if error is not None:
-                    raise error
-            last_run = store.housekeeping_status().last_run
-    finally:
-        query.stop()
-        for proc in procs.values():
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
-    third = samples[len(samples) // 3:]
-    print("\nsummary:")
-    print(f"  events held at the end {samples[-1]['events']:,} = {samples[-1]['x_window']}x the "
-          f"window; largest {max(s['x_window'] for s in samples)}x")
-    print(f"  file {samples[len(samples) // 2]['file_mb']} MB at the middle, "
-          f"{max(s['file_mb'] for s in third)} MB at most in the last two thirds; "
-          f"WAL at most {max(s['wal_mb'] for s in samples)} MB")
-    print(f"  {kills} kills; last housekeeping run: {last_run}")
     return 0

@@ -1,5 +1,7 @@
 """``python -m spark_queue.bench unattended``: an edge box left alone, with no prune command.
 
+The soak (:mod:`spark_queue.bench.soak`) prunes every sample; this run never does.
+
 Topic ``readings`` keeps ``--retention-s`` seconds (60 by default) and nothing prunes it:
 the store's housekeeping does, run by the processes on the store. Three processes, each
 restarted when killed:
@@ -106,7 +108,7 @@ def _run(args: argparse.Namespace, work: str) -> int:
     path = os.path.join(work, "edge.sqlite")
     with Store(path) as store:
         store.configure_topic("readings", retention_ms=round(args.retention_s * 1000))
-        store.queue("jobs")
+        store.queue("jobs").configure()  # created now: the worker may start first
     commands = {
         "producer": [sys.executable, "-c", _PRODUCER, path, str(args.rate)],
         "driver": [sys.executable, "-c", _DRIVER, path, work],
