@@ -28,3 +28,16 @@ WORKER_GRACE_MS = 30_000
 
 #: NDJSON lines per transaction, in ``sqliteq publish`` and ``sqliteq queue add``.
 CLI_BATCH_SIZE = 10_000
+
+#: The most rows one maintenance step (retention, dead-letter retention) deletes in its
+#: write transaction: about 10-30 ms of the write lock on a 2-core VM, far below any
+#: writer's busy timeout (docs/file-format.md, "The lock budget").
+MAINTENANCE_STEP_ROWS = 10_000
+
+#: ``PRAGMA journal_size_limit`` of every connection: a WAL checkpointed to its end is cut
+#: back to this size by the next write, so a burst does not leave its peak size on disk.
+WAL_LIMIT_BYTES = 64 * 2**20
+
+#: ``sqliteq check`` warns when a consumer's saved offset keeps events this much older than
+#: what the topic's retention keeps (an abandoned consumer holds retention back for good).
+HELD_BACK_WARN_MS = 3_600_000

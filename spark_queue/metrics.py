@@ -33,6 +33,20 @@ Metrics (gauges unless said; labels in brackets):
   (the topic's latest offset minus its position)
 - ``sqliteq_mirror_last_delivery_timestamp_seconds{mirror, topic, kafka_topic}``: when Kafka
   last confirmed the mirror's position (a delivered batch, or the export opening the topic)
+
+The operator's gauges of the store itself (:func:`_store_health`; docs/operations.md):
+
+- ``sqliteq_store_file_bytes{store}``, ``sqliteq_store_wal_bytes{store}``: the file and its
+  ``-wal`` on disk; ``sqliteq_store_free_bytes{store}``: space left for them (unprivileged)
+- ``sqliteq_topic_retention_held_events{topic, consumer}``: events retention would delete
+  now that the consumer's saved offset keeps; ``sqliteq_topic_retention_held_seconds{topic,
+  consumer}``: how much older the oldest of them is than what retention keeps
+- ``sqliteq_retention_last_run_timestamp_seconds{store}``,
+  ``sqliteq_retention_last_run_deleted_events{store}``,
+  ``sqliteq_retention_last_run_deleted_dead_letters{store}``: the last housekeeping run;
+  ``sqliteq_housekeeping_interval_seconds{store}``: how often it is due (0: off)
+- ``sqliteq_worker_heartbeat_age_seconds{queue, worker, host, pid}``: since each
+  registered worker's last heartbeat
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ from __future__ import annotations
 import http.server
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 from spark_queue.store import Store, hold_prefix
@@ -79,6 +94,62 @@ _HELP = {
         "mirror's position (Unix seconds).",
     },
 }
+
+
+_STORE_HELP = {
+    "sqliteq_store_file_bytes": "Size of the store file on disk.",
+    "sqliteq_store_wal_bytes": "Size of the store's -wal file on disk (0 if none).",
+    "sqliteq_store_free_bytes": "Free space an unprivileged writer has on the store's file "
+    "system.",
+    "sqliteq_topic_retention_held_events": "Events retention would delete now that a "
+    "consumer's saved offset keeps.",
+    "sqliteq_topic_retention_held_seconds": "How much older the oldest event a consumer keeps "
+    "is than the first event retention keeps.",
+    "sqliteq_retention_last_run_timestamp_seconds": "When the last housekeeping run started "
+    "(0: never).",
+    "sqliteq_retention_last_run_deleted_events": "Events the last housekeeping run deleted.",
+    "sqliteq_retention_last_run_deleted_dead_letters": "Dead letters the last housekeeping "
+    "run deleted.",
+    "sqliteq_housekeeping_interval_seconds": "How often housekeeping is due (0: off).",
+    "sqliteq_worker_heartbeat_age_seconds": "Time since a registered worker's last heartbeat.",
+}
+_HELP.update(_STORE_HELP)
+
+
+def _store_health(samples: dict[str, list[str]], store: Store) -> None:
+    """The store's own gauges (file, WAL, disk, retention, heartbeats), in ``samples``."""
+    where = {"store": store.path}
+    wal = store.path + "-wal"
+    disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
+    status = store.housekeeping_status()
+    last = status.last_run
+    values = {
+        "sqliteq_store_file_bytes": os.path.getsize(store.path),
+        "sqliteq_store_wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
+        "sqliteq_store_free_bytes": disk.f_bavail * disk.f_frsize,
+        "sqliteq_retention_last_run_timestamp_seconds": 0 if last is None
+        else last.started_ms / 1000,
+        "sqliteq_retention_last_run_deleted_events": 0 if last is None else last.deleted_events,
+        "sqliteq_retention_last_run_deleted_dead_letters": 0 if last is None
+        else last.deleted_dead_letters,
+        "sqliteq_housekeeping_interval_seconds": status.interval_ms / 1000,
+    }
+    for name, value in values.items():
+        samples[name].append(_sample(name, where, value))
+    for held in store.retention_held_back():
+        labels = {"topic": held.topic, "consumer": held.consumer}
+        samples["sqliteq_topic_retention_held_events"].append(
+            _sample("sqliteq_topic_retention_held_events", labels, held.events))
+        samples["sqliteq_topic_retention_held_seconds"].append(
+            _sample("sqliteq_topic_retention_held_seconds", labels, held.held_ms / 1000))
+    now_ms = time.time_ns() // 1_000_000
+    for config in store.queues():
+        for worker in store.queue(config.name).workers():
+            labels = {"queue": worker.queue, "worker": str(worker.id), "host": worker.host,
+                      "pid": str(worker.pid)}
+            samples["sqliteq_worker_heartbeat_age_seconds"].append(_sample(
+                "sqliteq_worker_heartbeat_age_seconds", labels,
+                max(0, now_ms - worker.seen_ms) / 1000))
 
 
 def _label(value: str) -> str:
@@ -128,6 +199,7 @@ def render(store: Store) -> str:
                         topic.max_payload_bytes,
                     )
                 )
+        _store_health(samples, store)
         for consumer in store.consumers():
             labels = {"consumer": consumer.consumer, "topic": consumer.topic}
             samples["sqliteq_consumer_offset"].append(

@@ -76,6 +76,12 @@ QUEUE_SETTINGS: tuple[Setting, ...] = (
     Setting("max_payload_bytes", int, None, 1,
             "an enqueue with a larger payload fails whole", "--max-payload-bytes",
             "--no-max-payload-bytes"),
+    Setting("dead_retention_ms", int, None, 1,
+            "housekeeping deletes dead letters older than this", "--dead-retention",
+            "--no-dead-retention", duration=True),
+    Setting("dead_retention_rows", int, None, 1,
+            "housekeeping deletes all but the newest N dead letters", "--dead-retention-rows",
+            "--no-dead-retention-rows"),
 )
 
 TOPIC_SETTINGS: tuple[Setting, ...] = (
@@ -88,7 +94,16 @@ TOPIC_SETTINGS: tuple[Setting, ...] = (
             "--no-max-payload-bytes"),
 )
 
+#: Settings of the whole store, kept in ``sq_meta`` (``sqliteq housekeeping``).
+STORE_SETTINGS: tuple[Setting, ...] = (
+    Setting("housekeeping_interval_ms", int, 30_000, 0,
+            "how often the store's long-running processes apply retention, dead-letter "
+            "retention and the WAL bound (one at a time); 0 switches it off",
+            "--interval", "--off", duration=True),
+)
+
 QUEUE_SETTING = {s.name: s for s in QUEUE_SETTINGS}
+STORE_SETTING = {s.name: s for s in STORE_SETTINGS}
 TOPIC_SETTING = {s.name: s for s in TOPIC_SETTINGS}
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import pathlib
 import re
+import shlex
 
 import pytest
 
 from spark_queue.cli import build_parser
-from tests.docs_pages import section, text
+from spark_queue.metrics import _HELP
+from tests.docs_pages import blocks, section, text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = text("README.md")
@@ -119,3 +121,32 @@ def test_readme_docs_and_notebooks_import_the_users_nouns_from_the_front_door():
             if found and {n.strip() for n in found.group(2).split(",")} & face:
                 long_way.append(f"{page.name}: {line.strip()}")
     assert long_way == []
+
+
+# docs/operations.md: the alert rules it shows are conf/prometheus/sqliteq-alerts.yml and
+# name only metrics `sqliteq metrics` has; the timer's and cron's commands parse.
+OPERATIONS = "docs/operations.md"
+ALERTS = ROOT / "conf" / "prometheus" / "sqliteq-alerts.yml"
+
+
+def test_the_page_shows_the_alert_rules_file_as_it_is():
+    [block] = blocks(OPERATIONS, "yaml")
+    assert block.code == ALERTS.read_text(encoding="utf-8")
+
+
+def test_every_metric_an_alert_rule_names_is_one_sqliteq_metrics_shows():
+    named = set(re.findall(r"\bsqliteq_[a-z_]+", ALERTS.read_text(encoding="utf-8")))
+    assert named and named <= set(_HELP), named - set(_HELP)
+
+
+def test_the_timers_commands_are_sqliteq_commands_that_parse():
+    commands = [line.split("=", 1)[1] for line in blocks(OPERATIONS, "ini")[0].code.splitlines()
+                if line.startswith("ExecStart=")]
+    commands += [line.split(None, 5)[5].split(">")[0] for line in blocks(OPERATIONS, "text")[0].code
+                 .splitlines()]
+    assert len(commands) == 2
+    for command in commands:
+        words = shlex.split(command)
+        assert words[0].endswith("/sqliteq")
+        args = build_parser(words[1]).parse_args(words[1:])
+        assert (args.func.__name__, args.run) == ("cmd_housekeeping", True)

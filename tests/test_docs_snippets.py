@@ -48,6 +48,20 @@ SHELL = {
     ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
     ("docs/pipelines.md", "mkdir -p /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
     ("docs/pipelines.md", "cd /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
+    ("docs/operations.md", "STORE=${STORE:-/var/lib/app/app.sqlite}"):
+        "tests/test_docs_snippets.py::test_the_operations_backup_and_restore_run_as_written",
+}
+
+
+# Blocks that are not code a user runs as it is (a unit file, a crontab line, a rules
+# file), by page and language: the test that checks each.
+CHECKED = {
+    ("docs/operations.md", "ini"):
+        "tests/test_docs.py::test_the_timers_commands_are_sqliteq_commands_that_parse",
+    ("docs/operations.md", "text"):
+        "tests/test_docs.py::test_the_timers_commands_are_sqliteq_commands_that_parse",
+    ("docs/operations.md", "yaml"):
+        "tests/test_docs.py::test_the_page_shows_the_alert_rules_file_as_it_is",
 }
 
 
@@ -75,6 +89,8 @@ def runner(block: Block) -> str | None:
             return "tests/test_docs_walkthrough.py::test_every_walkthrough_block_runs_as_written"
         return next((test for (page, first), test in SHELL.items()
                      if page == block.page and block.first_line.startswith(first)), None)
+    if (block.page, block.lang) in CHECKED:
+        return CHECKED[block.page, block.lang]
     if block.lang == "sql":
         title = block.first_line.removeprefix("-- ")
         source = (ROOT / "tests/store/foreign_producer.py").read_text(encoding="utf-8")
@@ -128,7 +144,15 @@ def check_queues_page(workdir: Path, outputs: list[str]) -> None:
     assert (waiting.payload, waiting.attempts) == ({"to": "b@example.com"}, 0)
 
 
-PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page}
+def check_operations_page(workdir: Path, outputs: list[str]) -> None:
+    assert outputs[0].splitlines() == ["0 0 []", "60000 []"]
+    with Store(workdir / "app.sqlite", create=False) as store:
+        assert store.queue("emails").config().dead_retention_rows == 100_000
+        assert store.housekeeping_status().last_run is not None
+
+
+PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,
+                 "docs/operations.md": check_operations_page}
 
 
 def test_every_page_with_python_snippets_has_its_check():
@@ -196,6 +220,22 @@ def test_the_databricks_backup_and_restore_run_in_two_dirs(tmp_path):
     (copied,) = volume.glob("checkpoints-*")  # the checkpoints went with the store, and back
     assert (copied / "clicks" / "metadata").is_file()
     assert sorted(p.name for p in (local / "checkpoints").iterdir()) == ["clicks"]
+
+
+def test_the_operations_backup_and_restore_run_as_written(tmp_path):
+    store_path, backups = tmp_path / "app.sqlite", tmp_path / "backups"
+    backups.mkdir()
+    with Store(store_path) as store:
+        store.publish_many("clicks", ["a", "b"])
+    block = shell_block("docs/operations.md", "STORE=")
+    # The restore of the block puts the copy back: what is written after the backup goes.
+    code = block.code.replace("# Restore:", 'sqliteq publish "$STORE" clicks late\n# Restore:')
+    done = run_bash(code, tmp_path, STORE=str(store_path), BACKUPS=str(backups))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(list(backups.glob("app-*.sqlite"))) == 1
+    with Store(store_path, create=False) as restored:
+        assert [e.value for e in restored.read("clicks")] == ["a", "b"]
+        assert restored.check().ok
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 
 from spark_queue.metrics import render
 from spark_queue.store import Store
@@ -30,10 +31,11 @@ def test_every_metric_line_is_valid_prometheus_text(store):
     assert 'sqliteq_consumer_lag{consumer="c",topic="t"} 1' in text
 
 
-def test_an_empty_store_renders_only_headers(store_path):
+def test_an_empty_store_renders_only_headers_and_the_stores_own_gauges(store_path):
     with Store(store_path) as store:
         lines = render(store).splitlines()
-    assert lines and all(line.startswith("# ") for line in lines)
+    assert lines and all(line.startswith("# ") or f'store="{store_path}"' in line
+                         for line in lines)
 
 
 def test_queue_worker_and_metrics_modules_never_import_pyspark():
@@ -87,3 +89,73 @@ def test_a_job_whose_last_lease_expired_counts_as_dead_lettered_not_failed(store
     while q.stats().dead == 0:  # the next claim after the lease expired buries it
         assert q.claim(1) == [] or False
     assert tuple(q.counters())[1:] == (0, 0, 1) and job.attempts == 1
+
+
+def gauge(text, name, **labels):
+    """The value of one sample of ``text``; None when it is absent."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_the_file_and_wal_gauges_follow_the_files_on_disk(store):
+    before = render(store)
+    store.publish_many("t", ["x" * 1000] * 2000)  # ~2 MB through the WAL
+    after = render(store)
+    assert gauge(after, "sqliteq_store_wal_bytes") > gauge(before, "sqliteq_store_wal_bytes")
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    checkpointed = render(store)
+    assert gauge(checkpointed, "sqliteq_store_wal_bytes") == 0
+    assert gauge(checkpointed, "sqliteq_store_file_bytes") > gauge(
+        before, "sqliteq_store_file_bytes")
+
+
+def test_free_bytes_is_what_the_file_system_reports(store, monkeypatch):
+    import os
+
+    class Disk:
+        f_bavail, f_frsize = 3, 4096
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Disk)
+    assert gauge(render(store), "sqliteq_store_free_bytes") == 3 * 4096
+
+
+def test_events_a_consumer_holds_back_from_retention_are_counted_per_topic(store):
+    store.configure_topic("t", retention_rows=2)
+    store.publish_many("t", range(10))
+    assert gauge(render(store), "sqliteq_topic_retention_held_events", topic="t") is None
+    store.commit_offsets("slow", {"t": 3})
+    text = render(store)
+    assert gauge(text, "sqliteq_topic_retention_held_events", topic="t", consumer="slow") == 5
+    assert gauge(text, "sqliteq_topic_retention_held_seconds", topic="t") >= 0
+    store.commit_offsets("slow", {"t": 10})
+    assert gauge(render(store), "sqliteq_topic_retention_held_events", topic="t") is None
+
+
+def test_the_last_retention_run_shows_when_it_ran_and_what_it_deleted(store):
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(4))
+    assert gauge(render(store), "sqliteq_retention_last_run_timestamp_seconds") == 0
+    run = store.run_housekeeping()
+    text = render(store)
+    assert gauge(text, "sqliteq_retention_last_run_timestamp_seconds") == run.started_ms / 1000
+    assert gauge(text, "sqliteq_retention_last_run_deleted_events") == 3
+    store.set_housekeeping_interval(0)
+    assert gauge(render(store), "sqliteq_housekeeping_interval_seconds") == 0
+
+
+def test_a_workers_heartbeat_age_grows_until_its_next_heartbeat(store):
+    q = store.queue("q")
+    q.configure()
+    worker_id = q.register_worker(host="h", pid=7, concurrency=1, ttl_ms=60_000)
+    labels = {"queue": "q", "worker": worker_id, "host": "h", "pid": 7}
+    first = gauge(render(store), "sqliteq_worker_heartbeat_age_seconds", **labels)
+    deadline = time.monotonic() + 60
+    while gauge(render(store), "sqliteq_worker_heartbeat_age_seconds", **labels) <= first:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    beat = time.monotonic()
+    q.worker_heartbeat(worker_id, jobs_held=0, ttl_ms=60_000)
+    age = gauge(render(store), "sqliteq_worker_heartbeat_age_seconds", **labels)
+    assert age <= time.monotonic() - beat + 0.002  # counted from the new heartbeat (ms clock)

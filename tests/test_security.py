@@ -23,6 +23,7 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 # this list until someone reviews it: user text must be bound with ?, never spliced.
 REVIEWED_SQL_INTERPOLATIONS = {
     ("store/file/connection.py", "_SYNCHRONOUS[durability]"),  # fixed dict, durability validated
+    ("store/file/connection.py", "defaults.WAL_LIMIT_BYTES"),  # int constant
     ("store/queues/queue_admin.py", "name"),  # a queue SETTINGS key, checked against the constants
     ("store/file/schema.py", "APPLICATION_ID"),  # int constant
     ("store/file/schema.py", "version + 1"),  # int from PRAGMA user_version

@@ -15,6 +15,7 @@ import pytest
 from spark_queue.cli import build_parser
 from spark_queue.setting_table import (
     QUEUE_SETTINGS,
+    STORE_SETTINGS,
     TOPIC_SETTINGS,
     Setting,
     markdown_table,
@@ -124,10 +125,16 @@ def test_the_cli_flags_are_the_declared_flags(command, sub, settings, clearable)
 
 @pytest.mark.parametrize(
     ("page", "settings"),
-    [("docs/queues.md", QUEUE_SETTINGS), ("docs/store.md", TOPIC_SETTINGS)],
+    [("docs/queues.md", QUEUE_SETTINGS), ("docs/store.md", TOPIC_SETTINGS),
+     ("docs/operations.md", STORE_SETTINGS)],
 )
 def test_the_docs_settings_table_is_the_declaration(page, settings):
     assert markdown_table(settings) in (ROOT / page).read_text(encoding="utf-8"), (
         f"{page}'s settings table differs from spark_queue/setting_table.py; paste "
         "markdown_table() of it"
     )
+
+
+def test_the_housekeeping_flags_are_the_store_settings_flags():
+    flags = setting_flags("housekeeping", None)
+    assert {s.flag for s in STORE_SETTINGS} | {s.off_flag for s in STORE_SETTINGS} <= flags

@@ -1,5 +1,5 @@
-"""``python -m spark_queue.bench {store,queue,source,latency,sink,soak,drain}``: side-by-side
-benchmarks.
+"""``python -m spark_queue.bench NAME``: side-by-side benchmarks (NAME: store, queue, source,
+latency, sink, soak, drain, prune, unattended).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -18,6 +18,8 @@ BENCHMARKS = {
     "sink": "Spark sink (streaming and batch) vs raw apsw executemany",
     "soak": "minutes of steady load: memory, file size and lag over time",
     "drain": "a backlog in bounded availableNow batches (run_available_now) vs one batch",
+    "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
+    "unattended": "an edge box with no prune command: retention, file, WAL, Delta exactly once",
 }
 # A module per benchmark, named after it, except where that name is a store module's
 # (store/store.py, store/queues/queue.py): one name, one file.

@@ -16,6 +16,11 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     ),
     "consumers": "sqliteq consumers app.sqlite --topic orders",
     "prune": "sqliteq prune app.sqlite --topic orders --retention 7d",
+    "housekeeping": (
+        "sqliteq housekeeping app.sqlite",
+        "sqliteq housekeeping app.sqlite --interval 1m",
+        "sqliteq housekeeping app.sqlite --run --json",
+    ),
     "backup": "sqliteq backup app.sqlite /backups/app-$(date +%F).sqlite",
     "check": "sqliteq check app.sqlite",
     "topic list": "sqliteq topic list app.sqlite",

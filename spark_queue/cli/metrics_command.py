@@ -45,8 +45,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    from spark_queue.store import Housekeeper
+
+    # A long-running process on the store: it applies housekeeping too (when it may write).
+    keeper = Housekeeper(args.path).start()
     try:
         server.serve_forever()
     finally:
+        keeper.stop()
         server.server_close()
     return 0

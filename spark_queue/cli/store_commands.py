@@ -1,4 +1,4 @@
-"""Store commands: init, topics, publish, consumers, prune, backup, check.
+"""Store commands: init, topics, publish, consumers, prune, housekeeping, backup, check.
 
 Like every command module, this one imports the store (and with it pyarrow) only when a
 command runs: ``sqliteq --help`` and usage errors answer without it."""
@@ -104,6 +104,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="also delete events that consumers have not read yet",
     )
     p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser(
+        "housekeeping",
+        help="show or set how the store applies retention by itself; --run: apply it now",
+    )
+    common(p)
+    when = p.add_mutually_exclusive_group()
+    when.add_argument(
+        "--interval", dest="interval_ms", metavar="DURATION", type=numbers.positive_duration_ms,
+        help="run housekeeping this often while a long-running process has the store open "
+        "(default 30s)",
+    )
+    when.add_argument("--off", action="store_true",
+                      help="never run it by itself (then schedule `sqliteq housekeeping --run`)")
+    p.add_argument(
+        "--run", action="store_true",
+        help="run it now (retention of every topic, dead letters, expired jobs, the WAL), "
+        "unless another process is running it",
+    )
+    p.set_defaults(func=cmd_housekeeping)
 
     p = sub.add_parser(
         "backup",
@@ -264,6 +284,31 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_housekeeping(args: argparse.Namespace) -> int:
+    with open_store(args.path) as store:
+        if args.off or args.interval_ms is not None:
+            store.set_housekeeping_interval(0 if args.off else args.interval_ms)
+        ran = store.run_housekeeping() if args.run else None
+        status = store.housekeeping_status()
+    last = status.last_run
+    shown: dict[str, Any] = {
+        "interval_ms": status.interval_ms,
+        "ran_now": None if not args.run else ran is not None,
+        "lease_holder": status.lease_holder,
+        "last_run_ms": None if last is None else last.started_ms,
+        "last_run_took_ms": None if last is None else last.ended_ms - last.started_ms,
+        "last_run_holder": None if last is None else last.holder,
+        "deleted_events": None if last is None else last.deleted_events,
+        "deleted_dead_letters": None if last is None else last.deleted_dead_letters,
+        "expired_jobs": None if last is None else last.expired_jobs,
+        "held_back": None if last is None else [h._asdict() for h in last.held_back],
+    }
+    if not args.run:
+        del shown["ran_now"]
+    emit_object(shown, as_json=args.json)
+    return 0
+
+
 def cmd_backup(args: argparse.Namespace) -> int:
     from spark_queue.store import BackupSource
 
@@ -283,7 +328,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from spark_queue.store import check_file
 
     report = check_file(args.path)
-    emit_object({"ok": report.ok, "problems": report.problems}, as_json=args.json)
+    emit_object({"ok": report.ok, "problems": report.problems,
+                 "warnings": list(report.warnings)}, as_json=args.json)
     return 0 if report.ok else 1
 
 

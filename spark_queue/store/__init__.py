@@ -9,6 +9,13 @@ from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
+from spark_queue.store.housekeeping import (
+    HeldBack,
+    Housekeeper,
+    HousekeepingRun,
+    HousekeepingStatus,
+    keep_housekept,
+)
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
 from spark_queue.store.producer import Producer
 from spark_queue.store.queues.controls import Admission
@@ -41,6 +48,10 @@ __all__ = [
     "Encoded",
     "EncodedChunk",
     "Event",
+    "HeldBack",
+    "Housekeeper",
+    "HousekeepingRun",
+    "HousekeepingStatus",
     "Job",
     "JobInfo",
     "LeaseResult",
@@ -64,6 +75,7 @@ __all__ = [
     "check_int",
     "hold_name",
     "hold_prefix",
+    "keep_housekept",
     "read_path",
     "store_id",
     "validate_name",

@@ -18,8 +18,10 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
+from spark_queue.store import housekeeping
 from spark_queue.store.file.connection import (
     first_value,
+    now_ms,
     open_connection,
     open_errors,
     read_transaction,
@@ -34,6 +36,7 @@ from spark_queue.store.file.schema import (
     readable_version,
 )
 from spark_queue.store.streams.topic_log import offsets_are_unique
+from spark_queue.times import format_duration_ms
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024
@@ -44,8 +47,12 @@ BackupProgress = Callable[[int, int], None]
 
 
 class CheckReport(NamedTuple):
+    """``ok`` when nothing is wrong; ``warnings`` say what needs an operator but breaks no
+    rule (a consumer holding retention back for long), and never make ``ok`` False."""
+
     ok: bool
     problems: list[str]
+    warnings: tuple[str, ...] = ()
 
 
 class BackupSource:
@@ -243,7 +250,21 @@ def check(conn: apsw.Connection) -> CheckReport:
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))
         problems.extend(_time_mark_problems(conn))
-    return CheckReport(not problems, problems)
+        warnings = () if problems else tuple(_held_back_warnings(conn))
+    return CheckReport(not problems, problems, warnings)
+
+
+def _held_back_warnings(conn: apsw.Connection) -> Iterator[str]:
+    limit_ms = defaults.HELD_BACK_WARN_MS
+    for held in housekeeping.held_back(conn, now_ms()):
+        if held.held_ms > limit_ms:
+            yield (
+                f"consumer {held.consumer!r} holds back retention of topic {held.topic!r}: "
+                f"{held.events} events retention would delete are kept for it, the oldest "
+                f"{format_duration_ms(held.held_ms)} older than what retention keeps (warned "
+                f"past {format_duration_ms(limit_ms)}). If it is abandoned, delete it: "
+                f"`sqliteq consumer delete PATH {held.consumer}`."
+            )
 
 
 def _bad_name(name: object, kind: str) -> str | None:

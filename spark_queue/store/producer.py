@@ -52,6 +52,7 @@ from typing import Any
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
+from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
@@ -131,6 +132,7 @@ class Producer:
             target=self._standby, name="spark_queue-producer", daemon=True
         )
         self._writer.start()
+        self._keeper = housekeeping.Housekeeper(path, busy_timeout_ms=busy_timeout_ms).start()
 
     # -- calls from any thread ----------------------------------------------
     def publish(
@@ -232,6 +234,7 @@ class Producer:
             self._stopping = True
             self._writer_wanted.notify()
         self._writer.join()
+        self._keeper.stop()
         self._store.close()
 
     def __enter__(self) -> Producer:

@@ -14,7 +14,7 @@ replay is skipped. ``rows`` is the total number of rows the sink has committed
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import apsw
@@ -23,6 +23,8 @@ from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms, write_transaction
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.queues import queue_jobs
+from spark_queue.store.streams import topic_log
 
 
 class SinkLedgerEntry(NamedTuple):
@@ -61,6 +63,30 @@ def list_ledger(conn: apsw.Connection) -> list[SinkLedgerEntry]:
             "SELECT sink_id, last_batch_id, rows, updated_ms FROM sq_sink_commits ORDER BY sink_id"
         )
     ]
+
+
+def commit_rows(
+    conn: apsw.Connection,
+    sink_id: str | None,
+    batch_id: int | None,
+    *,
+    topic: str | None,
+    queue: str | None,
+    chunks: Iterable[topic_log.EncodedChunk],
+    jobs: Iterable[queue_jobs.NewJob],
+) -> SinkCommit:
+    """:func:`commit_batch` of ``jobs`` into ``queue``, else of ``chunks`` into ``topic``, else
+    of each chunk's rows into the topic it names (``Store.commit_sink_batch``)."""
+    if queue is not None:
+        def write(conn: apsw.Connection) -> int:
+            return len(queue_jobs.enqueue_rows(conn, queue, jobs))
+    elif topic is not None:
+        def write(conn: apsw.Connection) -> int:
+            return len(topic_log.append_encoded(conn, topic, chunks))
+    else:
+        def write(conn: apsw.Connection) -> int:
+            return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
+    return commit_batch(conn, sink_id, batch_id, write)
 
 
 def commit_batch(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack
 
@@ -19,7 +18,7 @@ import apsw
 import pyarrow as pa
 
 from spark_queue import defaults
-from spark_queue.store import maintenance, sinks
+from spark_queue.store import housekeeping, maintenance, sinks
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
@@ -313,10 +312,11 @@ class Store:
         retention_rows: int | None = None,
         **deprecated: int | None,
     ) -> None:
-        """Store the topic's default retention limits (used by :meth:`prune`): the same
-        settings as :meth:`configure_topic`'s ``retention_ms`` and ``retention_rows``.
-        ``max_age_ms`` and ``max_rows`` are the deprecated names of the two."""
-        age, rows = _retention_limits("set_retention", retention_ms, retention_rows, deprecated)
+        """Store the topic's default retention limits (used by :meth:`prune`): the settings
+        ``retention_ms``, ``retention_rows`` of :meth:`configure_topic` (deprecated names:
+        ``max_age_ms``, ``max_rows``)."""
+        age, rows = retention.retention_limits("set_retention", retention_ms, retention_rows,
+                                               deprecated)
         with self.write():
             retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
 
@@ -330,31 +330,28 @@ class Store:
         at_ms: int | None = None,
         **deprecated: int | None,
     ) -> list[retention.PruneResult]:
-        """Apply retention to one topic or all, each topic in its own transaction:
-        ``retention_ms`` and ``retention_rows`` given here, else each topic's own
-        (``max_age_ms`` and ``max_rows`` are their deprecated names).
+        """Apply retention (``retention_ms``, ``retention_rows`` given, else each topic's own) to
+        one topic or all, in write transactions of at most ``retention.STEP_ROWS`` events;
+        never at or above the lowest saved consumer offset unless ``force``."""
+        age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
+        return retention.prune(self.file, topic, retention_ms=age, retention_rows=rows,
+                               force=force, at_ms=at_ms)
 
-        Never deletes at or above the lowest saved consumer offset unless ``force``.
-        """
-        age, rows = _retention_limits("prune", retention_ms, retention_rows, deprecated)
-        if topic is not None:
-            with self.write():
-                ids = [(topic_log.topic_id(self.conn, topic), topic)]
-        else:
-            # By id, not by name: a topic a foreign writer named against the
-            # rule is pruned like any other, and never stops the rest.
-            with self.file.read():
-                ids = retention.topic_ids(self.conn)
-        results = []
-        for tid, name in ids:
-            with self.write():
-                results.append(
-                    retention.prune_id(
-                        self.conn, tid, name, retention_ms=age, retention_rows=rows,
-                        force=force, at_ms=at_ms,
-                    )
-                )
-        return results
+    def housekeeping_status(self) -> housekeeping.HousekeepingStatus:
+        """The housekeeping interval, its last run and its lease's holder (one read)."""
+        return housekeeping.read_status(self.file)
+
+    def retention_held_back(self) -> list[housekeeping.HeldBack]:
+        """Events each consumer's saved offset keeps from retention now, per topic (one read)."""
+        return housekeeping.read_held_back(self.file)
+
+    def set_housekeeping_interval(self, interval_ms: int) -> None:
+        """How often long-running processes run housekeeping (store-wide; 0: never)."""
+        housekeeping.write_interval(self.file, interval_ms)
+
+    def run_housekeeping(self) -> housekeeping.HousekeepingRun | None:
+        """Run housekeeping now unless another process holds its lease (then None)."""
+        return housekeeping.run_housekeeping(self.file)
 
     def backup(
         self,
@@ -390,17 +387,9 @@ class Store:
         ``sink_id`` and ``batch_id`` both None the rows are written once with no
         ledger entry. The iterables are consumed inside the transaction.
         """
-        if queue is not None:
-            def write(conn: apsw.Connection) -> int:
-                return len(queue_jobs.enqueue_rows(conn, queue, jobs))
-        elif topic is not None:
-            def write(conn: apsw.Connection) -> int:
-                return len(topic_log.append_encoded(conn, topic, chunks))
-        else:
-            def write(conn: apsw.Connection) -> int:
-                return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
         with translate_errors():
-            return sinks.commit_batch(self.conn, sink_id, batch_id, write)
+            return sinks.commit_rows(self.conn, sink_id, batch_id, topic=topic, queue=queue,
+                                     chunks=chunks, jobs=jobs)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""
@@ -459,24 +448,3 @@ class Store:
         with self.write() as conn:
             return queue_admin.sweep_expired(conn)
 
-
-# Retention's one vocabulary is the topic settings' (retention_ms, retention_rows, as
-# Kafka's retention.ms); set_retention and prune took max_age_ms and max_rows before.
-_DEPRECATED_RETENTION = {"max_age_ms": "retention_ms", "max_rows": "retention_rows"}
-
-
-def _retention_limits(
-    method: str, retention_ms: int | None, retention_rows: int | None,
-    deprecated: dict[str, int | None],
-) -> tuple[int | None, int | None]:
-    given = {"retention_ms": retention_ms, "retention_rows": retention_rows}
-    for old, value in deprecated.items():
-        new = _DEPRECATED_RETENTION.get(old)
-        if new is None:
-            raise TypeError(f"{method}() got an unexpected keyword argument {old!r}")
-        if given[new] is not None:
-            raise TypeError(f"{method}() got both {new!r} and its deprecated name {old!r}")
-        warnings.warn(f"{method}({old}=...) is deprecated; use {new}=...",
-                      DeprecationWarning, stacklevel=4)  # past the translating wrapper
-        given[new] = value
-    return given["retention_ms"], given["retention_rows"]

@@ -19,8 +19,10 @@ a handler that raises anything (any ``BaseException``, ``SystemExit`` and
 outcome, or a stop, into the action (ack, nack, release) the loop carries out.
 One heartbeat thread extends the
 leases of every claimed, unacked job every ``heartbeat_ms`` (a third of the
-lease by default), so long jobs keep their lease, and every 30 s deletes
-jobs past their TTL.
+lease by default), so long jobs keep their lease. A housekeeping thread
+(:class:`spark_queue.store.Housekeeper`) applies the store's retention, dead-letter
+retention, the TTL sweep and the WAL bound when they are due, one process of the store
+at a time (docs/operations.md).
 
 Delivery is at-least-once: a job whose worker dies is claimed again after its
 lease expires. Handlers should be idempotent.

@@ -22,7 +22,7 @@ from spark_queue.errors import (
     UnknownQueueError,
     WorkerCrashedError,
 )
-from spark_queue.store import Job, Queue, QueueConfig, QueueStats, Store
+from spark_queue.store import Housekeeper, Job, Queue, QueueConfig, QueueStats, Store
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import InFlight
 from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
@@ -41,8 +41,6 @@ log = logging.getLogger("spark_queue.worker")
 T = TypeVar("T")
 
 _BUSY_STEP_MAX_S = 1.0
-# How often the heartbeat thread deletes jobs past their TTL (claims skip them anyway).
-_SWEEP_EVERY_S = 30.0
 # A worker is listed alive for 3 heartbeat intervals after its last one, at least this.
 _MIN_ALIVE_MS = 1_000
 
@@ -150,11 +148,14 @@ class Worker:
             for thread in slots:
                 thread.start()
             beat.start()
+            # Retention, dead letters, TTL sweep and the WAL, off the slots' path.
+            keeper = Housekeeper(self.path, busy_timeout_ms=self._busy_timeout_ms).start()
             log.info(
                 "worker on queue %r: %d slots, lease %s, heartbeat every %s",
                 self.queue, len(slots), format_duration_ms(lease), format_duration_ms(heartbeat_ms),
             )
             clean = self._supervise(slots)
+            keeper.stop()
             given_back: int | None = 0
             self._finished.set()
             if clean:
@@ -457,13 +458,7 @@ class Worker:
         try:
             with self._open_store() as store:
                 q = store.queue(self.queue)
-                next_sweep = time.monotonic() + _SWEEP_EVERY_S
                 while not self._finished.wait(every_s):
-                    if time.monotonic() >= next_sweep:
-                        swept = self._retry(q.sweep_expired)
-                        if swept:
-                            log.info("swept %d jobs past their TTL", swept)
-                        next_sweep = time.monotonic() + _SWEEP_EVERY_S
                     jobs = self._inflight.jobs()
                     self._retry(partial(
                         q.worker_heartbeat, self._worker_id, jobs_held=len(jobs),

@@ -71,7 +71,7 @@ def test_backup_and_check(capsys, store_path, tmp_path):
     dest = str(tmp_path / "b.sqlite")
     assert run(capsys, "backup", store_path, dest)[0] == 0
     code, out, _ = run(capsys, "check", dest, "--json")
-    assert code == 0 and json.loads(out) == {"ok": True, "problems": []}
+    assert code == 0 and json.loads(out) == {"ok": True, "problems": [], "warnings": []}
 
 
 @pytest.mark.parametrize(

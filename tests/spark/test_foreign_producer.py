@@ -95,4 +95,4 @@ def test_a_second_sqlite_library_publishes_alongside_publish_many_while_spark_re
         assert seqs == list(range(PER_PRODUCER)), f"producer {producer}"
     with Store(store_path) as store:
         assert store.bounds("mixed") == (0, total)
-        assert store.check() == (True, [])
+        assert store.check() == (True, [], ())

@@ -47,6 +47,7 @@ STORE_CALLS = {
     "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
     "start_topic_at": lambda s, q, n: s.start_topic_at("t3", n),
     "fix_mirror_shift": lambda s, q, n: s.fix_mirror_shift("t", n),
+    "set_housekeeping_interval": lambda s, q, n: s.set_housekeeping_interval(n),
 }
 STORE_NO_INTEGER = {
     "create_topic": lambda s: s.create_topic("t2"),
@@ -68,6 +69,9 @@ STORE_NO_INTEGER = {
     "queue_stats": lambda s: s.queue_stats(),
     "delete_queue": lambda s: s.delete_queue("q"),
     "sweep_expired": lambda s: s.sweep_expired(),
+    "housekeeping_status": lambda s: s.housekeeping_status(),
+    "run_housekeeping": lambda s: s.run_housekeeping(),
+    "retention_held_back": lambda s: s.retention_held_back(),
     "write": lambda s: s.write().__enter__(),
     "snapshot": lambda s: s.snapshot().__enter__(),
 }

@@ -43,7 +43,7 @@ def test_view_and_hand_written_sql_publish_alongside_publish_many_with_dense_off
         foreign_events = [e for e in events if e.value["p"]]
         assert all(e.key == f"{e.value['p']}-{e.value['seq']}" for e in foreign_events)
         assert {e.headers and e.headers["producer"] for e in foreign_events} == {None, "1", "2"}
-        assert store.check() == (True, [])
+        assert store.check() == (True, [], ())
 
 
 def test_the_documented_sql_creates_reads_and_saves_consumer_offsets_within_the_rules(store_path):

@@ -93,6 +93,9 @@ class SqliteQueueSimpleStreamReader(
         self._admission.prepare_available_now(read_store(self.options)[1])
 
     def read(self, start: dict) -> tuple[Iterator[pa.RecordBatch], dict]:
+        from spark_queue.store import keep_housekept
+
+        keep_housekept(self.options.path)  # this planning process lives as long as the query
         try:
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)

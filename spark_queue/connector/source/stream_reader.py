@@ -166,6 +166,9 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         self._admission.prepare_available_now(read_bounds(self.options))
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        from spark_queue.store import keep_housekept
+
+        keep_housekept(self.options.path)  # this planning process lives as long as the query
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
         identity, bounds = read_store(self.options)

@@ -104,6 +104,9 @@ def open_connection(
             conn.set_busy_timeout(busy_timeout_ms)
             conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
             conn.execute("PRAGMA foreign_keys=ON")
+            # Per connection, writes nothing: a WAL checkpointed to its end is cut back to
+            # this size by this connection's next write (spark_queue/store/housekeeping.py).
+            conn.execute(f"PRAGMA journal_size_limit={defaults.WAL_LIMIT_BYTES:d}").fetchall()
     except BaseException:
         conn.close()
         raise

@@ -239,9 +239,18 @@ _V7_STORE_ID = """
 INSERT INTO sq_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
 """
 
+# Dead-letter retention (spark_queue/store/queues/dead_retention.py): applied by
+# housekeeping, NULL keeps dead letters until requeued or purged.
+_V8_DEAD_LETTER_RETENTION = """
+ALTER TABLE sq_queues ADD COLUMN dead_retention_ms INTEGER
+    CHECK (dead_retention_ms IS NULL OR dead_retention_ms > 0);
+ALTER TABLE sq_queues ADD COLUMN dead_retention_rows INTEGER
+    CHECK (dead_retention_rows IS NULL OR dead_retention_rows > 0);
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
-    _V7_STORE_ID,
+    _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION,
 ]
 
 

@@ -32,6 +32,8 @@ class QueueConfig(NamedTuple):
     max_payload_bytes: int | None = None
     rate_tokens: float | None = None
     rate_updated_ms: int | None = None
+    dead_retention_ms: int | None = None
+    dead_retention_rows: int | None = None
 
 
 class QueueSettings(TypedDict, total=False):
@@ -56,12 +58,15 @@ class QueueSettings(TypedDict, total=False):
     rate_limit_per_s: float | None
     rate_burst: int | None
     max_payload_bytes: int | None
+    dead_retention_ms: int | None
+    dead_retention_rows: int | None
 
 
 CONFIG_COLUMNS = (
     "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
     "max_size, idempotency_window_ms, created_ms, paused != 0, max_leased, rate_limit_per_s, "
-    "rate_burst, max_payload_bytes, rate_tokens, rate_updated_ms"
+    "rate_burst, max_payload_bytes, rate_tokens, rate_updated_ms, dead_retention_ms, "
+    "dead_retention_rows"
 )
 
 

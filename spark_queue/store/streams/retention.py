@@ -1,13 +1,19 @@
-"""Retention: delete old events from the front of a topic.
+"""Retention: delete old events from the front of a topic, in small steps.
 
 Deletion always removes a prefix of offsets, so a topic stays dense from its
 earliest offset on. Events at or above the lowest saved consumer offset are
 kept unless the caller forces it: a consumer that has not read them yet must
 not lose them silently.
+
+A backlog is deleted in steps of at most ``STEP_ROWS`` events, each its own write
+transaction (:mod:`spark_queue.store.file.steps`): a writer beside a prune waits for
+one step at most, however large the backlog.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import apsw
@@ -15,7 +21,8 @@ import apsw
 from spark_queue.errors import OptionError
 from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file.arguments import check_optional_int
-from spark_queue.store.file.connection import Row, one_row
+from spark_queue.store.file.connection import Row, StoreConnection, one_row
+from spark_queue.store.file.steps import STEP_ROWS, MayStep, in_steps
 from spark_queue.store.streams import time_marks
 from spark_queue.store.streams.topic_log import bounds_of, now_ms, topic_id
 
@@ -26,6 +33,16 @@ class PruneResult(NamedTuple):
     earliest_before: int
     earliest_after: int
     # The consumer whose saved offset stopped deletion short, if one did.
+    held_by: str | None
+
+
+class RetentionPlan(NamedTuple):
+    """Where retention would cut a topic now: ``cut`` honours the consumers, ``wanted``
+    does not; ``held_by`` names the lowest consumer when ``cut < wanted``."""
+
+    earliest: int
+    cut: int
+    wanted: int
     held_by: str | None
 
 
@@ -48,22 +65,16 @@ def topic_ids(conn: apsw.Connection) -> list[tuple[int, str]]:
     return rows
 
 
-def prune_id(
+def plan(
     conn: apsw.Connection,
     tid: int,
-    topic: str,
     *,
     retention_ms: int | None = None,
     retention_rows: int | None = None,
     force: bool = False,
     at_ms: int | None = None,
-) -> PruneResult:
-    """:func:`prune` of the topic with id ``tid``; ``topic`` is only its label.
-
-    Pruning all topics goes by id, so a topic whose name another SQLite client
-    set against the naming rule is pruned like the others instead of stopping
-    them (``tests/store/streams/test_foreign_writers.py``).
-    """
+) -> RetentionPlan:
+    """Where retention cuts topic ``tid`` (given limits, else its stored ones); reads only."""
     stored_ms, stored_rows = one_row(
         conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
     )
@@ -81,7 +92,7 @@ def prune_id(
         # Everything before the first event that is young enough goes.
         young = time_marks.first_at_or_after(conn, tid, cutoff_ts)
         cut = max(cut, latest if young is None else young)
-    held_by = None
+    wanted, held_by = cut, None
     if not force:
         low = conn.execute(
             "SELECT consumer, next_offset FROM sq_consumers WHERE topic_id = ? "
@@ -90,9 +101,118 @@ def prune_id(
         ).fetchone()
         if low is not None and low[1] < cut:
             held_by, cut = low[0], max(earliest, low[1])
+    return RetentionPlan(earliest, cut, wanted, held_by)
+
+
+def prune_id(
+    conn: apsw.Connection,
+    tid: int,
+    topic: str,
+    *,
+    retention_ms: int | None = None,
+    retention_rows: int | None = None,
+    force: bool = False,
+    at_ms: int | None = None,
+    step_rows: int | None = None,
+) -> PruneResult:
+    """One step of :func:`prune_topics` on the topic with id ``tid`` (``topic`` is only its
+    label), in the caller's transaction: at most ``step_rows`` events (None: all).
+
+    Pruning all topics goes by id, so a topic whose name another SQLite client
+    set against the naming rule is pruned like the others instead of stopping
+    them (``tests/store/streams/test_foreign_writers.py``).
+    """
+    where = plan(conn, tid, retention_ms=retention_ms, retention_rows=retention_rows,
+                 force=force, at_ms=at_ms)
+    cut = where.cut if step_rows is None else min(where.cut, where.earliest + step_rows)
     deleted = 0
-    if cut > earliest:
+    if cut > where.earliest:
         conn.execute("DELETE FROM sq_events WHERE topic_id = ? AND offset < ?", (tid, cut))
         deleted = conn.changes()
         time_marks.forget_before(conn, tid, cut)
-    return PruneResult(topic, deleted, earliest, max(earliest, cut), held_by)
+    return PruneResult(topic, deleted, where.earliest, max(where.earliest, cut), where.held_by)
+
+
+def prune(
+    file: StoreConnection,
+    topic: str | None,
+    *,
+    retention_ms: int | None,
+    retention_rows: int | None,
+    force: bool,
+    at_ms: int | None,
+) -> list[PruneResult]:
+    """:func:`prune_topics` of ``topic``, or of every topic (``Store.prune``)."""
+    with file.read() as conn:
+        # All by id, not by name: a topic a foreign writer named against the rule is
+        # pruned like any other, and never stops the rest.
+        ids = [(topic_id(conn, topic), topic)] if topic is not None else topic_ids(conn)
+    return prune_topics(file, ids, retention_ms=retention_ms, retention_rows=retention_rows,
+                        force=force, at_ms=at_ms)
+
+
+def prune_topics(
+    file: StoreConnection,
+    ids: Iterable[tuple[int, str]],
+    *,
+    retention_ms: int | None = None,
+    retention_rows: int | None = None,
+    force: bool = False,
+    at_ms: int | None = None,
+    step_rows: int = STEP_ROWS,
+    may_step: MayStep | None = None,
+) -> list[PruneResult]:
+    """Apply retention to each topic of ``ids`` in steps of at most ``step_rows`` events, each
+    step ONE write transaction (:func:`~spark_queue.store.file.steps.in_steps`); a topic with
+    nothing to delete costs one read. The clock is read once, at the start, so a topic still
+    being written ends its prune. ``may_step`` (inside each step's transaction) stops the
+    whole prune when it answers False; the topics done so far are returned."""
+    at_ms = now_ms() if at_ms is None else at_ms
+    results = []
+    for tid, name in ids:
+        with file.read() as conn:
+            first = plan(conn, tid, retention_ms=retention_ms, retention_rows=retention_rows,
+                         force=force, at_ms=at_ms)
+        if first.cut <= first.earliest:
+            results.append(PruneResult(name, 0, first.earliest, first.earliest, first.held_by))
+            continue
+        last = [PruneResult(name, 0, first.earliest, first.earliest, first.held_by)]
+
+        def step(conn: apsw.Connection, rows: int, tid: int = tid, name: str = name,
+                 last: list[PruneResult] = last) -> int:
+            if conn.execute("SELECT 1 FROM sq_topics WHERE id = ?", (tid,)).fetchone() is None:
+                return 0  # deleted meanwhile
+            last[0] = prune_id(conn, tid, name, retention_ms=retention_ms,
+                               retention_rows=retention_rows, force=force, at_ms=at_ms,
+                               step_rows=rows)
+            return last[0].deleted
+
+        deleted = in_steps(file, step, may_step=may_step, step_rows=step_rows)
+        if deleted is None:
+            return results
+        results.append(last[0]._replace(deleted=deleted, earliest_before=first.earliest))
+    return results
+
+
+# Retention's one vocabulary is the topic settings' (retention_ms, retention_rows, as
+# Kafka's retention.ms); set_retention and prune took max_age_ms and max_rows before.
+_DEPRECATED_RETENTION = {"max_age_ms": "retention_ms", "max_rows": "retention_rows"}
+
+
+def retention_limits(
+    method: str, retention_ms: int | None, retention_rows: int | None,
+    deprecated: dict[str, int | None],
+) -> tuple[int | None, int | None]:
+    """The limits a Store method was given, its deprecated keyword names read (with a
+    warning) as the new ones."""
+    given = {"retention_ms": retention_ms, "retention_rows": retention_rows}
+    for old, value in deprecated.items():
+        new = _DEPRECATED_RETENTION.get(old)
+        if new is None:
+            raise TypeError(f"{method}() got an unexpected keyword argument {old!r}")
+        if given[new] is not None:
+            raise TypeError(f"{method}() got both {new!r} and its deprecated name {old!r}")
+        warnings.warn(f"{method}({old}=...) is deprecated; use {new}=...",
+                      DeprecationWarning, stacklevel=4)  # past the translating wrapper
+        given[new] = value
+    return given["retention_ms"], given["retention_rows"]

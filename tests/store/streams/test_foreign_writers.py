@@ -181,4 +181,4 @@ def test_a_clean_store_passes_check(store):
     store.publish_many("t", [Record({"a": 1}, key=b"k", headers={"h": "v"}), b"x", "y", None])
     store.commit_offsets("c", {"t": 4})
     store.prune("t", retention_rows=2, force=True)
-    assert store.check() == (True, [])
+    assert store.check() == (True, [], ())

@@ -1,0 +1,195 @@
+"""``python -m spark_queue.bench unattended``: an edge box left alone, with no prune command.
+
+The soak (:mod:`spark_queue.bench.soak`) prunes every sample; this run never does.
+
+Topic ``readings`` keeps ``--retention-s`` seconds (60 by default) and nothing prunes it:
+the store's housekeeping does, run by the processes on the store. Three processes, each
+restarted when killed:
+
+- a producer (a ``Producer``) publishing ``--rate`` events/s (2,000 by default);
+- a Spark driver with two queries: ``bronze``, the topic into a Delta table with a
+  ``consumer`` (exactly once: Delta's streaming sink and the checkpoint), and ``feed``,
+  the topic into queue ``jobs`` through ``format("sqliteq")``;
+- a ``sqliteq worker`` draining ``jobs``.
+
+Every ``--kill-every-s`` seconds one of the three, in turn, is SIGKILLed and started
+again. Every ``--sample-s`` seconds: the events the topic holds beside the retention
+window's (rate x retention), the file and WAL sizes, the bronze consumer's lag. At the
+end the producer stops, the driver catches up and counts the Delta table: every offset
+the topic ever had must be there exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from spark_queue.store import Store
+
+_PRODUCER = """
+import sys, time
+from spark_queue.store import Producer
+path, rate = sys.argv[1], int(sys.argv[2])
+with Producer(path, busy_timeout_ms=30_000) as producer:
+    started, sent = time.monotonic(), 0
+    while True:
+        for future in [producer.publish_nowait("readings", {"device": f"d{i % 50}",
+                                                             "celsius": 20 + i % 15})
+                       for i in range(sent, sent + 100)]:
+            future.result()
+        sent += 100
+        ahead = sent / rate - (time.monotonic() - started)
+        if ahead > 0:
+            time.sleep(ahead)
+"""
+
+_DRIVER = """
+import json, os, sys, time
+from spark_queue.spark.session import get_or_create
+path, work = sys.argv[1], sys.argv[2]
+spark = get_or_create("spark_queue unattended", delta=True)
+spark.sparkContext.setLogLevel("ERROR")
+def source(consumer):
+    return (spark.readStream.format("sqliteq").option("path", path).option("topic", "readings")
+            .option("consumer", consumer).option("startingOffsets", "earliest")
+            .option("maxRowsPerTrigger", 20000).load())
+bronze = (source("bronze").select("offset", "value").writeStream.format("delta")
+          .option("checkpointLocation", os.path.join(work, "bronze-checkpoint"))
+          .trigger(processingTime="1 second").start(os.path.join(work, "bronze")))
+feed = (source("feed").selectExpr("value").writeStream.format("sqliteq")
+        .option("path", path).option("queue", "jobs")
+        .option("checkpointLocation", os.path.join(work, "feed-checkpoint"))
+        .trigger(processingTime="1 second").start())
+stop = os.path.join(work, "stop")
+while not os.path.exists(stop):
+    for query in (bronze, feed):
+        if query.exception() is not None:
+            raise query.exception()
+    time.sleep(0.5)
+bronze.processAllAvailable()
+table = spark.read.format("delta").load(os.path.join(work, "bronze"))
+row = table.selectExpr("count(*) AS n", "count(DISTINCT offset) AS d", "min(offset) AS lo",
+                       "max(offset) AS hi").first()
+with open(os.path.join(work, "summary.json"), "w") as f:
+    json.dump(row.asDict(), f)
+bronze.stop()
+feed.stop()
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--minutes", type=float, default=8.0)
+    parser.add_argument("--rate", type=int, default=2000, help="events per second")
+    parser.add_argument("--retention-s", type=float, default=60.0, help="the topic's retention")
+    parser.add_argument("--kill-every-s", type=float, default=60.0,
+                        help="SIGKILL and restart one of the three processes this often")
+    parser.add_argument("--sample-s", type=float, default=30.0)
+
+
+def run(args: argparse.Namespace) -> int:
+    work = tempfile.mkdtemp(prefix="sq-unattended-")
+    try:
+        code = _run(args, work)
+    except BaseException:
+        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+def _run(args: argparse.Namespace, work: str) -> int:
+    path = os.path.join(work, "edge.sqlite")
+    with Store(path) as store:
+        store.configure_topic("readings", retention_ms=round(args.retention_s * 1000))
+        store.queue("jobs").configure()  # created now: the worker may start first
+    commands = {
+        "producer": [sys.executable, "-c", _PRODUCER, path, str(args.rate)],
+        "driver": [sys.executable, "-c", _DRIVER, path, work],
+        "worker": [sys.executable, "-m", "spark_queue", "worker", path,
+                   "spark_queue.bench.soak:noop_handler", "--queue", "jobs", "--batch-size", "64"],
+    }
+    def start(name: str) -> subprocess.Popen:
+        # Each process's output appended to NAME.log in the work directory (kept on failure).
+        with open(os.path.join(work, f"{name}.log"), "ab") as log:
+            return subprocess.Popen(commands[name], stdout=log, stderr=subprocess.STDOUT)
+
+    procs = {name: start(name) for name in commands}
+    window = args.rate * args.retention_s
+    print(f"retention {args.retention_s:g} s at {args.rate:,}/s: a window of {window:,.0f} events; "
+          f"a kill every {args.kill_every_s:g} s (producer, driver, worker in turn); "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    columns = ("t_s", "latest", "events", "x_window", "bronze_lag", "jobs", "file_mb", "wal_mb",
+               "killed")
+    print(" ".join(f"{c:>10}" for c in columns), flush=True)
+    samples: list[dict] = []
+    kills: list[str] = []
+    started = time.monotonic()
+    next_kill, next_sample = started + args.kill_every_s, started + args.sample_s
+    try:
+        with Store(path) as store:
+            while time.monotonic() - started < args.minutes * 60:
+                time.sleep(0.2)
+                for name, proc in procs.items():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"the {name} exited by itself ({proc.returncode}); "
+                                           f"see {name}.log")
+                if time.monotonic() >= next_kill:
+                    victim = ("producer", "driver", "worker")[len(kills) % 3]
+                    os.kill(procs[victim].pid, signal.SIGKILL)
+                    procs[victim].wait()
+                    procs[victim] = start(victim)
+                    kills.append(victim)
+                    next_kill += args.kill_every_s
+                if time.monotonic() >= next_sample:
+                    next_sample += args.sample_s
+                    samples.append(_sample(store, path, started, window, kills))
+                    print(" ".join(f"{samples[-1][c]:>10}" for c in columns), flush=True)
+            os.kill(procs["producer"].pid, signal.SIGKILL)
+            procs["producer"].wait()
+            latest = store.bounds("readings")[1]
+            last_run = store.housekeeping_status().last_run
+        with open(os.path.join(work, "stop"), "w"):
+            pass
+        procs["driver"].wait(timeout=900)
+        with open(os.path.join(work, "summary.json")) as f:
+            delta = json.load(f)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    exact = delta["n"] == delta["d"] == latest and delta["lo"] == 0 and delta["hi"] == latest - 1
+    late = samples[len(samples) // 2:]
+    print(f"\nsummary: {latest:,} events published in {args.minutes:g} min; kills: "
+          f"{', '.join(kills)}")
+    print(f"  topic at the end: {samples[-1]['events']:,} events = {samples[-1]['x_window']}x the "
+          f"window (largest {max(s['x_window'] for s in samples)}x)")
+    print(f"  file: {samples[len(samples) // 2]['file_mb']} MB at the middle, "
+          f"{samples[-1]['file_mb']} MB at the end, {max(s['file_mb'] for s in late)} MB at "
+          f"most in the second half; WAL at most {max(s['wal_mb'] for s in samples)} MB")
+    print(f"  Delta: {delta['n']:,} rows, {delta['d']:,} distinct offsets, {delta['lo']}.."
+          f"{delta['hi']}: {'every event exactly once' if exact else 'NOT exactly once'}")
+    print(f"  last housekeeping run: {last_run}")
+    return 0 if exact else 1
+
+
+def _sample(store: Store, path: str, started: float, window: float, kills: list[str]) -> dict:
+    earliest, latest = store.bounds("readings")
+    saved = store.committed_offsets("bronze").get("readings", 0)
+    stats = store.queue("jobs").stats()
+    wal = path + "-wal"
+    return {
+        "t_s": round(time.monotonic() - started), "latest": latest,
+        "events": latest - earliest, "x_window": round((latest - earliest) / window, 2),
+        "bronze_lag": latest - saved, "jobs": stats.ready + stats.leased,
+        "file_mb": round(os.path.getsize(path) / 2**20, 1),
+        "wal_mb": round(os.path.getsize(wal) / 2**20 if os.path.exists(wal) else 0.0, 1),
+        "killed": kills[-1] if kills else "-",
+    }

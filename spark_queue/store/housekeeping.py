@@ -1,0 +1,386 @@
+"""Housekeeping: what keeps a store bounded while it runs unattended, applied by the
+store's own long-running processes, one at a time, in small steps off their hot paths.
+
+One run does, in order: every topic's stored retention (never above the lowest saved
+consumer offset), each queue's dead-letter retention, the sweep of jobs past their TTL,
+a passive WAL checkpoint, and the record of the run. Each delete is a step of at most
+``retention.STEP_ROWS`` rows in its own write transaction, so a writer beside it waits
+for one step at most.
+
+- **When**: a run is due when the last one (sq_meta ``housekeeping_last_run``) started
+  at least the store's ``housekeeping_interval_ms`` ago (sq_meta, default in
+  :data:`spark_queue.setting_table.STORE_SETTING`; 0 switches self-applied housekeeping
+  off). Checking it is one read of two rows.
+- **Who**: one process at a time, the holder of a lease (sq_meta ``housekeeping_lease``:
+  holder and expiry) taken in a short write transaction and renewed in every step's
+  transaction; a holder killed mid-run stops renewing, and its lease runs out after
+  ``lease_ms``. The lease saves work, it guards nothing: two runs at once would only
+  delete the same prefixes in turn.
+- **The WAL**: every connection sets ``journal_size_limit`` (:data:`WAL_LIMIT_BYTES`,
+  :mod:`spark_queue.store.file.connection`), so a WAL that was checkpointed to its end is
+  cut back to that size by the next write; the run's passive checkpoint and its last
+  write (the record) do exactly that after a burst, unless a reader still holds an
+  older snapshot (docs/operations.md, "The WAL").
+
+:class:`Housekeeper` runs it in a daemon thread with a connection of its own (the
+worker, the Producer, ``sqliteq metrics --serve``); :func:`keep_housekept` starts one
+per store file for a whole process (a Spark query's driver-side reader, a Kafka
+mirror); :func:`run_housekeeping` runs it once, due or not (``sqliteq housekeeping
+--run`` from a timer).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+from typing import Any, NamedTuple
+
+import apsw
+
+from spark_queue import defaults
+from spark_queue.errors import (
+    OptionError,
+    ReadOnlyStoreError,
+    SparkQueueError,
+    StoreBusyError,
+    StoreNotFoundError,
+)
+from spark_queue.setting_table import STORE_SETTING
+from spark_queue.store.file.arguments import check_int
+from spark_queue.store.file.connection import (
+    StoreConnection,
+    now_ms,
+    open_connection,
+    read_transaction,
+    translate_errors,
+)
+from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.queues import dead_retention, queue_admin
+from spark_queue.store.streams import retention
+
+log = logging.getLogger("spark_queue.housekeeping")
+
+WAL_LIMIT_BYTES = defaults.WAL_LIMIT_BYTES
+_INTERVAL_KEY = "housekeeping_interval_ms"
+_LAST_RUN_KEY = "housekeeping_last_run"
+_LEASE_KEY = "housekeeping_lease"
+#: How long a lease lasts unless renewed: a killed holder delays the next run by this.
+LEASE_MS = 60_000
+# How often a Housekeeper looks whether a run is due (one read of two sq_meta rows).
+_CHECK_EVERY_S = 5.0
+
+
+class HeldBack(NamedTuple):
+    """Events of ``topic`` retention would delete but ``consumer``'s saved offset keeps:
+    ``events`` of them, the oldest ``held_ms`` older than the first event retention keeps."""
+
+    topic: str
+    consumer: str
+    events: int
+    held_ms: int
+
+
+class HousekeepingRun(NamedTuple):
+    """What one run did: when (ms since the epoch), what it deleted, what held it back."""
+
+    started_ms: int
+    ended_ms: int
+    holder: str
+    deleted_events: int
+    deleted_dead_letters: int
+    expired_jobs: int
+    held_back: list[HeldBack]
+    complete: bool  # False when the lease was lost mid-run (another process goes on)
+
+
+class HousekeepingStatus(NamedTuple):
+    """The store-wide setting, the last run recorded and the lease as they stand."""
+
+    interval_ms: int
+    last_run: HousekeepingRun | None
+    lease_holder: str | None
+    lease_until_ms: int | None
+
+
+def interval_ms(conn: apsw.Connection) -> int:
+    """The store's housekeeping interval (0: off); the declared default when never set."""
+    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (_INTERVAL_KEY,)).fetchone()
+    if row is None:
+        return int(STORE_SETTING[_INTERVAL_KEY].default or 0)
+    try:
+        return int(row[0])
+    except ValueError:
+        # A foreign writer's value: off, as the store cannot tell what was meant.
+        log.warning("sq_meta %r holds %r, not milliseconds: housekeeping is off",
+                    _INTERVAL_KEY, row[0])
+        return 0
+
+
+def set_interval(conn: apsw.Connection, value_ms: int) -> None:
+    """Store the housekeeping interval (in the caller's write transaction); 0 switches off."""
+    setting = STORE_SETTING[_INTERVAL_KEY]
+    check_int(value_ms, _INTERVAL_KEY, low=int(setting.low), error=OptionError,
+              owner="housekeeping")
+    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
+                 (_INTERVAL_KEY, str(value_ms)))
+
+
+def write_interval(file: StoreConnection, value_ms: int) -> None:
+    """:func:`set_interval` in a write transaction of its own."""
+    with file.write() as conn:
+        set_interval(conn, value_ms)
+
+
+def status(conn: apsw.Connection) -> HousekeepingStatus:
+    """The setting, the last run and the lease, in the caller's read transaction."""
+    lease = _meta_json(conn, _LEASE_KEY)
+    return HousekeepingStatus(
+        interval_ms(conn), _last_run(conn),
+        None if lease is None else str(lease.get("holder")),
+        None if lease is None else int(lease.get("until_ms", 0)),
+    )
+
+
+def held_back(conn: apsw.Connection, at_ms: int) -> list[HeldBack]:
+    """Per topic, the consumer whose saved offset keeps events retention would delete at
+    ``at_ms``, in the caller's read transaction (a topic with no retention: none)."""
+    held = []
+    for tid, name in retention.topic_ids(conn):
+        plan = retention.plan(conn, tid, at_ms=at_ms)
+        if plan.held_by is None or plan.wanted <= plan.cut:
+            continue
+        oldest_ms = _ts_ms(conn, tid, plan.cut)
+        kept_ms = _ts_ms(conn, tid, plan.wanted)
+        since = at_ms if kept_ms is None else kept_ms
+        held.append(HeldBack(name, plan.held_by, plan.wanted - plan.cut,
+                             max(0, since - (since if oldest_ms is None else oldest_ms))))
+    return held
+
+
+def _ts_ms(conn: apsw.Connection, tid: int, offset: int) -> int | None:
+    row = conn.execute("SELECT ts_ms FROM sq_events WHERE topic_id = ? AND offset = ?",
+                       (tid, offset)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def run_housekeeping(
+    file: StoreConnection, *, holder: str | None = None, lease_ms: int = LEASE_MS,
+    due_only: bool = False, stop: threading.Event | None = None,
+) -> HousekeepingRun | None:
+    """Run housekeeping once if this caller gets the lease (and, with ``due_only``, if a run
+    is due and housekeeping is on); None when it did not run. Each step is one transaction;
+    ``stop`` set ends the run after the current step (recorded as not complete)."""
+    holder = holder or _holder_name()
+    with file.write() as conn:
+        if due_only and not _due(conn, now_ms()):
+            return None
+        if not _take_lease(conn, holder, lease_ms):
+            return None
+    started = now_ms()
+    lost: list[bool] = []
+
+    def may_step(conn: apsw.Connection) -> bool:
+        kept = (stop is None or not stop.is_set()) and _take_lease(conn, holder, lease_ms)
+        if not kept:
+            lost.append(True)
+        return kept
+
+    with file.read() as conn:
+        ids = retention.topic_ids(conn)
+    deleted = sum(r.deleted for r in
+                  retention.prune_topics(file, ids, at_ms=started, may_step=may_step))
+    with file.read() as conn:
+        held = held_back(conn, started)
+    dead = expired = 0
+    if not lost:
+        dead = dead_retention.prune_dead_letters(file, at_ms=started, may_step=may_step) or 0
+    if not lost:
+        with file.write() as conn:
+            if may_step(conn):
+                expired = queue_admin.sweep_expired(conn, now_ms=started)
+    with translate_errors(file.path):
+        # Passive: never waits for a reader, never holds the write lock. A WAL it checkpoints
+        # to its end is cut back to journal_size_limit by the next write: the record below.
+        file.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    run = HousekeepingRun(started, now_ms(), holder, deleted, dead, expired, held, not lost)
+    with file.write() as conn:
+        if _take_lease(conn, holder, lease_ms):
+            conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
+                         (_LAST_RUN_KEY, json.dumps(_run_json(run))))
+            conn.execute("DELETE FROM sq_meta WHERE key = ?", (_LEASE_KEY,))
+    if deleted or dead or expired or held:
+        log.info("housekeeping: %d events, %d dead letters, %d expired jobs deleted%s",
+                 deleted, dead, expired,
+                 "".join(f"; {h.consumer!r} holds back {h.events} events of {h.topic!r}"
+                         for h in held))
+    return run
+
+
+class Housekeeper:
+    """Housekeeping for one store file in a daemon thread with its own connection.
+
+    ``start()`` returns at once; every ``check_every_s`` the thread looks whether a run is
+    due (:func:`run_housekeeping` with ``due_only``). Errors never reach the owner: a
+    busy store is tried again at the next check, a store it cannot write (read-only
+    file) ends the thread with one log line. ``stop()`` waits for the current step.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, check_every_s: float = _CHECK_EVERY_S,
+        lease_ms: int = LEASE_MS, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.check_every_s = check_every_s
+        self.lease_ms = lease_ms
+        self.holder = _holder_name()
+        self.runs = 0  # runs this housekeeper did (tests wait on it)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sq-housekeeping", daemon=True)
+
+    def start(self) -> Housekeeper:
+        self._thread.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        """Whether its thread runs (it ends on stop(), or on a store it cannot write)."""
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        file: StoreConnection | None = None
+        try:
+            while not self._stop.wait(self.check_every_s):
+                try:
+                    if file is None:
+                        file = _open(self.path, self._busy_timeout_ms)
+                    if run_housekeeping(file, holder=self.holder, lease_ms=self.lease_ms,
+                                        due_only=True, stop=self._stop) is not None:
+                        self.runs += 1
+                except (ReadOnlyStoreError, StoreNotFoundError) as exc:
+                    log.info("housekeeping of %r stops: %s", self.path, exc)
+                    return
+                except StoreBusyError:
+                    log.debug("housekeeping of %r: store busy, trying at the next check",
+                              self.path)
+                except SparkQueueError as exc:
+                    log.warning("housekeeping of %r failed: %s", self.path, exc)
+                except Exception:  # noqa: BLE001 - a daemon's error must not end its owner
+                    log.exception("housekeeping of %r failed", self.path)
+        finally:
+            if file is not None:
+                file.close()
+
+
+_PROCESS_HOUSEKEEPERS: dict[str, Housekeeper] = {}
+_PROCESS_LOCK = threading.Lock()
+
+
+def keep_housekept(path: str | os.PathLike[str]) -> Housekeeper:
+    """Start (once per file and process) a :class:`Housekeeper` that lives as long as the
+    process: for a long-lived process with no close of its own (a Spark query's
+    driver-side reader, a Kafka mirror). Cheap to call again; safe from any thread."""
+    key = os.path.realpath(os.fspath(path))
+    with _PROCESS_LOCK:
+        keeper = _PROCESS_HOUSEKEEPERS.get(key)
+        if keeper is None or not keeper.alive:
+            if not _PROCESS_HOUSEKEEPERS:
+                atexit.register(_stop_all)
+            keeper = _PROCESS_HOUSEKEEPERS[key] = Housekeeper(key).start()
+        return keeper
+
+
+def _stop_all() -> None:
+    with _PROCESS_LOCK:
+        keepers = list(_PROCESS_HOUSEKEEPERS.values())
+        _PROCESS_HOUSEKEEPERS.clear()
+    for keeper in keepers:
+        keeper.stop()
+
+
+def _open(path: str, busy_timeout_ms: int) -> StoreConnection:
+    conn = open_connection(path, create=False, busy_timeout_ms=busy_timeout_ms)
+    try:
+        ensure_schema(conn, path, busy_timeout_ms=busy_timeout_ms)
+    except BaseException:
+        conn.close()
+        raise
+    return StoreConnection(path, conn)
+
+
+def _holder_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _due(conn: apsw.Connection, now: int) -> bool:
+    every = interval_ms(conn)
+    if every <= 0:
+        return False
+    last = _meta_json(conn, _LAST_RUN_KEY)
+    return last is None or now - int(last.get("started_ms", 0)) >= every
+
+
+def _take_lease(conn: apsw.Connection, holder: str, lease_ms: int) -> bool:
+    """Take or renew the lease in the caller's write transaction; False if another holds it."""
+    now = now_ms()
+    lease = _meta_json(conn, _LEASE_KEY)
+    if lease is not None and lease.get("holder") != holder and int(lease.get("until_ms", 0)) > now:
+        return False
+    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
+                 (_LEASE_KEY, json.dumps({"holder": holder, "until_ms": now + lease_ms})))
+    return True
+
+
+def _meta_json(conn: apsw.Connection, key: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = json.loads(row[0])
+    except (TypeError, ValueError):
+        return None  # a foreign writer's text: as if absent (the next write replaces it)
+    return value if isinstance(value, dict) else None
+
+
+def _run_json(run: HousekeepingRun) -> dict[str, Any]:
+    record = run._asdict()
+    record["held_back"] = [h._asdict() for h in run.held_back]
+    return record
+
+
+def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
+    record = _meta_json(conn, _LAST_RUN_KEY)
+    if record is None:
+        return None
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        held = [HeldBack(str(h["topic"]), str(h["consumer"]), int(h["events"]),
+                         int(h["held_ms"]))
+                for h in record["held_back"]]
+        return HousekeepingRun(
+            int(record["started_ms"]), int(record["ended_ms"]), str(record["holder"]),
+            int(record["deleted_events"]), int(record["deleted_dead_letters"]),
+            int(record["expired_jobs"]), held, bool(record["complete"]),
+        )
+    return None
+
+
+def read_held_back(file: StoreConnection) -> list[HeldBack]:
+    """:func:`held_back` now, in a read transaction of its own."""
+    with translate_errors(file.path), read_transaction(file.conn) as conn:
+        return held_back(conn, now_ms())
+
+
+def read_status(file: StoreConnection) -> HousekeepingStatus:
+    """:func:`status` in a read transaction of its own."""
+    with translate_errors(file.path), read_transaction(file.conn) as conn:
+        return status(conn)

@@ -1,0 +1,181 @@
+"""Housekeeping: retention, dead-letter retention and the WAL's bound, applied by the
+store's own processes, one at a time (a lease in sq_meta), when due."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from spark_queue.errors import OptionError
+from spark_queue.store import Housekeeper, Store
+from spark_queue.store.file.connection import now_ms
+
+
+def wait_for(condition, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_a_run_applies_every_topics_stored_retention_and_records_it(store):
+    store.configure_topic("kept", retention_rows=5)
+    store.configure_topic("free")
+    store.publish_many("kept", range(20))
+    store.publish_many("free", range(20))
+    run = store.run_housekeeping()
+    assert (run.deleted_events, run.held_back, run.complete) == (15, [], True)
+    assert store.bounds("kept") == (15, 20)
+    assert store.bounds("free") == (0, 20)
+    status = store.housekeeping_status()
+    assert status.last_run == run
+    assert status.lease_holder is None  # released at the end of the run
+
+
+def test_a_consumer_holding_retention_back_is_recorded_and_keeps_its_events(store):
+    store.configure_topic("t", retention_rows=2)
+    store.publish_many("t", range(10))
+    store.commit_offsets("slow", {"t": 3})
+    run = store.run_housekeeping()
+    assert run.deleted_events == 3
+    assert [tuple(h)[:3] for h in run.held_back] == [("t", "slow", 5)]
+    assert store.bounds("t")[0] == 3
+
+
+def test_no_run_while_another_process_holds_the_lease_and_one_after_it_expires(store):
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(5))
+    with store.write() as conn:
+        conn.execute("INSERT OR REPLACE INTO sq_meta VALUES ('housekeeping_lease', ?)",
+                     (json.dumps({"holder": "other", "until_ms": now_ms() + 600_000}),))
+    assert store.run_housekeeping() is None
+    assert store.bounds("t")[0] == 0
+    with store.write() as conn:  # the holder died: its lease ran out
+        conn.execute("UPDATE sq_meta SET value = ? WHERE key = 'housekeeping_lease'",
+                     (json.dumps({"holder": "other", "until_ms": now_ms() - 1}),))
+    assert store.run_housekeeping().deleted_events == 4
+
+
+def test_dead_letters_beyond_their_retention_are_deleted_oldest_first(store):
+    q = store.queue("q", max_attempts=1)
+    q.enqueue_many(list(range(5)))
+    for job in q.claim(5):
+        q.nack(job, "boom")
+    assert q.stats().dead == 5
+    q.configure(dead_retention_rows=2)
+    assert store.run_housekeeping().deleted_dead_letters == 3
+    assert sorted(d.payload for d in q.dead_letters()) == [3, 4]
+    q.configure(dead_retention_rows=None, dead_retention_ms=1)
+    wait_for(lambda: now_ms() > max(d.dead_ms for d in q.dead_letters()) + 1)
+    assert store.run_housekeeping().deleted_dead_letters == 2
+    assert q.stats().dead == 0
+
+
+def test_the_interval_is_a_store_setting_and_zero_switches_self_applied_runs_off(store):
+    assert store.housekeeping_status().interval_ms == 30_000
+    store.set_housekeeping_interval(0)
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(5))
+    keeper = Housekeeper(store.path, check_every_s=0.01).start()
+    try:
+        with Store(store.path) as other:  # a check of its own: not due while off
+            from spark_queue.store.housekeeping import run_housekeeping
+
+            assert run_housekeeping(other.file, due_only=True) is None
+    finally:
+        keeper.stop()
+    assert keeper.runs == 0 and store.bounds("t")[0] == 0
+    assert store.run_housekeeping() is not None  # asked for: runs even when off
+    with pytest.raises(OptionError, match="housekeeping_interval_ms"):
+        store.set_housekeeping_interval(-1)
+
+
+def test_a_housekeeper_applies_retention_with_no_command(store):
+    store.set_housekeeping_interval(1)
+    store.configure_topic("t", retention_rows=10)
+    keeper = Housekeeper(store.path, check_every_s=0.01).start()
+    try:
+        store.publish_many("t", range(100))
+        wait_for(lambda: store.bounds("t")[0] == 90)
+        store.publish_many("t", range(100))
+        wait_for(lambda: store.bounds("t")[0] == 190)
+    finally:
+        keeper.stop()
+    assert store.housekeeping_status().last_run.holder == keeper.holder
+
+
+HOLD_LEASE_AND_HANG = """
+import sys, time
+from spark_queue.store import Store
+from spark_queue.store import housekeeping
+with Store(sys.argv[1]) as store:
+    with store.write() as conn:
+        assert housekeeping._take_lease(conn, "doomed", int(sys.argv[2]))
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+def test_a_sigkilled_holders_lease_expires_and_another_process_runs(store):
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(5))
+    lease_ms = 3_000
+    child = subprocess.Popen([sys.executable, "-c", HOLD_LEASE_AND_HANG, store.path,
+                              str(lease_ms)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        until = store.housekeeping_status().lease_until_ms
+        run = store.run_housekeeping()
+        if now_ms() < until:  # asked while the dead holder's lease still ran
+            assert run is None and store.bounds("t")[0] == 0
+        wait_for(lambda: store.run_housekeeping() is not None or store.bounds("t")[0] == 4)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert store.bounds("t")[0] == 4
+    assert store.housekeeping_status().last_run.holder != "doomed"
+
+
+def burst(store, total_bytes):
+    """Publish ``total_bytes`` of payloads in one transaction (a large sink batch): the WAL
+    holds all of it until a checkpoint."""
+    payload = "x" * 4000
+    store.publish_many("t", (payload for _ in range(total_bytes // len(payload))))
+
+
+@pytest.mark.parametrize("burst_mb", [
+    80, pytest.param(500, marks=pytest.mark.slow, id="500"),
+])
+def test_the_wal_returns_below_its_limit_after_a_burst(store, burst_mb):
+    from spark_queue.defaults import WAL_LIMIT_BYTES
+
+    wal = store.path + "-wal"
+    burst(store, burst_mb * 2**20)
+    assert os.path.getsize(wal) > burst_mb * 2**20
+    store.run_housekeeping()
+    assert os.path.getsize(wal) <= WAL_LIMIT_BYTES
+
+
+def test_a_reader_holding_a_snapshot_keeps_the_wal_until_it_ends(store):
+    from spark_queue.defaults import WAL_LIMIT_BYTES
+
+    wal = store.path + "-wal"
+    store.publish("t", 0)
+    with Store(store.path) as reader, reader.snapshot():
+        reader.read("t", 0)  # the snapshot is taken at the first read
+        burst(store, WAL_LIMIT_BYTES * 5 // 4)
+        store.run_housekeeping()
+        # The checkpoint cannot pass the reader's snapshot: the WAL keeps the burst.
+        assert os.path.getsize(wal) > WAL_LIMIT_BYTES
+    store.run_housekeeping()
+    assert os.path.getsize(wal) <= WAL_LIMIT_BYTES
