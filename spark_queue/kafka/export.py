@@ -53,7 +53,7 @@ from spark_queue.errors import (
 from spark_queue.kafka import client, mirror, topic_checks
 from spark_queue.kafka.client import KafkaSettings
 from spark_queue.kafka.records import Content, checksum, from_message, from_store_row, kafka_headers
-from spark_queue.store import Store, hold_name
+from spark_queue.store import Housekeeper, Store, hold_name
 
 CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
 SAMPLE_EVENTS = 100  # records compared at each end of the log when an export is verified
@@ -407,9 +407,15 @@ def export_topics(
             return names if topics else [info.name for info in store.topics()]
 
         if follow:
-            watch = mirror.Mirror(store, prefix, topics, on_status)
-            exporter, names = mirror.follow(watch, open_pass, names_of, stop=stop,
-                                            poll_ms=poll_ms, give_up_after_s=give_up_after_s)
+            # A mirror runs for days: it applies the store's retention like every other
+            # long-running process on it (docs/operations.md), which its hold then limits.
+            keeper = Housekeeper(str(path)).start()
+            try:
+                watch = mirror.Mirror(store, prefix, topics, on_status)
+                exporter, names = mirror.follow(watch, open_pass, names_of, stop=stop,
+                                                poll_ms=poll_ms, give_up_after_s=give_up_after_s)
+            finally:
+                keeper.stop()
         else:
             exporter = open_pass()
         try:
