@@ -48,8 +48,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     from spark_queue.store import Housekeeper
 
     # A long-running process on the store: it applies housekeeping too (when it may write).
-    keeper = Housekeeper(args.path).start()
+    keeper = Housekeeper(args.path)
     try:
+        keeper.start()
         server.serve_forever()
     finally:
         keeper.stop()

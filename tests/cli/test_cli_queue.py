@@ -184,7 +184,9 @@ def test_metrics_serve_runs_until_interrupted(store_path):
             assert b"# TYPE sqliteq_queue_jobs gauge" in response.read()
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(10) == 130
+        # A bound for a stuck process, not a speed check: on a loaded machine the exit
+        # (the housekeeping thread's current step, the interpreter's teardown) took >10 s.
+        assert proc.wait(120) == 130
 
 
 def test_queue_controls_are_set_shown_and_switched_off_from_the_cli(capsys, store_path):

@@ -62,7 +62,8 @@ def test_backup_of_a_40mb_store_finishes_under_a_publisher_and_the_copy_passes_c
     assert publisher.returncode == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["pages"] > 40 * 1024 * 1024 // 4096 and err == ""
-    assert check_file(dest) == (True, [])
+    report = check_file(dest)
+    assert (report.ok, report.problems, report.warnings) == (True, [], ())
     with Store(dest, create=False) as copy:
         assert copy.bounds("bulk") == (0, 40_000)
         earliest, latest = copy.bounds("busy")
