@@ -16,8 +16,10 @@ import json
 import os
 import pathlib
 import re
+import fcntl
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -27,6 +29,10 @@ from spark_queue.store import Store
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "pipelines.md"
 PAGE_DIR = "/tmp/orders-pipeline"
+# Every `spark-pipelines run` starts a Spark Connect server on its one port (15002); the
+# matrix runs two pyspark versions at once, and a second server failed to bind: runs of
+# this test in any venv take turns on this lock.
+CONNECT_PORT_LOCK = pathlib.Path(tempfile.gettempdir()) / "spark_queue-spark-connect-port.lock"
 FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```[ \t]*$", re.M | re.S)
 
 
@@ -39,9 +45,11 @@ def run_bash(block: str, work: pathlib.Path) -> str:
     bin_dir = str(pathlib.Path(sys.executable).parent)  # sqliteq, spark-pipelines
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.replace(PAGE_DIR, str(work))],
-                          cwd=work.parent, env=env, capture_output=True, text=True,
-                          timeout=900)
+    with open(CONNECT_PORT_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block.replace(PAGE_DIR, str(work))],
+            cwd=work.parent, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{block}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return done.stdout
 
