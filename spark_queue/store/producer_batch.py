@@ -104,11 +104,7 @@ def _append(
         if not calls:
             return
     _, _, replies, values, vtypes, keys, headers = zip(*calls, strict=True)
-    event_log.write_events(
-        conn, log, values, vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes,
-        ts_ms, None if keys.count(None) == len(keys) else keys,
-        None if headers.count(None) == len(headers) else headers,
-    )
+    event_log.write_columns(conn, log, ts_ms, values, vtypes, keys, headers)
     results.extend(zip(replies, range(first, first + len(calls)), strict=True))
 
 

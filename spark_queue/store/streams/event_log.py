@@ -120,3 +120,19 @@ def write_events(
 def span(low: int, high: int) -> str:
     """``low..high`` for an error message, or one offset."""
     return str(low) if low == high else f"{low}..{high}"
+
+
+def write_columns(
+    conn: apsw.Connection, log: TopicLog, ts_ms: int, values: Sequence[Any],
+    value_types: Sequence[int], keys: Sequence[str | bytes | None],
+    headers: Sequence[str | None],
+) -> int:
+    """:func:`write_events` of per-row columns (a producer's calls), each column passed in
+    its compact form: one value type when all rows share it, no keys or headers when every
+    row has none, so the insert binds the fewest columns."""
+    return write_events(
+        conn, log, values,
+        value_types[0] if value_types.count(value_types[0]) == len(value_types) else value_types,
+        ts_ms, None if keys.count(None) == len(keys) else keys,
+        None if headers.count(None) == len(headers) else headers,
+    )

@@ -37,7 +37,13 @@ from spark_queue.store.file.codec import (
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.streams import time_marks
-from spark_queue.store.streams.event_log import TopicLog, open_log, span, write_events
+from spark_queue.store.streams.event_log import (
+    TopicLog,
+    open_log,
+    span,
+    write_columns,
+    write_events,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,12 +277,8 @@ def insert_stored(conn: apsw.Connection, log: TopicLog, ts_ms: int, rows: Sequen
     """
     if not rows:
         return log.next_offset
-    values, vtypes, keys, headers = (list(column) for column in zip(*rows, strict=True))
-    return write_events(
-        conn, log, values, vtypes[0] if vtypes.count(vtypes[0]) == len(vtypes) else vtypes,
-        ts_ms, None if keys.count(None) == len(keys) else keys,
-        None if headers.count(None) == len(headers) else headers,
-    )
+    values, vtypes, keys, headers = zip(*rows, strict=True)
+    return write_columns(conn, log, ts_ms, values, vtypes, keys, headers)
 
 
 def append_routed(
