@@ -24,12 +24,12 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) -m spark_queue demo $(ARGS)
 
-# mypy on spark_queue/ (zero findings; settings in pyproject.toml), the suite on the
+# mypy on spark_queue/ and benchmarks/ (zero findings; settings in pyproject.toml), the suite on the
 # main venv (pyspark 4.2.0 + Delta) while the matrix's venvs install beside it, then
 # the smoke suite (what users run) on every supported pyspark minor from a freshly
 # built wheel. A failing pytest (or one that collects nothing: exit 5) fails the target.
 test: install
-	$(PY) -m mypy spark_queue
+	$(PY) -m mypy spark_queue benchmarks
 	@mkdir -p .venv-matrix
 	$(PY) tests/smoke/matrix.py --prepare >.venv-matrix/prepare.log 2>&1 & prepare=$$!; \
 	$(PY) -m pytest --ignore=tests/smoke $(ARGS); status=$$?; \

@@ -54,14 +54,17 @@ def test_ci_runs_the_readme_test_command():
     assert test_command in [line.strip() for line in ci.splitlines()]
 
 
-def test_make_test_type_checks_the_package_before_the_tests():
+def test_make_test_type_checks_the_package_and_benchmarks_before_the_tests():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^test: .*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
-    assert recipe[0].strip() == "$(PY) -m mypy spark_queue", recipe
+    assert recipe[0].strip() == "$(PY) -m mypy spark_queue benchmarks", recipe
     assert any("-m pytest" in line for line in recipe[1:]), recipe
 
 
-def test_the_contributing_map_names_every_module_of_the_package():
+ROOTS = ("spark_queue/", "benchmarks/")  # the code CONTRIBUTING.md maps file by file
+
+
+def test_the_contributing_map_names_every_module_of_the_package_and_benchmarks():
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = contributing[contributing.index("## Layout and tests"):]
     opening = section.index("```\n") + 4
@@ -70,15 +73,14 @@ def test_the_contributing_map_names_every_module_of_the_package():
     for line in block.splitlines():
         name = line.split()[0] if line.strip() else ""
         depth = (len(line) - len(line.lstrip())) // 2
-        if not name or not (depth or name == "spark_queue/") or depth > len(folders):
-            continue  # a continuation line, or a top-level entry outside the package
+        if not name or not (depth or name in ROOTS) or depth > len(folders):
+            continue  # a continuation line, or a top-level entry outside the code
         del folders[depth:]
         if name.endswith("/"):
             folders.append(name)
         else:
             mapped.add("".join(folders) + name)
-    package = ROOT / "spark_queue"
-    files = {p.relative_to(ROOT).as_posix() for p in package.rglob("*")
+    files = {p.relative_to(ROOT).as_posix() for root in ROOTS for p in (ROOT / root).rglob("*")
              if p.suffix == ".py" or p.name == "py.typed"}
     assert sorted(files - mapped) == [], "modules missing from CONTRIBUTING.md's map"
     assert sorted(mapped - files) == [], "CONTRIBUTING.md's map names modules that are gone"

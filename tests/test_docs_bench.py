@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-from spark_queue.bench import kafka
-from spark_queue.bench.__main__ import BENCHMARKS, build_parser
+from benchmarks import kafka
+from benchmarks.__main__ import BENCHMARKS, build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCHMARKS_MD = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-COMMAND = re.compile(r"`python -m spark_queue\.bench ([^`|]+)`")
+COMMAND = re.compile(r"`python -m benchmarks ([^`|]+)`")
 KAFKA_BENCHMARKS = ("store", "sink", "source", "latency")  # those with --kafka-bootstrap
 
 
@@ -32,7 +32,7 @@ def test_every_documented_benchmark_command_parses_with_its_flags():
 
 
 def test_readme_lists_every_benchmark():
-    listed = re.search(r"`python -m spark_queue\.bench ([a-z|]+)`", README).group(1)
+    listed = re.search(r"`python -m benchmarks ([a-z|]+)`", README).group(1)
     assert listed.split("|") == list(BENCHMARKS)
 
 
@@ -40,7 +40,7 @@ def test_readme_lists_every_benchmark():
 def test_benchmark_help_imports_neither_pyspark_nor_kafka(name):
     code = (
         "import sys\n"
-        "from spark_queue.bench.__main__ import main\n"
+        "from benchmarks.__main__ import main\n"
         "try:\n"
         f"    main([{name!r}, '--help'])\n"
         "except SystemExit as exc:\n"
@@ -69,6 +69,6 @@ def test_the_kafka_comparisons_are_documented_with_the_broker_script():
     assert (ROOT / "scripts" / "kafka-broker").stat().st_mode & 0o111
     assert "## Against Kafka" in BENCHMARKS_MD
     for name in KAFKA_BENCHMARKS:
-        assert f"python -m spark_queue.bench {name}" in BENCHMARKS_MD
+        assert f"python -m benchmarks {name}" in BENCHMARKS_MD
     kafka_commands = [c for c in COMMAND.findall(BENCHMARKS_MD) if "--kafka-bootstrap" in c]
     assert {shlex.split(c)[0] for c in kafka_commands} == set(KAFKA_BENCHMARKS)

@@ -23,7 +23,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from spark_queue.bench.kafka import spark_package  # noqa: E402
+from benchmarks.kafka import spark_package  # noqa: E402
 from spark_queue.kafka import client  # noqa: E402
 from spark_queue.kafka.client import KafkaSettings  # noqa: E402
 from spark_queue.spark import get_or_create  # noqa: E402

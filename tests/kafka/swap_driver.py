@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from spark_queue.bench.kafka import spark_package  # noqa: E402
+from benchmarks.kafka import spark_package  # noqa: E402
 from spark_queue.kafka import client  # noqa: E402
 from spark_queue.kafka.client import KafkaSettings  # noqa: E402
 from spark_queue.kafka.export import export_topics  # noqa: E402

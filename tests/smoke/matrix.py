@@ -67,8 +67,11 @@ def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
     with zipfile.ZipFile(wheel) as archive:
         missing = ({"spark_queue/py.typed", "pyspark_sqliteq.py", *readers}
                    - set(archive.namelist()))
+        shipped_benchmarks = [n for n in archive.namelist() if n.startswith("benchmarks/")]
     if missing:
         raise SystemExit(f"matrix: {wheel.name} lacks {sorted(missing)}")
+    if shipped_benchmarks:  # they run from a checkout; an install has no use for them
+        raise SystemExit(f"matrix: {wheel.name} ships {shipped_benchmarks[:3]}")
     return wheel
 
 

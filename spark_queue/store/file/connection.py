@@ -322,7 +322,7 @@ class StoreConnection:
         """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
         runs a block, with no generator around it: entering and leaving the context
         managers costs a one-event transaction a tenth of its time (``Store.publish``;
-        ``python -m spark_queue.bench store --section single``)."""
+        ``python -m benchmarks store --section single``)."""
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")

@@ -73,7 +73,7 @@ def _each_lease(
 
     One cached statement per job and ``changes()``, not executemany with
     RETURNING: RETURNING materializes each execution's result and halved ack
-    throughput in ``python -m spark_queue.bench queue``.
+    throughput in ``python -m benchmarks queue``.
     """
     done: list[int] = []
     rejected: list[int] = []

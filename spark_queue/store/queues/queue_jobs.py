@@ -21,7 +21,7 @@ leased     ``lease_token`` set and ``lease_expires_at > now``
 A claim sets the lease columns only, so the claim index
 ``(queue_id, priority DESC, available_at)`` is not rewritten (a third more
 claim+ack throughput than moving ``available_at`` to the lease expiry, in
-``python -m spark_queue.bench queue``). The price: a claim walks past the
+``python -m benchmarks queue``). The price: a claim walks past the
 queue's live leases at the head of the index, so its cost grows with the
 jobs in flight, never with the backlog. A lease that expired without ack or
 nack makes its job claimable again by the same scan, so no reaper is needed;

@@ -28,7 +28,7 @@ import textwrap
 import time
 from collections.abc import Callable
 
-from spark_queue.bench.report import now_ms, print_table
+from benchmarks.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
 
 RAW = "raw: 4 statements, 1 tx per event"

@@ -18,26 +18,26 @@ All in one run, on one store of N events of ~100 bytes:
   included) is set beside its in-batch time, with its ``start()`` -> first
   trigger beside the ``rate-micro-batch`` query's.
 
-- in alternating rounds (:mod:`spark_queue.bench.source_rounds`), medians of the
+- in alternating rounds (:mod:`benchmarks.source_rounds`), medians of the
   in-batch time of rate, of a no-I/O Python stream yielding prebuilt batches (the
   ceiling of Spark's Python Data Source API), and of sqliteq's two read paths at the
   default split and at ``2 x cores`` tasks.
 
 Every streaming run also reports the time from ``start()`` to its first
 trigger (the first progress event's trigger timestamp): the query's stand-up;
-:mod:`spark_queue.bench.starts` then sets sqliteq's beside a Python source
+:mod:`benchmarks.starts` then sets sqliteq's beside a Python source
 that does no I/O, in alternating starts, and times the planning process step
 by step.
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), the same
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), the same
 events (values only) in a one-partition Kafka topic (one ordered log, like a
 sqliteq topic), read by Spark's Kafka source in the same session: an
 ``availableNow`` stream into ``noop`` and a batch read, both split into as
 many tasks as the sqliteq rows (``minPartitions``), and the batch read at
 Kafka's default split (one task per topic partition).
 
-Latency (publish -> rows in ``foreachBatch``) is ``python -m spark_queue.bench
-latency`` (:mod:`spark_queue.bench.latency`).
+Latency (publish -> rows in ``foreachBatch``) is ``python -m benchmarks
+latency`` (:mod:`benchmarks.latency`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ import statistics
 import tempfile
 import time
 
-from spark_queue.bench import kafka as kafka_bench
-from spark_queue.bench import source_rounds
-from spark_queue.bench import starts as start_bench
+from benchmarks import kafka as kafka_bench
+from benchmarks import source_rounds
+from benchmarks import starts as start_bench
 
 
 def _ceiling_source():
@@ -118,7 +118,7 @@ def _timed(body) -> float:
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
     if args.starts_only:
         return start_bench.run_only(args, workdir)
-    from spark_queue.bench.report import (
+    from benchmarks.report import (
         first_trigger_s,
         in_batch_seconds,
         local_session,
@@ -326,7 +326,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
 
 def _print_defaults(n: int, backlog: int, split_s: dict, default_s: float,
                     default_batch_s: float, starts: dict[str, list[float]]) -> None:
-    from spark_queue.bench.report import print_table
+    from benchmarks.report import print_table
 
     tuned = min((t for t in split_s if t is not None), key=lambda t: split_s[t])
     best = f"batch read, best split ({tuned} tasks)"

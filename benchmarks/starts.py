@@ -72,7 +72,7 @@ def add_argument(parser) -> None:
 
 def run_only(args, workdir: str) -> int:
     """``--starts-only``: the starts in a session of their own, nothing else."""
-    from spark_queue.bench.report import local_session
+    from benchmarks.report import local_session
 
     spark = local_session("spark_queue-bench-starts", args.cores)
     try:
@@ -120,7 +120,7 @@ def alternating_starts(spark, path: str, topic: str, workdir: str,
     warm-up turn) of rate, the no-I/O source and sqliteq (``topic`` of ``path``, default
     options), each with a processing-time and an ``availableNow`` trigger; and of the
     no-I/O source and sqliteq from start() to the first ``foreachBatch`` call."""
-    from spark_queue.bench.report import first_trigger_s
+    from benchmarks.report import first_trigger_s
 
     if NO_IO not in _registered:
         spark.dataSource.register(no_io_source())

@@ -9,7 +9,7 @@ Paths, all in one run on the same rows, each into a fresh store file:
 - Spark streaming write: the same rows as ONE micro-batch
   (``readStream.parquet`` + ``Trigger.AvailableNow``), checkpoint included.
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), in the
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), in the
 same session and rounds: Kafka's batch sink (``df.write.format("kafka")``) and
 streaming sink (the same ``readStream.parquet`` micro-batch into
 ``format("kafka")``) beside ours, the sink alone compared on the same input;
@@ -41,8 +41,8 @@ from collections.abc import Callable
 
 import apsw
 
-from spark_queue.bench import kafka as kafka_bench
-from spark_queue.bench.report import now_ms, print_table
+from benchmarks import kafka as kafka_bench
+from benchmarks.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
 
 _INSERT = (

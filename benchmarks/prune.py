@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench prune``: a large prune beside a process that publishes.
+"""``python -m benchmarks prune``: a large prune beside a process that publishes.
 
 Fills a store with ``--events`` events (the backlog, 10,000,000 by default), then
 prunes all but the newest ``--keep`` of them with ``force`` (``Store.prune``: steps of at

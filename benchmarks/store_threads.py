@@ -2,7 +2,7 @@
 
 ``--threads`` threads each publish ``--thread-events`` single events (one
 call per event, durability ``normal``) through a :class:`Producer` and the
-ways a service has without it (see :mod:`spark_queue.bench.store_bench`).
+ways a service has without it (see :mod:`benchmarks.store_bench`).
 With ``--kafka-bootstrap``, confluent-kafka's producer in the same shape
 (``produce`` with a delivery callback per event, then ``flush``) from the
 same threads and from one, and each round's ratios printed side by side:
@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import wait
 
-from spark_queue.bench import kafka as kafka_bench
-from spark_queue.bench.report import print_table
+from benchmarks import kafka as kafka_bench
+from benchmarks.report import print_table
 from spark_queue.store import Producer, Store
 
 # -- single publishes from many threads --------------------------------------------

@@ -26,7 +26,7 @@ reported separately: Spark (4.2) allows it on the Kafka, console, memory and
 noop sinks only, so ``foreachBatch`` gets it through Spark's internal
 override of that check, to keep one definition of "visible".
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`spark_queue.bench.kafka`), Spark's
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), Spark's
 Kafka source joins every group of paths under the same settings, at Kafka's
 defaults and with ``kafka.fetch.max.wait.ms=10`` (see :data:`KAFKA_SOURCES`):
 a fresh one-partition topic per turn, each event sent by confluent-kafka (``acks=all``,
@@ -55,9 +55,9 @@ import tempfile
 import threading
 import time
 
-from spark_queue.bench import kafka as kafka_bench
-from spark_queue.bench import starts as start_bench
-from spark_queue.bench.latency_report import (
+from benchmarks import kafka as kafka_bench
+from benchmarks import starts as start_bench
+from benchmarks.latency_report import (
     DEFAULT,
     FLOOR,
     KAFKA_SOURCES,
@@ -120,7 +120,7 @@ def variants(with_async: bool, with_kafka: bool = False) -> list[Variant]:
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
     if args.starts_only:
         return start_bench.run_only(args, workdir)
-    from spark_queue.bench.report import local_session
+    from benchmarks.report import local_session
     from spark_queue.store import Store
 
     path = os.path.join(workdir, "bench.sqlite")
@@ -179,7 +179,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
                   gap_ms: int, into: Samples, kafka: kafka_bench.Kafka | None = None) -> None:
     """Run a fresh query of ``variant`` until ``events`` events after its warm-up batch
     were seen; add what it measured to ``into``."""
-    from spark_queue.bench.report import first_trigger_s
+    from benchmarks.report import first_trigger_s
     from spark_queue.connector import compat
     from spark_queue.store import Store
 
@@ -343,7 +343,7 @@ def _python_rate_source():
 
 def _bulk(spark, path: str, workdir: str, args: argparse.Namespace) -> dict[str, tuple]:
     """Best (wall rows/s, in-batch rows/s) per read mode: availableNow into noop."""
-    from spark_queue.bench.report import in_batch_seconds
+    from benchmarks.report import in_batch_seconds
     from spark_queue.connector import compat
     from spark_queue.store import Store
 

@@ -1,6 +1,6 @@
 """Soak run: steady publishing, a running Spark query, workers and retention, for minutes.
 
-Not a test: ``python -m spark_queue.bench soak --minutes 10``. Every
+Not a test: ``python -m benchmarks soak --minutes 10``. Every
 ``--sample-s`` seconds it records the driver's, the JVM's and the worker
 process's resident memory, the JVM heap still in use after a full GC, the
 store's size on disk (file + WAL), the query's lag and the queue's depth; at
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     )
     worker = subprocess.Popen(
         [sys.executable, "-m", "spark_queue", "worker", path,
-         "spark_queue.bench.soak:noop_handler", "--queue", "soak-jobs", "--batch-size", "64"],
+         "benchmarks.soak:noop_handler", "--queue", "soak-jobs", "--batch-size", "64"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     producer = threading.Thread(target=produce, daemon=True)

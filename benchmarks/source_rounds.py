@@ -123,7 +123,7 @@ def rate_frame(spark, n: int, cores: int, value_bytes: int):
 def measure(spark, path: str, topic: str, n: int, cores: int, value_bytes: int,
             workdir: str, rounds: int) -> dict[str, list[float]]:
     """``{path label: [in-batch seconds per round]}``, after :data:`WARM_UP_ROUNDS`."""
-    from spark_queue.bench.report import in_batch_seconds
+    from benchmarks.report import in_batch_seconds
 
     spark.dataSource.register(ceiling_stream_source())
     tasks = 2 * cores
@@ -166,7 +166,7 @@ def measure(spark, path: str, topic: str, n: int, cores: int, value_bytes: int,
 
 
 def print_rounds(n: int, seconds: dict[str, list[float]]) -> None:
-    from spark_queue.bench.report import print_table
+    from benchmarks.report import print_table
 
     rounds = len(next(iter(seconds.values())))
     medians = {label: statistics.median(runs) for label, runs in seconds.items()}

@@ -1,6 +1,6 @@
 """Queue benchmark: enqueue and claim+ack, against bare apsw SQL and two peer queues.
 
-``python -m spark_queue.bench queue [--jobs N] [--peer-jobs N] [--repeats N] [--no-peers]
+``python -m benchmarks queue [--jobs N] [--peer-jobs N] [--repeats N] [--no-peers]
 [--only SECTION ...] [--baseline-tree DIR]``
 
 Paths, side by side in one run, each on a fresh file in a temp directory:
@@ -43,7 +43,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from spark_queue.bench.report import best_of, now_ms, print_table
+from benchmarks.report import best_of, now_ms, print_table
 from spark_queue.store import TEXT, Store
 
 RAW = "raw apsw (the limit)"

@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench NAME``: side-by-side benchmarks (NAME: store, queue, source,
+"""``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
 latency, sink, soak, drain, prune, unattended).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
@@ -28,10 +28,10 @@ MODULES = {"store": "store_bench", "queue": "queue_bench"}
 
 def build_parser() -> argparse.ArgumentParser:
     """Every benchmark's subcommand and flags; importing them loads no pyspark."""
-    parser = argparse.ArgumentParser(prog="python -m spark_queue.bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
     sub = parser.add_subparsers(dest="name", required=True)
     for name, help_text in BENCHMARKS.items():
-        module_name = f"spark_queue.bench.{MODULES.get(name, name)}"
+        module_name = f"benchmarks.{MODULES.get(name, name)}"
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:

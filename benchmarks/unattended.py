@@ -1,6 +1,6 @@
-"""``python -m spark_queue.bench unattended``: an edge box left alone, with no prune command.
+"""``python -m benchmarks unattended``: an edge box left alone, with no prune command.
 
-The soak (:mod:`spark_queue.bench.soak`) prunes every sample; this run never does.
+The soak (:mod:`benchmarks.soak`) prunes every sample; this run never does.
 
 Topic ``readings`` keeps ``--retention-s`` seconds (60 by default) and nothing prunes it:
 the store's housekeeping does, run by the processes on the store. Three processes, each
@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace, work: str) -> int:
         "producer": [sys.executable, "-c", _PRODUCER, path, str(args.rate)],
         "driver": [sys.executable, "-c", _DRIVER, path, work],
         "worker": [sys.executable, "-m", "spark_queue", "worker", path,
-                   "spark_queue.bench.soak:noop_handler", "--queue", "jobs", "--batch-size", "64"],
+                   "benchmarks.soak:noop_handler", "--queue", "jobs", "--batch-size", "64"],
     }
     def start(name: str) -> subprocess.Popen:
         # Each process's output appended to NAME.log in the work directory (kept on failure).

@@ -1,5 +1,5 @@
 """The latency benchmark's variants, samples and printed tables (``python -m
-spark_queue.bench latency``; the measuring is in :mod:`spark_queue.bench.latency`)."""
+benchmarks latency``; the measuring is in :mod:`benchmarks.latency`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import statistics
 from dataclasses import dataclass, field
 
-from spark_queue.bench import kafka as kafka_bench
+from benchmarks import kafka as kafka_bench
 
 FLOOR = "rate"
 # rate's twin as a Python simple stream reader without I/O: what any Python
@@ -65,7 +65,7 @@ class Samples:
 
 
 def print_latency(samples: dict[Variant, Samples], rows: list[Variant], title: str) -> None:
-    from spark_queue.bench.report import percentile
+    from benchmarks.report import percentile
 
     print(f"\n{title}")
     print(f"{'path':<48} {'checkpoint manager':<21} {'events':>6} {'p50 ms':>7} {'p95 ms':>7}"
@@ -84,7 +84,7 @@ def print_latency(samples: dict[Variant, Samples], rows: list[Variant], title: s
 
 
 def print_targets(samples: dict[Variant, Samples]) -> None:
-    from spark_queue.bench.report import percentile
+    from benchmarks.report import percentile
 
     def p50_ratio(source: str, manager: str) -> float:
         return (percentile(samples[Variant(source, manager)].latencies_s, 0.5)
@@ -115,7 +115,7 @@ def print_targets(samples: dict[Variant, Samples]) -> None:
 
 def print_kafka(samples: dict[Variant, Samples], kafka: kafka_bench.Kafka) -> None:
     """p50 and p95 of each sqliteq mode against both Kafka paths under the same settings."""
-    from spark_queue.bench.report import percentile
+    from benchmarks.report import percentile
 
     print(f"\n{kafka.describe()}; latency events sent with linger.ms=0, then flush()")
     print("sqliteq / Kafka, publish -> foreachBatch, under the same settings "
@@ -173,7 +173,7 @@ def print_first_triggers(samples: dict[Variant, Samples], rows: list[Variant]) -
 
 
 def print_bulk(bulk: dict[str, tuple], args: argparse.Namespace) -> None:
-    from spark_queue.bench.report import print_table
+    from benchmarks.report import print_table
 
     base = "sqliteq, defaults (latencyMode=auto)"
     names = {DEFAULT: base, "throughput": "sqliteq latencyMode=throughput",

@@ -1,4 +1,4 @@
-"""``python -m spark_queue.bench drain``: what draining a backlog in bounded batches costs.
+"""``python -m benchmarks drain``: what draining a backlog in bounded batches costs.
 
 Three ways to read a backlog of ``--rows`` events into Spark's ``noop`` sink,
 side by side in one session: ``run_available_now`` with ``maxRowsPerTrigger``
@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 
-from spark_queue.bench.report import local_session, print_table
+from benchmarks.report import local_session, print_table
 from spark_queue.store import Store
 
 

@@ -1,6 +1,6 @@
 """Store benchmark: publish-many and range reads against raw apsw; single publishes.
 
-``python -m spark_queue.bench store [--events N] [--threads N] [--thread-events N]
+``python -m benchmarks store [--events N] [--threads N] [--thread-events N]
 [--section all|bulk|single|threads] [--single-events N] [--no-honker] [--one-cpu]``
 
 Bulk: the raw side is the limit: for writes, one ``INSERT ... SELECT ...
@@ -13,7 +13,7 @@ Arrow columns (reads).
 
 Single: one event per transaction, ``Store.publish`` beside the raw
 four-statement transaction and honker's single publish
-(:mod:`spark_queue.bench.single_publish`).
+(:mod:`benchmarks.single_publish`).
 
 Threads: ``--threads`` threads each publish ``--thread-events`` single events
 (one call per event, durability ``normal``) through a :class:`Producer`
@@ -30,7 +30,7 @@ connections. The paths take turns on every repeat, so machine load hits
 them alike. Every offset a producer call returned is checked against what a
 reader sees.
 
-Kafka (``--kafka-bootstrap HOST:PORT``, :mod:`spark_queue.bench.kafka`): the
+Kafka (``--kafka-bootstrap HOST:PORT``, :mod:`benchmarks.kafka`): the
 bulk section adds a table of the same ``--events`` as keyed JSON (8-byte
 keys, ~100-byte values, the same text on both sides): ``Store.publish_many``
 in one transaction and in transactions of 10,000, a :class:`Producer` fed
@@ -57,10 +57,10 @@ import time
 
 import apsw
 
-from spark_queue.bench import kafka as kafka_bench
-from spark_queue.bench import single_publish
-from spark_queue.bench.report import best_of, now_ms, print_table
-from spark_queue.bench.store_threads import run_threads
+from benchmarks import kafka as kafka_bench
+from benchmarks import single_publish
+from benchmarks.report import best_of, now_ms, print_table
+from benchmarks.store_threads import run_threads
 from spark_queue.store import TEXT, Producer, Record, Store
 
 KAFKA_CHUNK = 10_000  # events per transaction in the chunked publish_many row
