@@ -19,7 +19,7 @@ import pytest
 
 from spark_queue.store import Store
 
-BACKLOG = 10_000
+BACKLOG = 5_000  # five full batches: bounded batches and a kill between them, at half the runs
 MAX_ROWS = 1000
 TIMEOUT_S = 600
 
