@@ -21,9 +21,11 @@ BENCHMARKS = {
     "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
     "unattended": "an edge box with no prune command: retention, file, WAL, Delta exactly once",
 }
-# A module per benchmark, named after it, except where that name is a store module's
-# (store/store.py, store/queues/queue.py): one name, one file.
-MODULES = {"store": "store_bench", "queue": "queue_bench"}
+# A module per benchmark, named after it, except where that name is a module's or a
+# package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,
+# connector/sink/): one name, one file (tests/test_naming.py).
+MODULES = {"store": "store_bench", "queue": "queue_bench", "source": "source_bench",
+           "sink": "sink_bench"}
 
 
 def build_parser() -> argparse.ArgumentParser:

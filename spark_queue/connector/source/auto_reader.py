@@ -37,7 +37,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.offsets import open_store, subscribed_bounds
+from spark_queue.connector.source.offsets import open_source_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
 from spark_queue.connector.source.partition_reader import file_identity, read_ranges
 from spark_queue.connector.source.partitions import RangesPartition
@@ -76,7 +76,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         self._position = end
         self._shipped = None
         given = (start, end)  # getCache is asked with Spark's offsets, the identity in them
-        store = open_store(self.options)
+        store = open_source_store(self.options)
         try:
             with store.snapshot():
                 start, end = checked_range(store, self.options, start, end)

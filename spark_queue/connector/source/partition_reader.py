@@ -22,7 +22,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.source.offsets import effective_start, open_store
+from spark_queue.connector.source.offsets import effective_start, open_source_store
 from spark_queue.connector.source.partitions import (
     RangesPartition,
     ShippedRangePartition,
@@ -96,7 +96,7 @@ def read_ranges(
     connection (``store`` if given, else one opened for the call)."""
     own = store is None and bool(ranges)
     if own:
-        store = open_store(options)
+        store = open_source_store(options)
     try:
         for topic in sorted(ranges):
             start, end = ranges[topic]
@@ -167,7 +167,7 @@ def _store_tables(
 ) -> Iterator[pa.Table]:
     typed = is_typed(schema, options)
     fmt, headers = payload_format(options, typed), options.include_headers and not typed
-    store = given if given is not None else open_store(options)
+    store = given if given is not None else open_source_store(options)
     try:
         while start < end:
             stop = min(start + chunk_rows, end)

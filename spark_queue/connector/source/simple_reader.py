@@ -47,7 +47,7 @@ from spark_queue.connector.source.offsets import (
     MissingTopics,
     check_store,
     checkpoint_offsets,
-    open_store,
+    open_source_store,
     subscribed_bounds,
 )
 from spark_queue.connector.source.partition_planner import planned_ranges
@@ -125,7 +125,7 @@ class SqliteQueueSimpleStreamReader(
         if self._store is None:
             from spark_queue.store import store_id
 
-            self._store = open_store(self.options)
+            self._store = open_source_store(self.options)
             # One file per connection: the identity cannot change while it is open.
             self._identity = store_id(self._store)
         version = self._store.data_version()
