@@ -216,6 +216,17 @@ def test_the_code_keeps_its_import_rules(rule):
     assert rule() == []
 
 
+def test_planning_never_imports_the_executors_read():
+    """As pyspark keeps plan_data_source_read apart from the executor's read: what both
+    need lives in connector/source/read_shape.py, and the planner carries it in the
+    partition."""
+    planner = "spark_queue.connector.source.partition_planner"
+    reader = "spark_queue.connector.source.partition_reader"
+    found = [f"{a} imports {b}" for a, b in ((planner, reader), (reader, planner))
+             if any(resolve(m, n) == b for m, n in imports(MODULES[a]))]
+    assert found == []
+
+
 def test_no_two_modules_import_each_other():
     assert circles(package_edges(import_graph())) == []
 
