@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+
+from benchmarks import results
 
 BENCHMARKS = {
     "store": "publish-many, single publishes and range reads vs raw apsw",
@@ -47,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    results.start(argv)  # what this run prints is recorded in benchmarks/results.json
     return args.run(args) or 0
 
 
