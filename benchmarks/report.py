@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -44,7 +45,8 @@ def print_table(title: str, rows: Sequence[tuple[str, float, str]]) -> None:
         figures[f"{label} /s"] = round(rate)
         if ratio:
             figures[f"{label} / {baseline}"] = round(rate / rates[baseline], 2)
-    results.record(title, figures)
+    # The section is the title without a run's own load (results.json records the load).
+    results.record(re.sub(r"\s*\(load average [^)]*\)", "", title), figures)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
