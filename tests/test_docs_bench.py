@@ -192,3 +192,21 @@ def test_benchmarks_md_links_no_missing_file():
     for target in re.findall(r"\]\(([^)#]+)", BENCHMARKS_MD):
         if not target.startswith("http"):
             assert (ROOT / target).exists(), target
+
+
+def test_a_benchmark_run_records_its_tables_with_date_load_and_command(tmp_path, monkeypatch,
+                                                                       capsys):
+    from benchmarks import report, results
+
+    path = tmp_path / "results.json"
+    monkeypatch.setattr(results, "RESULTS_PATH", path)
+    report.print_table("t", [("raw", 10.0, "raw"), ("ours", 5.0, "raw")])
+    assert not path.exists()  # a benchmark imported or called from a test records nothing
+    monkeypatch.setattr(results, "_command", None)
+    results.start(["store", "--section", "bulk"])
+    report.print_table("t (load average 3.0)", [("raw", 10.0, "raw"), ("ours", 5.0, "raw")])
+    [(name, section)] = results.read_results(path).items()
+    assert name == "t"  # the run's load is in the section, not in its name
+    assert section["figures"] == {"raw /s": 10, "ours /s": 5, "ours / raw": 0.5}
+    assert section["command"] == "python -m benchmarks store --section bulk"
+    assert len(section["load_average"]) == 3 and section["date"].endswith("UTC")

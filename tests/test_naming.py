@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 import pathlib
 import re
 
@@ -78,6 +79,11 @@ ALLOWED_PARAMETERS = {
 }
 
 
+@functools.cache
+def parsed(path: pathlib.Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def relative(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
     return path.relative_to(root).as_posix()
 
@@ -111,7 +117,7 @@ def shared_stems(sources: list[pathlib.Path], root: pathlib.Path = ROOT) -> list
 
 def public_top_level_names(path: pathlib.Path) -> set[str]:
     names = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -133,7 +139,7 @@ def repeated_names(sources: list[pathlib.Path], root: pathlib.Path = ROOT) -> di
 def unitless_durations(sources: list[pathlib.Path], root: pathlib.Path = ROOT) -> list[str]:
     found = []
     for path in sources:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             args = node.args
