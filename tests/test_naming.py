@@ -40,7 +40,12 @@ ALLOWED_REPEATS = {
                  "module-qualified by Store; the wings never import each other",
     "now_ms": "the benchmarks' own wall clock: they use the store through its public face "
               "only, and the store exports no clock",
-    # Owned by the branch that moves shared bounds into spark_queue/defaults.py (#43, item 3):
+}
+
+#: Repeats in modules that other #43 branches rework this round (shared bounds into
+#: spark_queue/defaults.py, checks as declarations, cuts of queue_jobs.py): tolerated while
+#: present, never reported as stale; the lead deletes an entry once its branch is merged.
+PENDING_ON_OTHER_BRANCHES = {
     "MAX_WAIT_MS": "the worker's thread-wait bound, written twice until #43's bounds move "
                    "into spark_queue/defaults.py (cli/worker_command, worker/settings)",
     "MAX_BATCH_SIZE": "as MAX_WAIT_MS: the worker's batch bound, until #43's bounds move",
@@ -57,7 +62,8 @@ ALLOWED_REPEATS = {
 RENAMED_ON_THE_KAFKA_BRANCH = {
     "stems": {"benchmarks/kafka.py"},
     "names": {"settings_of", "VALUE_FORMATS", "read_range", "SINK_OPTIONS",
-              # not on that branch's list: kafka/topic_checks.check beside the store's check
+              # not on that branch's list: kafka/topic_checks.check beside the store's
+              # maintenance.check (and the settings branch's check(setting, value), if named so)
               "check"},
 }
 
@@ -161,7 +167,8 @@ def test_no_two_modules_share_a_stem_nor_a_module_a_package_name():
 
 
 def test_a_public_name_is_defined_in_one_package_unless_listed_with_its_reason():
-    tolerated = ALLOWED_REPEATS.keys() | RENAMED_ON_THE_KAFKA_BRANCH["names"]
+    tolerated = (ALLOWED_REPEATS.keys() | PENDING_ON_OTHER_BRANCHES.keys()
+                 | RENAMED_ON_THE_KAFKA_BRANCH["names"])
     found = {n: dirs for n, dirs in repeated_names(SOURCES).items() if n not in tolerated}
     assert found == {}
 
@@ -171,7 +178,8 @@ def test_every_allowed_repeat_still_repeats():
     repeated = repeated_names(SOURCES)
     assert [n for n in ALLOWED_REPEATS if n not in repeated] == []
     assert all(reason for reason in [*ALLOWED_REPEATS.values(), *ALLOWED_STEMS.values(),
-                                     *ALLOWED_PARAMETERS.values()])
+                                     *ALLOWED_PARAMETERS.values(),
+                                     *PENDING_ON_OTHER_BRANCHES.values()])
 
 
 def test_a_parameter_holding_a_duration_names_its_unit():
