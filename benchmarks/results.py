@@ -38,7 +38,7 @@ def record(section: str, figures: dict[str, float | str], path: pathlib.Path | N
     path = path or RESULTS_PATH
     results = read_results(path)
     results[section] = {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "command": command,
         "figures": {k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()},

@@ -284,7 +284,9 @@ def ending_offsets(
     return sorted_offsets(end)
 
 
-def _first_offset_at_time(store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]) -> int:
+def _first_offset_at_time(
+    store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]
+) -> int:
     """The first offset of ``topic`` stamped at or after the time; latest if none."""
     if timestamp_ms == EARLIEST_SENTINEL:
         return bounds[0]
