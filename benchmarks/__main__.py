@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+
+from benchmarks import results
 
 BENCHMARKS = {
     "store": "publish-many, single publishes and range reads vs raw apsw",
@@ -21,9 +24,11 @@ BENCHMARKS = {
     "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
     "unattended": "an edge box with no prune command: retention, file, WAL, Delta exactly once",
 }
-# A module per benchmark, named after it, except where that name is a store module's
-# (store/store.py, store/queues/queue.py): one name, one file.
-MODULES = {"store": "store_bench", "queue": "queue_bench"}
+# A module per benchmark, named after it, except where that name is a module's or a
+# package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,
+# connector/sink/): one name, one file (tests/test_naming.py).
+MODULES = {"store": "store_bench", "queue": "queue_bench", "source": "source_bench",
+           "sink": "sink_bench"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    results.start(argv)  # what this run prints is recorded in benchmarks/results.json
     return args.run(args) or 0
 
 

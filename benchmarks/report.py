@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime
 import platform
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
+
+from benchmarks import results
 
 S = TypeVar("S")  # what a benchmark's setup hands its body
 
@@ -29,14 +32,21 @@ def now_ms() -> int:
 
 
 def print_table(title: str, rows: Sequence[tuple[str, float, str]]) -> None:
-    """``rows`` are (label, rate/s, baseline label); ratios are against the baseline's rate."""
+    """``rows`` are (label, rate/s, baseline label); ratios are against the baseline's rate.
+    The table is recorded in benchmarks/results.json (:mod:`benchmarks.results`)."""
     rates = {label: rate for label, rate, _ in rows}
+    figures: dict[str, float | str] = {}
     print(f"\n{title}  ({platform.python_implementation()} {platform.python_version()}, "
           f"{platform.machine()})")
     print(f"{'path':<44} {'rows/s':>12} {'ratio':>8}  vs")
     for label, rate, baseline in rows:
         ratio = f"{rate / rates[baseline]:.2f}x" if baseline in rates and baseline != label else ""
         print(f"{label:<44} {rate:>12,.0f} {ratio:>8}  {baseline if ratio else ''}")
+        figures[f"{label} /s"] = round(rate)
+        if ratio:
+            figures[f"{label} / {baseline}"] = round(rate / rates[baseline], 2)
+    # The section is the title without a run's own load (results.json records the load).
+    results.record(re.sub(r"\s*\(load average [^)]*\)", "", title), figures)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -1,6 +1,6 @@
 """Fixtures shared by every test: fresh temp store paths, and the one Spark session.
 
-The ``spark`` fixture serves tests/spark and tests/smoke: UI off, 2 shuffle
+The ``spark`` fixture serves tests/end_to_end, tests/spark and tests/smoke: UI off, 2 shuffle
 partitions, Delta on when delta-spark is installed (the full suite's
 environment; the version-matrix venvs have none). The master is local[2]
 unless SPARK_QUEUE_TEST_MASTER names another. pyspark is imported inside the
@@ -38,7 +38,7 @@ def master_kind() -> str:
 def pytest_collection_modifyitems(config, items):
     """Leave out tests marked for another master (``@pytest.mark.master``). A SIGKILL
     test costs one to four minutes; each runs once per CI run, under the master
-    where it says the most (tests/spark/test_local_cluster_suites.py runs the
+    where it says the most (tests/end_to_end/test_local_cluster_suites.py runs the
     local-cluster ones in a child pytest)."""
     kind = master_kind()
     keep, left_out = [], []
@@ -62,7 +62,7 @@ _BACKGROUND: list = []  # (the module that started them, its children)
 
 def pytest_collection_finish(session):
     """Start the local-cluster children of the selected tests now, to run beside the rest
-    of the suite (tests/spark/test_local_cluster_suites.py); never inside a child."""
+    of the suite (tests/end_to_end/test_local_cluster_suites.py); never inside a child."""
     if master_kind() != "local[2]" or session.config.option.collectonly:
         return
     items = [item for item in session.items if _runs_a_child(item)]
@@ -98,7 +98,7 @@ def standalone_cluster(tmp_path_factory):
 
     if master_kind() != "standalone":
         pytest.skip("the standalone cluster runs under SPARK_QUEUE_TEST_MASTER=standalone "
-                    "(tests/spark/test_local_cluster_suites.py starts that run)")
+                    "(tests/end_to_end/test_local_cluster_suites.py starts that run)")
     reason = unavailable()
     if reason:
         pytest.skip(reason)
@@ -141,7 +141,7 @@ def spark(request):
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # tests/spark/test_local_cluster_suites.py reruns the source and sink acceptance
+    # tests/end_to_end/test_local_cluster_suites.py reruns the source and sink acceptance
     # suites with SPARK_QUEUE_TEST_MASTER=standalone, the SIGKILL tests with local-cluster.
     if master_kind() == "standalone":
         from tests.cluster.standalone import session_builder

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import shlex
@@ -72,3 +73,140 @@ def test_the_kafka_comparisons_are_documented_with_the_broker_script():
         assert f"python -m benchmarks {name}" in BENCHMARKS_MD
     kafka_commands = [c for c in COMMAND.findall(BENCHMARKS_MD) if "--kafka-bootstrap" in c]
     assert {shlex.split(c)[0] for c in kafka_commands} == set(KAFKA_BENCHMARKS)
+
+
+# -- the figures README.md and docs/*.md quote are the benchmarks' (benchmarks/results.json) --
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+TO = r"(?:\s*[–-]\s*|\s+to\s+)"  # a range: 1.03–1.18×, 260,000 to 400,000
+#: A ratio (0.47×, 1.03–1.18×), a rate (148k jobs/s, 2.0M rows/s, 400,000 ... a second),
+#: a start in seconds on a line about starts (~1.8 s), a cost in percent (costs 3%).
+RATIO = re.compile(rf"({NUMBER})(?:{TO}({NUMBER}))?×")
+RATE = re.compile(rf"({NUMBER})\s*([kM])?(?:{TO}({NUMBER})\s*([kM])?)?\s*(?:[a-z-]+\s+){{0,3}}"
+                  r"(?:events|rows|jobs|calls)(?:/s| a second)")
+SECONDS = re.compile(rf"([−-]?{NUMBER})\s*s\b")
+PERCENT = re.compile(r"(\d+)%")
+SCALE = {"k": 1_000, "M": 1_000_000, None: 1, "": 1}
+
+#: Figures quoted in the docs that no current run records, each with the reason; the
+#: check skips them. Keep it short: a figure without a run is prose to fix.
+UNRECORDED = {
+    # Owned by the Producer's branch (#44), which records its rows in the same file.
+    ("docs/store.md", "3.5×"): "the Producer's (#44) run: store --section threads",
+    ("README.md", "3.5×"): "the Producer's (#44) run: store --section threads",
+}
+
+
+def quoted_figures(text: str) -> list[tuple[str, float, float]]:
+    """(as written, low, high) for every performance figure in ``text``: the tolerance is
+    half a unit of the last digit written (1.0× holds 0.95 to 1.05)."""
+    found = []
+
+    def span(written: str, scale: int = 1) -> tuple[float, float]:
+        plain = written.replace(",", "").replace("−", "-")
+        decimals = len(plain.split(".")[1]) if "." in plain else 0
+        half = 0.5 * 10 ** -decimals * scale
+        value = float(plain) * scale
+        if scale > 1 or abs(value) >= 1_000:  # 148k, 260,000: a rounded rate, 1% either way
+            half = max(half, value * 0.01)
+        return value - half, value + half
+
+    for clause in clauses(text):
+        for m in RATIO.finditer(clause):
+            for g in (m.group(1), m.group(2)):
+                if g is not None:
+                    found.append((f"{g}×", *span(g)))
+        for m in RATE.finditer(clause):
+            for g, unit in ((m.group(1), m.group(2) or m.group(4)), (m.group(3), m.group(4))):
+                if g is not None:
+                    found.append((f"{g}{unit or ''}/s", *span(g, SCALE[unit])))
+        if re.search(r"\bstart", clause):
+            for m in SECONDS.finditer(clause):
+                found.append((f"{m.group(1)} s", *span(m.group(1))))
+        if re.search(r"\bcost", clause):
+            for m in PERCENT.finditer(clause):  # a cost of N% is a ratio of 1 - N/100
+                low, high = span(m.group(1))
+                found.append((f"{m.group(1)}%", 1 - high / 100, 1 - low / 100))
+    return found
+
+
+def clauses(text: str) -> list[str]:
+    """Table rows, and the clauses of paragraphs with their wrapped lines joined: a figure's
+    context ("start", "cost") is its clause, wherever the line breaks."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = paragraph.splitlines()
+        found += [line for line in lines if line.lstrip().startswith("|")]
+        prose = " ".join(line.strip() for line in lines if not line.lstrip().startswith("|"))
+        found += re.split(r"(?<=[.;:])\s+(?=[A-Z(`*])|;\s+", prose)
+    return found
+
+
+def recorded_values() -> list[float]:
+    values = []
+    for section in json.loads(RESULTS.read_text(encoding="utf-8")).values():
+        for value in section["figures"].values():
+            values.extend(v for v in (value if isinstance(value, list) else [value])
+                          if isinstance(v, int | float))
+    return values
+
+
+RESULTS = ROOT / "benchmarks" / "results.json"
+
+
+def test_every_results_section_says_when_with_what_load_and_how():
+    for name, section in json.loads(RESULTS.read_text(encoding="utf-8")).items():
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d( \d\d:\d\d)?( UTC)?", section["date"]), name
+        assert section["load_average"], name
+        assert section["command"].startswith(("python -m benchmarks ", "scripts/")), name
+        assert section["figures"], name
+
+
+def test_every_figure_the_docs_quote_is_in_the_benchmarks_results():
+    values = recorded_values()
+    missing = []
+    for page in PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        for written, low, high in quoted_figures(page.read_text(encoding="utf-8")):
+            if (name, written) in UNRECORDED:
+                continue
+            if not any(low <= v <= high for v in values):
+                missing.append(f"{name}: {written}")
+    assert missing == []
+
+
+def test_the_figure_check_sees_a_figure_no_run_recorded():
+    text = ("publish_many 0.90× the limit, 400,000 small keyed events a second, 148k jobs/s,\n"
+            "a query start takes ~1.8 s; the controls cost 3% to\n21%; 1.03–1.18× rate\n\n"
+            "| row | 2.0M rows/s |\nA 5 s busy timeout.")
+    assert [w for w, _, _ in quoted_figures(text)] == [
+        "0.90×", "400,000/s", "148k/s", "1.8 s", "3%", "21%", "1.03×", "1.18×", "2.0M/s"]
+    [(_, low, high)] = quoted_figures("1.0×")
+    assert (low, high) == (0.95, 1.05)
+    [(_, low, high)] = quoted_figures("148k jobs/s")
+    assert low <= 147_732 <= high and not low <= 140_000 <= high
+
+
+def test_benchmarks_md_links_no_missing_file():
+    for target in re.findall(r"\]\(([^)#]+)", BENCHMARKS_MD):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), target
+
+
+def test_a_benchmark_run_records_its_tables_with_date_load_and_command(tmp_path, monkeypatch,
+                                                                       capsys):
+    from benchmarks import report, results
+
+    path = tmp_path / "results.json"
+    monkeypatch.setattr(results, "RESULTS_PATH", path)
+    report.print_table("t", [("raw", 10.0, "raw"), ("ours", 5.0, "raw")])
+    assert not path.exists()  # a benchmark imported or called from a test records nothing
+    monkeypatch.setattr(results, "_command", None)
+    results.start(["store", "--section", "bulk"])
+    report.print_table("t (load average 3.0)", [("raw", 10.0, "raw"), ("ours", 5.0, "raw")])
+    [(name, section)] = results.read_results(path).items()
+    assert name == "t"  # the run's load is in the section, not in its name
+    assert section["figures"] == {"raw /s": 10, "ours /s": 5, "ours / raw": 0.5}
+    assert section["command"] == "python -m benchmarks store --section bulk"
+    assert len(section["load_average"]) == 3 and section["date"].endswith("UTC")

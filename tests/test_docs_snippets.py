@@ -186,7 +186,7 @@ def run_bash(code: str, cwd: Path, timeout: int = 120, **env: str):
 def test_the_two_commands_are_the_demo_and_the_suite_ci_runs():
     """``make test`` is what CI runs (tests/test_docs.py checks .ci/run), so every CI run runs
     it as written. ``make demo`` installs .venv and runs ``python -m spark_queue demo``,
-    which tests/spark/test_demo.py and tests/smoke/test_demo_cli.py run end to end: a test
+    which tests/end_to_end/test_demo.py and tests/smoke/test_demo_cli.py run end to end: a test
     cannot run ``make demo`` itself without reinstalling the venv it runs in."""
     block = shell_block("README.md", "make demo")
     assert [line.split("#")[0].split() for line in block.code.splitlines()] == [
@@ -194,7 +194,7 @@ def test_the_two_commands_are_the_demo_and_the_suite_ci_runs():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     demo = re.search(r"^demo: install\n\t(.+)$", makefile, re.M)
     assert demo and demo.group(1) == "$(PY) -m spark_queue demo $(ARGS)"
-    for test in ("tests/spark/test_demo.py", "tests/smoke/test_demo_cli.py"):
+    for test in ("tests/end_to_end/test_demo.py", "tests/smoke/test_demo_cli.py"):
         assert '"-m", "spark_queue", "demo"' in (ROOT / test).read_text(encoding="utf-8")
 
 

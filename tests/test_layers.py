@@ -216,6 +216,17 @@ def test_the_code_keeps_its_import_rules(rule):
     assert rule() == []
 
 
+def test_planning_never_imports_the_executors_read():
+    """As pyspark keeps plan_data_source_read apart from the executor's read: what both
+    need lives in connector/source/read_shape.py, and the planner carries it in the
+    partition."""
+    planner = "spark_queue.connector.source.partition_planner"
+    reader = "spark_queue.connector.source.partition_reader"
+    found = [f"{a} imports {b}" for a, b in ((planner, reader), (reader, planner))
+             if any(resolve(m, n) == b for m, n in imports(MODULES[a]))]
+    assert found == []
+
+
 def test_no_two_modules_import_each_other():
     assert circles(package_edges(import_graph())) == []
 
@@ -287,21 +298,29 @@ def test_nothing_below_the_package_face_imports_it():
 #: The tests mirror the package: a module's unit tests sit in the folder whose path under
 #: tests/ is its package's path under spark_queue/ (tests/store/streams <-> spark_queue/store/
 #: streams). These trees hold only such folders.
-MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo")
+MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo", "spark")
+#: Test folders that mirror no package, each for a reason: whole pipelines through a real
+#: Spark (end_to_end), what users run on every pyspark (smoke), the standalone cluster
+#: (cluster), stored files the tests open (fixtures).
+UNMIRRORED_TEST_TREES = frozenset({"end_to_end", "smoke", "cluster", "fixtures"})
 #: Test modules of the tests root that belong to no one package: the shape, the docs, the
 #: security promises and the import promises of the whole tree. A root test_<name>.py may
 #: otherwise only test a top-level module, spark_queue/<name>.py.
 CROSS_CUTTING_TESTS = frozenset({
     "test_layers.py", "test_docs.py", "test_docs_bench.py", "test_docs_install.py",
     "test_docs_links.py", "test_docs_snippets.py", "test_docs_walkthrough.py",
-    "test_security.py", "test_imports.py",
+    "test_security.py", "test_imports.py", "test_naming.py",
 })
 
 
 def violations_of_the_test_mirror(tests: pathlib.Path, package: pathlib.Path) -> list[str]:
     """Files (tests and their helpers) whose folder names no package folder, and package
     tests left in the tests root."""
-    found = []
+    found = [f"tests/{folder.name}/: neither mirrors a package nor is named in "
+             "UNMIRRORED_TEST_TREES"
+             for folder in sorted(tests.iterdir())
+             if folder.is_dir() and folder.name not in ("__pycache__", *MIRRORED_TEST_TREES)
+             and folder.name not in UNMIRRORED_TEST_TREES and any(folder.rglob("*.py"))]
     for tree in MIRRORED_TEST_TREES:
         for path in sorted((tests / tree).rglob("*.py")):
             folder = path.parent.relative_to(tests)
@@ -328,10 +347,11 @@ def test_the_mirror_check_sees_a_test_moved_wrongly(tmp_path):
     # the tests root, are both found; the real tree's folders are all there to check.
     tests = tmp_path / "tests"
     for name in ("store/streams/test_topics.py", "store/stream/test_topics.py",
-                 "test_worker.py", "test_times.py", "test_layers.py"):
+                 "test_worker.py", "test_times.py", "test_layers.py", "sparks/test_x.py"):
         (tests / name).parent.mkdir(parents=True, exist_ok=True)
         (tests / name).write_text("", encoding="utf-8")
     assert violations_of_the_test_mirror(tests, PACKAGE) == [
+        "tests/sparks/: neither mirrors a package nor is named in UNMIRRORED_TEST_TREES",
         "tests/store/stream/test_topics.py: no package spark_queue/store/stream",
         "tests/test_worker.py: tests no top-level module; move it to the folder mirroring "
         "its package",

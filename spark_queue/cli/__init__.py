@@ -14,7 +14,7 @@ from typing import Any
 
 from spark_queue import __version__
 from spark_queue.cli import (
-    demo,
+    demo_command,
     doctor_command,
     kafka_commands,
     metrics_command,
@@ -32,7 +32,7 @@ EXIT_INTERRUPTED = 130
 
 COMMAND_MODULES = [
     store_commands, topic_commands, tail_command, queue_commands, worker_command,
-    metrics_command, kafka_commands, demo, doctor_command,
+    metrics_command, kafka_commands, demo_command, doctor_command,
 ]
 
 

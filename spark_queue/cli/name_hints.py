@@ -27,7 +27,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {' or '.join(map(repr, near))}?)"
 
 
-def require_topic(store: Store, topic: str, *, create_hint: str | None = None) -> None:
+def require_known_topic(store: Store, topic: str, *, create_hint: str | None = None) -> None:
     """Raise :class:`UnknownTopicError` unless ``topic`` exists: the closest topic names,
     ``sqliteq topics PATH`` to list them, and ``create_hint`` (how to create it), if given."""
     if not store.has_topic(topic):
@@ -35,8 +35,8 @@ def require_topic(store: Store, topic: str, *, create_hint: str | None = None) -
                  UnknownTopicError, create_hint)
 
 
-def require_queue(store: Store, queue: str, *, create_hint: str | None = None) -> None:
-    """Raise :class:`UnknownQueueError` unless ``queue`` exists, as :func:`require_topic`."""
+def require_known_queue(store: Store, queue: str, *, create_hint: str | None = None) -> None:
+    """Raise :class:`UnknownQueueError` unless ``queue`` exists, as :func:`require_known_topic`."""
     if not store.queue(queue).exists():
         _missing(store, "queue", queue, [q.name for q in store.queues()], "queues",
                  UnknownQueueError, create_hint)

@@ -22,7 +22,7 @@ def watching(as_json: bool) -> TextIO | None:
     return sys.stderr
 
 
-class BackupProgress:
+class BackupProgressPrinter:
     """One self-overwriting line, for copies long enough to watch (> 2 steps of pages)."""
 
     MIN_PAGES = 4096

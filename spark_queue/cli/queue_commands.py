@@ -15,7 +15,7 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.name_hints import require_queue
+from spark_queue.cli.name_hints import require_known_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.setting_flags import add_setting_flags, given_settings
 from spark_queue.cli.store_commands import (
@@ -33,7 +33,7 @@ STATS_COLUMNS = [
 WORKER_COLUMNS = [
     "queue", "id", "host", "pid", "concurrency", "alive", "jobs_held", "started_ms", "seen_ms",
 ]
-JOB_COLUMNS = [
+JOB_LIST_COLUMNS = [
     "id",
     "state",
     "priority",
@@ -228,7 +228,7 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
                           "(--ndjson, or stdin without VALUE).")
     with open_for_write(args.path, "queue add", create=args.create) as store:
         if not args.create:
-            require_queue(store, args.queue, create_hint=(
+            require_known_queue(store, args.queue, create_hint=(
                 f"make it with `sqliteq queue create {args.path} {args.queue}` or add "
                 "--create"))
         q = store.queue(args.queue)
@@ -297,7 +297,7 @@ def cmd_queue_list(args: argparse.Namespace) -> int:
 
 def cmd_queue_show(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         if args.job is not None:
             row = store.queue(args.queue).get(args.job)._asdict()
         else:
@@ -336,7 +336,7 @@ def cmd_queue_config(args: argparse.Namespace) -> int:
 
 def cmd_queue_pause(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        require_queue(store, args.queue)  # a typo must not create one
+        require_known_queue(store, args.queue)  # a typo must not create one
         q = store.queue(args.queue)
         config = q.pause() if args.paused else q.resume()
     emit_object({"queue": config.name, "paused": config.paused}, as_json=args.json)
@@ -347,7 +347,7 @@ def cmd_queue_stats(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store, store.snapshot():
         one = args.queue is not None
         if one:
-            require_queue(store, args.queue)
+            require_known_queue(store, args.queue)
         stats = [store.queue(args.queue).stats()] if one else store.queue_stats()
         paused = {config.name: config.paused for config in store.queues()}
         rows = [
@@ -371,13 +371,13 @@ def cmd_queue_workers(args: argparse.Namespace) -> int:
 
 def cmd_queue_peek(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).peek(args.limit)]
     if not args.json:
         # One line per job: the error's line that names the exception; the whole text is in
         # --json and `sqliteq queue show PATH QUEUE JOB`.
         rows = [row | {"last_error": one_line_error(row["last_error"])} for row in rows]
-    emit(rows, as_json=args.json, columns=JOB_COLUMNS)
+    emit(rows, as_json=args.json, columns=JOB_LIST_COLUMNS)
     return 0
 
 
@@ -385,7 +385,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
     if args.expired and args.include_leased:
         raise OptionError("--expired sweeps only expired jobs; it cannot go with --include-leased.")
     with open_store(args.path) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         q = store.queue(args.queue)
         deleted = q.sweep_expired() if args.expired else q.purge(include_leased=args.include_leased)
     emit_object({"queue": args.queue, "deleted": deleted}, as_json=args.json)
@@ -394,7 +394,7 @@ def cmd_queue_purge(args: argparse.Namespace) -> int:
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         rows = [j._asdict() for j in store.queue(args.queue).dead_letters(args.limit)]
     if not args.json:
         # A traceback does not fit a table cell: its last line says what went wrong; the
@@ -406,7 +406,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
 def cmd_dlq_requeue(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         ids = store.queue(args.queue).requeue_dead(args.ids or None)
     emit_object({"queue": args.queue, "requeued": len(ids), "ids": ids}, as_json=args.json)
     return 0
@@ -414,7 +414,7 @@ def cmd_dlq_requeue(args: argparse.Namespace) -> int:
 
 def cmd_dlq_purge(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         deleted = store.queue(args.queue).purge_dead(args.ids or None)
     emit_object({"queue": args.queue, "deleted": deleted}, as_json=args.json)
     return 0
@@ -422,7 +422,7 @@ def cmd_dlq_purge(args: argparse.Namespace) -> int:
 
 def cmd_job_get(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         info = store.queue(args.queue).get(args.id)
     emit_object(info._asdict(), as_json=args.json)
     return 0
@@ -430,7 +430,7 @@ def cmd_job_get(args: argparse.Namespace) -> int:
 
 def cmd_job_remove(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        require_queue(store, args.queue)
+        require_known_queue(store, args.queue)
         state = store.queue(args.queue).remove(args.id)
     emit_object({"queue": args.queue, "id": args.id, "removed_from": state}, as_json=args.json)
     return 0

@@ -20,9 +20,9 @@ from spark_queue.cli.inputs import (
     parse_value,
     write_lines,
 )
-from spark_queue.cli.name_hints import closest, require_topic
+from spark_queue.cli.name_hints import closest, require_known_topic
 from spark_queue.cli.output import emit, emit_object
-from spark_queue.cli.progress import BackupProgress, watching
+from spark_queue.cli.progress import BackupProgressPrinter, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     headers = _headers(args.header)
     with open_for_write(args.path, "publish", create=args.create) as store:
         if not args.create:
-            require_topic(store, args.topic, create_hint=(
+            require_known_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
         if lines is not None:
@@ -266,7 +266,7 @@ def _publish_lines(
 def cmd_consumers(args: argparse.Namespace) -> int:
     with open_store(args.path, readonly=True) as store:
         if args.topic is not None:
-            require_topic(store, args.topic)
+            require_known_topic(store, args.topic)
         rows = [info._asdict() for info in store.consumers(args.topic)]
     emit(rows, as_json=args.json,
          columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
@@ -276,7 +276,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
         if args.topic is not None:
-            require_topic(store, args.topic)
+            require_known_topic(store, args.topic)
         results = store.prune(args.topic, retention_ms=args.retention_ms,
                               retention_rows=args.retention_rows, force=args.force)
     emit([r._asdict() for r in results], as_json=args.json,
@@ -316,7 +316,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     # Read-only and unmigrated: a backup never writes its source, and the copy keeps the
     # schema version of the release that wrote it (a rollback point before an upgrade).
     with BackupSource(args.path) as source:
-        progress = None if stream is None else BackupProgress(stream, source.page_size())
+        progress = None if stream is None else BackupProgressPrinter(stream, source.page_size())
         pages = source.backup(args.dest, progress)
     if progress is not None:
         progress.finish()

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from spark_queue.cli import numbers
-from spark_queue.cli.name_hints import require_topic
+from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit_line, show_time
 from spark_queue.cli.store_commands import common, open_store
 from spark_queue.errors import OptionError, StoreNotFoundError
@@ -94,7 +94,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             _say_waiting(f"topic {args.topic!r}")
             while not store.has_topic(args.topic):
                 pause(poll_s)
-        require_topic(store, args.topic)
+        require_known_topic(store, args.topic)
         saved = None if args.group is None else store.committed_offsets(args.group).get(
             args.topic)
         if saved is not None:

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli import numbers
-from spark_queue.cli.name_hints import require_topic
+from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.setting_flags import add_setting_flags, given_settings
 from spark_queue.cli.store_commands import (
@@ -146,7 +146,7 @@ def cmd_topic_show(args: argparse.Namespace) -> int:
 
 def _topic_record(store: Store, topic: str, *, consumers: bool = False) -> dict[str, Any]:
     """A topic's offsets, count and settings (and its consumers' lag), as `topics` lists it."""
-    require_topic(store, topic)
+    require_known_topic(store, topic)
     with store.snapshot():
         [info] = [t for t in store.topics() if t.name == topic]
         record = info._asdict()
@@ -164,7 +164,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
         return 0
     with open_for_write(args.path, "topic config", create=args.create) as store:
         if not args.create:
-            require_topic(store, args.topic, create_hint=(
+            require_known_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
         info = store.configure_topic(args.topic, exist_ok=True, **settings)
@@ -174,7 +174,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
 
 def cmd_topic_delete(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        require_topic(store, args.topic)
+        require_known_topic(store, args.topic)
         if not args.yes:
             earliest, latest = store.bounds(args.topic)  # UnknownTopicError names it
             held = [c.consumer for c in store.consumers(args.topic)]
@@ -212,7 +212,7 @@ def cmd_consumer_reset(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
         before = store.committed_offsets(args.consumer)
         if args.topic is not None:
-            require_topic(store, args.topic)
+            require_known_topic(store, args.topic)
         topics = [args.topic] if args.topic is not None else list(before)
         if not topics:
             raise UnknownConsumerError(

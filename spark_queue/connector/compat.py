@@ -53,9 +53,20 @@ except ImportError:  # pyspark 4.0, 4.1
 # of the private _SimpleStreamReaderWrapper (pyspark/sql/datasource_internal.py), asking
 # their getCache(start, end); None sends none and executors read the partitions as for
 # any reader. The JVM keeps shipped rows in the driver's block manager and the task reads
-# them there: no executor Python worker. latencyMode=auto's reader subclasses it and
-# overrides every method. A pyspark without the class gets the plain base: its batches
-# are then all read by executors (the shipped batch's one partition reads itself).
+# them there: no executor Python worker. A pyspark without the class gets the plain
+# base: its batches are then all read by executors (the shipped batch's one partition
+# reads itself).
+#
+# Two readers subclass it, and neither can go (tests/connector/source/test_simple_reader.py
+# holds the list): each is the only way Spark ships rows with the plan for its mode.
+# - source/auto_reader.SqliteQueueAutoStreamReader (latencyMode=auto) overrides every
+#   method: it plans like the executor reader and ships a small batch's rows, which no
+#   public reader class can ask Spark to do.
+# - source/simple_reader.SqliteQueueLowLatencyStreamReader (latencyMode=low) is pyspark's
+#   own wrapper of the simple reader but for getCache: a batch replayed after a restart
+#   ships too instead of falling to an executor task, which cannot open the file on a
+#   cluster. Merging it into the auto reader would change what low mode promises (every
+#   batch read by the driver, whatever its size), so it stays a subclass of its own.
 try:
     from pyspark.sql import datasource_internal
 

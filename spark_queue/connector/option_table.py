@@ -257,7 +257,7 @@ def name_rule(kind: str) -> Parse:
     return parse
 
 
-def duration_ms(name: str, raw: str) -> int:
+def option_duration_ms(name: str, raw: str) -> int:
     """``500ms``, ``2s``, ``15m``, ``1h``, ``1d``; a plain number is milliseconds."""
     millis = parse_duration_ms(raw)
     if millis is None:

@@ -46,7 +46,7 @@ class DemoConfig:
 _SECTIONS = ("producer", "stream", "alerts", "run")
 
 
-def load(path: str | None, overrides: dict[str, Any]) -> DemoConfig:
+def load_config(path: str | None, overrides: dict[str, Any]) -> DemoConfig:
     """Read ``path`` (flattening its sections), apply non-None ``overrides``, validate."""
     values: dict[str, Any] = {}
     if path is not None and (path == "-" or os.path.exists(path)):

@@ -50,7 +50,7 @@ def test_demo_config_dash_reads_the_settings_from_stdin(monkeypatch):
     from spark_queue.demo import config as demo_config
 
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"[producer]\nevents = 7\n")))
-    assert demo_config.load("-", {}).events == 7
+    assert demo_config.load_config("-", {}).events == 7
 
 
 def test_worker_queue_given_twice_is_refused_never_the_last_one_silently(capsys, store_path):

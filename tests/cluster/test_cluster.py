@@ -5,7 +5,7 @@ in a mount namespace where this run's basetemp, and so every store file, is
 an empty directory. Every test here uses the connector's default options and
 expects exactly the rows it would get on ``local[2]``; killed workers and a
 killed driver must change nothing in what a sink holds. Runs in the child
-pytest that tests/spark/test_local_cluster_suites.py starts with
+pytest that tests/end_to_end/test_local_cluster_suites.py starts with
 SPARK_QUEUE_TEST_MASTER=standalone (as root: the namespaces need it).
 
 Races are made impossible with a gate: a Python UDF that records where its
@@ -27,7 +27,7 @@ import pytest
 
 from spark_queue.spark.query_progress import end_offset
 from spark_queue.store import Store
-from tests.spark import drivers
+from tests.end_to_end import drivers
 
 pytestmark = [pytest.mark.master("standalone"), pytest.mark.slow]
 

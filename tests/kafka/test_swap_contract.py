@@ -3,7 +3,7 @@ integration guide's read and write patterns give the same rows on ``format("kafk
 ``format("sqliteq")`` over the same input, and differ only where docs/kafka.md says so.
 
 One Spark driver (tests/kafka/swap_driver.py) runs every case on both formats in one
-session; the tests below read its result. tests/spark/test_kafka_swap.py runs the same
+session; the tests below read its result. tests/end_to_end/test_kafka_swap.py runs the same
 patterns against a store alone (no broker), the shipped example script among them.
 """
 

@@ -89,7 +89,7 @@ def test_cli_backup_shows_progress_only_on_a_terminal(store_path, tmp_path, monk
         def isatty(self) -> bool:
             return True
 
-    monkeypatch.setattr(progress.BackupProgress, "MIN_PAGES", 1)
+    monkeypatch.setattr(progress.BackupProgressPrinter, "MIN_PAGES", 1)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["backup", store_path, str(tmp_path / "a.sqlite")]) == 0

@@ -37,10 +37,11 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.offsets import open_store, subscribed_bounds
+from spark_queue.connector.source.offsets import open_source_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
-from spark_queue.connector.source.partition_reader import file_identity, read_ranges
+from spark_queue.connector.source.partition_reader import ranges_batches
 from spark_queue.connector.source.partitions import RangesPartition
+from spark_queue.connector.source.read_shape import file_identity, read_shape
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader, checked_range
 
@@ -59,6 +60,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         super().__init__(options, schema)
+        self._shape = read_shape(options, schema)  # once per query: batches shipped here
         # pyspark 4.2+ asks a wrapper's ``simple_reader`` whether it supports
         # Trigger.AvailableNow and calls its prepareForTriggerAvailableNow.
         self.simple_reader = self
@@ -76,7 +78,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         self._position = end
         self._shipped = None
         given = (start, end)  # getCache is asked with Spark's offsets, the identity in them
-        store = open_store(self.options)
+        store = open_source_store(self.options)
         try:
             with store.snapshot():
                 start, end = checked_range(store, self.options, start, end)
@@ -89,7 +91,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
                         self._shipped = (*given, batches)
                         return [RangesPartition(
                             tuple((t, b, e) for t, (b, e) in sorted(ranges.items())),
-                            socket.gethostname(), file_identity(self.options.path),
+                            socket.gethostname(), file_identity(self.options.path), self._shape,
                         )]
                 return plan_range_partitions(store, self.options, self.schema, ranges)
         finally:
@@ -110,7 +112,8 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
     ) -> list[pa.RecordBatch] | None:
         batches: list[pa.RecordBatch] = []
         size = 0
-        for batch in read_ranges(self.options, self.schema, ranges, store, SHIP_CHUNK_ROWS):
+        for batch in ranges_batches(self.options, self.schema, self._shape, ranges, store,
+                                    SHIP_CHUNK_ROWS):
             size += batch.nbytes
             if size > SHIPPED_MAX_BYTES:
                 return None

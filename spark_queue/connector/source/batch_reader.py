@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector.source.offsets import (
     ending_offsets,
-    open_store,
+    open_source_store,
     require_named_topics,
     starting_offsets,
     subscribed_bounds,
@@ -35,7 +35,7 @@ class SqliteQueueBatchReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        store = open_store(self.options)
+        store = open_source_store(self.options)
         try:
             with store.snapshot():
                 bounds = subscribed_bounds(store, self.options)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from spark_queue.connector.source.offsets import open_store
+from spark_queue.connector.source.offsets import open_source_store
 from spark_queue.connector.source.partition_reader import READ_CHUNK_ROWS
 from spark_queue.connector.source.partitions import OffsetRange, reading_cpus
 from spark_queue.connector.source.source_options import SourceOptions
@@ -66,7 +66,7 @@ def shipped_pieces(
 
     def on_own(piece: OffsetRange) -> bytes | None:
         if not hasattr(local, "store"):
-            local.store = open_store(options)
+            local.store = open_source_store(options)
             with lock:
                 opened.append(local.store)
         return piece_ipc(local.store, piece, payload_format, headers, whole=True)

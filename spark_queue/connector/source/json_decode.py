@@ -109,8 +109,8 @@ class JsonDecoder:
         )
         offsets = joined.buffers()[1]
         data = joined.buffers()[2]
-        first = _offset_at(offsets, joined.offset)
-        last = _offset_at(offsets, joined.offset + len(joined))
+        first = _int32_at(offsets, joined.offset)
+        last = _int32_at(offsets, joined.offset + len(joined))
         buffer = data[first:last] if data is not None else b""
         try:
             table = pajson.read_json(
@@ -149,7 +149,7 @@ def _as_text(values: pa.Array) -> pa.Array:
         )
 
 
-def _offset_at(buffer: pa.Buffer, index: int) -> int:
+def _int32_at(buffer: pa.Buffer, index: int) -> int:
     return int.from_bytes(buffer[index * 4 : index * 4 + 4].to_pybytes(), "little", signed=True)
 
 

@@ -5,7 +5,7 @@ compares offsets by their JSON text, so the order must be stable). A
 subscribed topic missing from a dict is at offset 0: topics created while a
 ``topicPattern`` (or a named topic created after start) query runs are read
 from their first event. The planning runs on the driver; executors call
-:func:`open_store` and :func:`effective_start` when they read a range.
+:func:`open_source_store` and :func:`effective_start` when they read a range.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ log = logging.getLogger("spark_queue.connector")
 Bounds = dict[str, tuple[int, int]]  # topic -> (earliest, latest)
 
 
-def open_store(options: SourceOptions) -> Store:
+def open_source_store(options: SourceOptions) -> Store:
     """Open the store named by ``path``; a missing file is an error (a reader never creates one)."""
     # Imported here, not with the module: Spark starts a fresh interpreter for each
     # planning process, and the ones that only validate options (schema(), the reader
@@ -126,7 +126,7 @@ class MissingTopics:
         self._warned.update(new)
         own = store is None
         if store is None:
-            store = open_store(options)
+            store = open_source_store(options)
         try:
             known = [t.name for t in store.topics()]
         finally:
@@ -268,7 +268,7 @@ def ending_offsets(
         else:
             times = {t: ts for t, ts in options.ending_timestamps if t in bounds}
         for topic, ts in times.items():
-            end[topic] = _offset_at(store, topic, ts, bounds[topic])
+            end[topic] = _first_offset_at_time(store, topic, ts, bounds[topic])
         return sorted_offsets(end)
     for topic, offset in options.ending_offsets.items():
         latest = bounds.get(topic, (0, 0))[1]
@@ -284,7 +284,9 @@ def ending_offsets(
     return sorted_offsets(end)
 
 
-def _offset_at(store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]) -> int:
+def _first_offset_at_time(
+    store: Store, topic: str, timestamp_ms: int, bounds: tuple[int, int]
+) -> int:
     """The first offset of ``topic`` stamped at or after the time; latest if none."""
     if timestamp_ms == EARLIEST_SENTINEL:
         return bounds[0]
@@ -297,7 +299,7 @@ def _at_time(
     store: Store, options: SourceOptions, name: str, topic: str, timestamp_ms: int,
     bounds: tuple[int, int],
 ) -> int:
-    offset = _offset_at(store, topic, timestamp_ms, bounds)
+    offset = _first_offset_at_time(store, topic, timestamp_ms, bounds)
     if (
         options.timestamp_strategy == "error"
         and timestamp_ms not in (EARLIEST_SENTINEL, LATEST_SENTINEL)

@@ -17,7 +17,6 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector.source.driver_read import shipped_pieces
 from spark_queue.connector.source.offsets import Bounds, effective_start
-from spark_queue.connector.source.partition_reader import file_identity, payload_format
 from spark_queue.connector.source.partitions import (
     OffsetRange,
     ShippedRangePartition,
@@ -27,8 +26,8 @@ from spark_queue.connector.source.partitions import (
     split_ranges,
 )
 from spark_queue.connector.source.placement import executors_share_driver_disk
+from spark_queue.connector.source.read_shape import ReadShape, file_identity, read_shape
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.source_schema import is_typed
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -62,34 +61,36 @@ def plan_range_partitions(
     schema: StructType,
     ranges: dict[str, tuple[int, int]],
 ) -> list[InputPartition]:
-    """Partitions covering ``{topic: (begin, stop)}`` (from :func:`planned_ranges`)."""
+    """Partitions covering ``{topic: (begin, stop)}`` (from :func:`planned_ranges`), each
+    carrying the read's shape, computed here once."""
     pieces = split_ranges(ranges, rows_per_partition(options, ranges), options.min_partitions)
     if not pieces:
         return []
+    shape = read_shape(options, schema)
     if ships_rows(options):
-        typed = is_typed(schema, options)
-        fmt, headers = payload_format(options, typed), options.include_headers and not typed
-        return _shipped_partitions(store, options, pieces, fmt, headers)
+        return _shipped_partitions(store, options, pieces, shape)
     host, ident = socket.gethostname(), file_identity(options.path)
-    return [StoreRangePartition(p.topic, p.start, p.end, host, ident) for p in pieces]
+    return [StoreRangePartition(p.topic, p.start, p.end, host, ident, shape) for p in pieces]
 
 
 def _shipped_partitions(
-    store: Store, options: SourceOptions, pieces: list[OffsetRange], fmt: str, headers: bool
+    store: Store, options: SourceOptions, pieces: list[OffsetRange], shape: ReadShape
 ) -> list[InputPartition]:
     """Each piece read and shipped whole; a piece whose bytes pass
     :data:`SHIPPED_PARTITION_MAX_BYTES` is halved (offsets are dense: exactly) and shipped
     as two, down to one row."""
     partitions: list[InputPartition] = []
-    for piece, data in zip(pieces, shipped_pieces(store, options, pieces, fmt, headers),
-                           strict=True):
+    shipped = shipped_pieces(store, options, pieces, shape.payload_format,
+                             shape.include_headers)
+    for piece, data in zip(pieces, shipped, strict=True):
         if len(data) > SHIPPED_PARTITION_MAX_BYTES and piece.rows > 1:
             middle = piece.start + piece.rows // 2
             halves = [OffsetRange(piece.topic, piece.start, middle),
                       OffsetRange(piece.topic, middle, piece.end)]
-            partitions.extend(_shipped_partitions(store, options, halves, fmt, headers))
+            partitions.extend(_shipped_partitions(store, options, halves, shape))
         else:
-            partitions.append(ShippedRangePartition(piece.topic, piece.start, piece.end, data))
+            partitions.append(
+                ShippedRangePartition(piece.topic, piece.start, piece.end, data, shape))
     return partitions
 
 

@@ -1,9 +1,11 @@
 """Read offset ranges into Spark's Arrow RecordBatches.
 
 :func:`read_partition` runs in an executor's Python worker (batch reads and
-the stream readers' executor path); :func:`read_range` and :func:`read_ranges`
-run wherever they are called (the stream readers call them on the driver to
-ship a micro-batch with the plan, on a connection they hold or open).
+the stream readers' executor path), in the shape the planner decided and the
+partition carries (:mod:`read_shape`; this module never imports the planner);
+:func:`range_batches` and :func:`ranges_batches` run wherever they are called
+(the stream readers call them on the driver to ship a micro-batch with the
+plan, on a connection they hold or open).
 Without a given store they open one inside the call and close it in
 ``finally``; both read in chunks so memory stays bounded by
 ``READ_CHUNK_ROWS`` rows per batch whatever the range size.
@@ -12,7 +14,6 @@ Without a given store they open one inside the call and close it in
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -22,14 +23,14 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.source.offsets import effective_start, open_store
+from spark_queue.connector.source.offsets import effective_start, open_source_store
 from spark_queue.connector.source.partitions import (
     RangesPartition,
     ShippedRangePartition,
     StoreRangePartition,
 )
+from spark_queue.connector.source.read_shape import ReadShape, file_identity
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.source_schema import is_typed
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import DataLossError, StoreError
 
@@ -45,32 +46,31 @@ log = logging.getLogger("spark_queue.connector")
 READ_CHUNK_ROWS = 10_000
 
 
-def file_identity(path: str) -> tuple[int, int]:
-    stat = os.stat(path)
-    return (stat.st_dev, stat.st_ino)
-
-
 def read_partition(
     options: SourceOptions, schema: StructType, partition: InputPartition
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the partition's rows as RecordBatches of Spark's exact Arrow schema."""
+    """Yield the partition's rows as RecordBatches of Spark's exact Arrow schema, in the
+    shape the planner put in the partition."""
     if isinstance(partition, RangesPartition):
         _check_reachable(options, partition)
-        yield from read_ranges(options, schema, {t: (b, e) for t, b, e in partition.ranges})
+        yield from ranges_batches(options, schema, partition.shape,
+                                  {t: (b, e) for t, b, e in partition.ranges})
         return
     if isinstance(partition, ShippedRangePartition):
         tables = _shipped_tables(partition)
     elif isinstance(partition, StoreRangePartition):
         _check_reachable(options, partition)
-        tables = _store_tables(options, schema, partition.topic, partition.start, partition.end)
+        tables = _store_tables(options, partition.shape, partition.topic, partition.start,
+                               partition.end)
     else:  # Spark's placeholder for an empty batch read
         return
-    yield from _output_batches(options, schema, partition.topic, tables)
+    yield from _output_batches(options, schema, partition.shape, partition.topic, tables)
 
 
-def read_range(
+def range_batches(
     options: SourceOptions,
     schema: StructType,
+    shape: ReadShape,
     topic: str,
     start: int,
     end: int,
@@ -80,40 +80,43 @@ def read_range(
     """Rows ``[start, end)`` of ``topic`` as RecordBatches of Spark's Arrow schema, read
     here: on ``store`` if given (left open), else on a connection opened for the call."""
     yield from _output_batches(
-        options, schema, topic,
-        _store_tables(options, schema, topic, start, end, store, chunk_rows),
+        options, schema, shape, topic,
+        _store_tables(options, shape, topic, start, end, store, chunk_rows),
     )
 
 
-def read_ranges(
+def ranges_batches(
     options: SourceOptions,
     schema: StructType,
+    shape: ReadShape,
     ranges: dict[str, tuple[int, int]],
     store: Store | None = None,
     chunk_rows: int = READ_CHUNK_ROWS,
 ) -> Iterator[pa.RecordBatch]:
-    """:func:`read_range` of every ``{topic: (start, end)}``, topics in name order, on one
+    """:func:`range_batches` of every ``{topic: (start, end)}``, topics in name order, on one
     connection (``store`` if given, else one opened for the call)."""
     own = store is None and bool(ranges)
     if own:
-        store = open_store(options)
+        store = open_source_store(options)
     try:
         for topic in sorted(ranges):
             start, end = ranges[topic]
-            yield from read_range(options, schema, topic, start, end, store, chunk_rows)
+            yield from range_batches(options, schema, shape, topic, start, end, store,
+                                     chunk_rows)
     finally:
         if own and store is not None:
             store.close()
 
 
 def _output_batches(
-    options: SourceOptions, schema: StructType, topic: str, tables: Iterator[pa.Table]
+    options: SourceOptions, schema: StructType, shape: ReadShape, topic: str,
+    tables: Iterator[pa.Table],
 ) -> Iterator[pa.RecordBatch]:
     from spark_queue.connector.source.arrow_output import kafka_batch, typed_batch
 
     target = arrow_schema(schema)
     decoder = None
-    if is_typed(schema, options):
+    if shape.typed:
         # Only a typed read imports it: it loads pyarrow.compute (60-80 ms), which
         # the stream's planning process would otherwise pay before its first batch
         # reaches foreachBatch (BENCHMARKS.md, "Stream start").
@@ -129,12 +132,6 @@ def _output_batches(
             yield kafka_batch(table, topic, target)
         else:
             yield typed_batch(table, decoder)
-
-
-def payload_format(options: SourceOptions, typed: bool) -> str:
-    """How the store hands key and value over: JSON decoding wants bytes; otherwise
-    the value's format (a different key format is cast per column by kafka_batch)."""
-    return "string" if options.value_format == "string" and not typed else "binary"
 
 
 def _check_reachable(
@@ -158,20 +155,19 @@ def _check_reachable(
 
 def _store_tables(
     options: SourceOptions,
-    schema: StructType,
+    shape: ReadShape,
     topic: str,
     start: int,
     end: int,
     given: Store | None = None,
     chunk_rows: int = READ_CHUNK_ROWS,
 ) -> Iterator[pa.Table]:
-    typed = is_typed(schema, options)
-    fmt, headers = payload_format(options, typed), options.include_headers and not typed
-    store = given if given is not None else open_store(options)
+    store = given if given is not None else open_source_store(options)
     try:
         while start < end:
             stop = min(start + chunk_rows, end)
-            table = store.read_arrow_payloads(topic, start, stop, fmt, headers)
+            table = store.read_arrow_payloads(topic, start, stop, shape.payload_format,
+                                              shape.include_headers)
             got_first = table.column("offset")[0].as_py() if table.num_rows else end
             if got_first != start:
                 # Retention removed the front of the range after it was planned.

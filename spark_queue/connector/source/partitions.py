@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
+from spark_queue.connector.source.read_shape import ReadShape
+
 
 @dataclass(frozen=True)
 class OffsetRange:
@@ -35,6 +37,7 @@ class StoreRangePartition(InputPartition):
     ``file_id`` is the driver's ``(st_dev, st_ino)`` of the store file and
     ``driver_host`` its host name: an executor that sees another file (another
     machine, another mount) refuses to read instead of returning wrong rows.
+    ``shape`` is the read the planner decided (:class:`ReadShape`).
     """
 
     topic: str
@@ -42,6 +45,7 @@ class StoreRangePartition(InputPartition):
     end: int
     driver_host: str
     file_id: tuple[int, int]
+    shape: ReadShape
 
 
 @dataclass
@@ -57,6 +61,7 @@ class RangesPartition(InputPartition):
     ranges: tuple[tuple[str, int, int], ...]
     driver_host: str
     file_id: tuple[int, int]
+    shape: ReadShape
 
 
 @dataclass
@@ -65,14 +70,16 @@ class ShippedRangePartition(InputPartition):
 
     ``arrow_ipc`` holds the store's columns
     (:func:`spark_queue.store.streams.arrow_read.payload_schema`);
-    the executor turns them into output rows. Bounded by driver memory and
-    ``spark.driver.maxResultSize``: size micro-batches with maxRowsPerTrigger.
+    the executor turns them into output rows, in the ``shape`` they were read in.
+    Bounded by driver memory and ``spark.driver.maxResultSize``: size micro-batches
+    with maxRowsPerTrigger.
     """
 
     topic: str
     start: int
     end: int
     arrow_ipc: bytes
+    shape: ReadShape
 
 
 #: The smallest piece a default split makes: each Spark task of a Python source pays

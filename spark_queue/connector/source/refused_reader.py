@@ -7,7 +7,7 @@ refused for a stream only when the query starts, in ``streamReader``. Raised the
 pyspark's source runner (4.0-4.3) calls ``stop()`` on a reader it never got and adds an
 ``UnboundLocalError`` of its own to the report; handed this reader instead, it reports
 the option error alone, before any task runs
-(``tests/spark/test_source_stream.py::test_bad_option_fails_the_stream_at_load``).
+(``tests/end_to_end/test_source_stream.py::test_bad_option_fails_the_stream_at_load``).
 """
 
 from __future__ import annotations

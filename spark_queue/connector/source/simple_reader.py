@@ -47,11 +47,12 @@ from spark_queue.connector.source.offsets import (
     MissingTopics,
     check_store,
     checkpoint_offsets,
-    open_store,
+    open_source_store,
     subscribed_bounds,
 )
 from spark_queue.connector.source.partition_planner import planned_ranges
-from spark_queue.connector.source.partition_reader import read_ranges
+from spark_queue.connector.source.partition_reader import ranges_batches
+from spark_queue.connector.source.read_shape import read_shape
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import (
     initial_offsets,
@@ -73,6 +74,7 @@ class SqliteQueueSimpleStreamReader(
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
+        self._shape = read_shape(options, schema)  # once per query: every batch is read here
         self._admission = TriggerAdmission(options, time.monotonic)
         self._store: Store | None = None
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
@@ -125,7 +127,7 @@ class SqliteQueueSimpleStreamReader(
         if self._store is None:
             from spark_queue.store import store_id
 
-            self._store = open_store(self.options)
+            self._store = open_source_store(self.options)
             # One file per connection: the identity cannot change while it is open.
             self._identity = store_id(self._store)
         version = self._store.data_version()
@@ -142,7 +144,7 @@ class SqliteQueueSimpleStreamReader(
         self, start: dict, end: dict, bounds: Bounds, store: Store | None = None
     ) -> list[pa.RecordBatch]:
         ranges = planned_ranges(self.options, start, end, bounds)
-        return list(read_ranges(self.options, self.schema, ranges, store))
+        return list(ranges_batches(self.options, self.schema, self._shape, ranges, store))
 
 
 class SqliteQueueLowLatencyStreamReader(compat.PlanShippingStreamReader):

@@ -28,9 +28,9 @@ from spark_queue.connector.option_table import (
     OptionTable,
     boolean,
     choice,
-    duration_ms,
     fail,
     non_empty,
+    option_duration_ms,
     positive_int,
     store_path,
     timestamp_ms,
@@ -155,7 +155,7 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
     Option("minRowsPerTrigger", positive_int, aliases=("minOffsetsPerTrigger",),
            doc="streams: wait until this many rows are available, or `maxTriggerDelay` "
            "passed"),
-    Option("maxTriggerDelay", duration_ms, default=15 * 60_000, doc_default="15m",
+    Option("maxTriggerDelay", option_duration_ms, default=15 * 60_000, doc_default="15m",
            doc="with `minRowsPerTrigger`: the longest wait since the last micro-batch "
            "(`500ms`, `2s`, `15m`, `1h`)"),
     Option("failOnDataLoss", boolean, default=True, doc_default="true",

@@ -32,7 +32,7 @@ from spark_queue.connector.source.offsets import (
     MissingTopics,
     check_store,
     checkpoint_offsets,
-    open_store,
+    open_source_store,
     starting_offsets,
     subscribed_bounds,
     with_store,
@@ -50,7 +50,7 @@ log = logging.getLogger("spark_queue.connector")
 
 def read_bounds(options: SourceOptions):
     """``(earliest, latest)`` of every subscribed topic, from a connection opened for it."""
-    store = open_store(options)
+    store = open_source_store(options)
     try:
         return subscribed_bounds(store, options)
     finally:
@@ -62,7 +62,7 @@ def read_store(options: SourceOptions) -> tuple[str, Bounds]:
     snapshot of a connection opened for it."""
     from spark_queue.store import store_id
 
-    store = open_store(options)
+    store = open_source_store(options)
     try:
         with store.snapshot():
             return store_id(store), subscribed_bounds(store, options)
@@ -75,7 +75,7 @@ def initial_offsets(options: SourceOptions) -> dict:
     snapshot, with the store's identity."""
     from spark_queue.store import store_id
 
-    store = open_store(options)
+    store = open_source_store(options)
     try:
         with store.snapshot():
             start = starting_offsets(store, options, subscribed_bounds(store, options))
@@ -105,7 +105,7 @@ def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
     end = checkpoint_offsets(end)
     if options.consumer is None:
         return
-    store = open_store(options)
+    store = open_source_store(options)
     try:
         check_store(recorded, store_id(store), options)
         bounds = subscribed_bounds(store, options)
@@ -198,7 +198,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         self._position = end
-        store = open_store(self.options)
+        store = open_source_store(self.options)
         try:
             with store.snapshot():
                 start, end = checked_range(store, self.options, start, end)

@@ -21,7 +21,7 @@ damaged file. Two checks, once per device and process:
 The verdict is remembered per mount (device, mount id, type and mount point),
 not per device alone: the kernel hands a freed device number to the next
 mount, so a tmpfs unmounted a moment ago and a FUSE mount made now can share
-one (``tests/spark/test_disk_full.py`` mounts a tmpfs before
+one (``tests/end_to_end/test_disk_full.py`` mounts a tmpfs before
 ``tests/store/file/test_filesystem.py`` mounts its FUSE file system).
 """
 

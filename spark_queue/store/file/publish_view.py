@@ -9,7 +9,7 @@ type-2 values, header shape, integer ``ts_ms``), creates the topic if needed,
 and assigns the next dense offset, all inside the INSERT statement's own
 write transaction. So ``INSERT INTO sq_publish (topic, value) VALUES (?, ?)``
 is the whole protocol, in any language. docs/file-format.md, "Publishing and
-consuming from other languages", documents it; ``tests/spark/test_foreign_producer.py``
+consuming from other languages", documents it; ``tests/end_to_end/test_foreign_producer.py``
 runs it from Python's stdlib ``sqlite3`` (a different SQLite library) while
 ``Store.publish_many`` and a Spark query run.
 

@@ -18,6 +18,7 @@ from spark_queue.connector.source.partitions import (
     reading_cpus,
     split_ranges,
 )
+from spark_queue.connector.source.read_shape import ReadShape, read_shape
 from spark_queue.connector.source.source_options import parse_source_options
 
 topic_names = st.sampled_from(["a", "b", "c", "d"])
@@ -62,12 +63,40 @@ def test_cap_rows_admits_exactly_the_limit_never_more_than_available(available, 
 
 
 def test_partitions_pickle_round_trip():
-    store_part = StoreRangePartition("t", 0, 10, "host", (1, 2))
-    shipped = ShippedRangePartition("t", 0, 10, b"ipc")
-    ranges = RangesPartition((("a", 0, 10), ("b", 3, 4)), "host", (1, 2))
+    shape = ReadShape("binary", include_headers=True, typed=False)
+    store_part = StoreRangePartition("t", 0, 10, "host", (1, 2), shape)
+    shipped = ShippedRangePartition("t", 0, 10, b"ipc", shape)
+    ranges = RangesPartition((("a", 0, 10), ("b", 3, 4)), "host", (1, 2), shape)
     assert pickle.loads(pickle.dumps(store_part)) == store_part
     assert pickle.loads(pickle.dumps(shipped)) == shipped
     assert pickle.loads(pickle.dumps(ranges)) == ranges
+
+
+def test_every_partition_carries_the_shape_planned_once(store, store_path, monkeypatch):
+    """The executor reads in the shape the driver planned (payload format, headers,
+    typed decoding), never recomputing it from its own copy of the options."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from spark_queue.connector.source import partition_planner
+    from spark_queue.connector.source.source_schema import default_schema
+
+    store.publish_many("t", [b'{"id": 1}'] * 10)
+    computed = []
+    monkeypatch.setattr(partition_planner, "read_shape",
+                        lambda *a: computed.append(a) or read_shape(*a))
+    typed = StructType([StructField("id", LongType())])
+    for path in ("executor", "driver"):
+        options = parse_source_options(
+            {"path": store_path, "topic": "t", "readPath": path, "rowsPerPartition": "3",
+             "valueFormat": "string", "includeHeaders": "true"}, streaming=False)
+        for schema, shape in ((default_schema(options), ReadShape("string", True, False)),
+                              (typed, ReadShape("binary", False, True))):
+            computed.clear()
+            with store.snapshot():
+                parts = partition_planner.plan_range_partitions(
+                    store, options, schema, {"t": (0, 10)})
+            assert len(parts) == 4 and len(computed) == 1
+            assert {p.shape for p in parts} == {shape}
 
 
 @settings(deadline=None)

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 import spark_queue
 from spark_queue.store import Store
-from tests.spark.sink_helpers import json_input, ledger, run_stream, stored_events
+from tests.end_to_end.sink_helpers import json_input, ledger, run_stream, stored_events
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from spark_queue.store import Store
-from tests.spark import drivers
+from tests.end_to_end import drivers
 
 pytestmark = pytest.mark.slow
 

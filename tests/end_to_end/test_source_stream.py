@@ -18,8 +18,8 @@ from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Record, Store
 from tests.conftest import spark_master
-from tests.spark import source_helpers
-from tests.spark.source_helpers import TIMEOUT_S, run_available_now, source_progress, stream
+from tests.end_to_end import source_helpers
+from tests.end_to_end.source_helpers import TIMEOUT_S, run_available_now, source_progress, stream
 
 # latencyMode=low reads every micro-batch in the driver's planning process: executors in
 # JVMs of their own (the local-cluster rerun) change nothing for it.

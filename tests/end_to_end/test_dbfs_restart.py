@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-from tests.spark import drivers
+from tests.end_to_end import drivers
 
 pytestmark = pytest.mark.slow
 

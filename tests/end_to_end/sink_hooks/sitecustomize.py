@@ -1,4 +1,4 @@
-"""Test-only hook for tests/spark/test_sink_crash.py, never shipped in the product.
+"""Test-only hook for tests/end_to_end/test_sink_crash.py, never shipped in the product.
 
 The crash tests put this folder on the driver's PYTHONPATH; Spark passes that
 path on to every Python worker it starts, and Python imports

@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from spark_queue.store import Store
-from tests.spark.source_helpers import TIMEOUT_S, stream
+from tests.end_to_end.source_helpers import TIMEOUT_S, stream
 
 FOREIGN_PRODUCER = str(
     pathlib.Path(__file__).resolve().parents[1] / "store" / "foreign_producer.py"

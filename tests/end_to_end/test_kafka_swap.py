@@ -22,7 +22,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_queue.store import Record, Store
-from tests.spark import drivers
+from tests.end_to_end import drivers
 
 EXAMPLE = (
     pathlib.Path(pyspark.__file__).parent

@@ -15,7 +15,7 @@ import re
 import time
 
 from spark_queue.store import Store
-from tests.spark.source_helpers import copy_topic
+from tests.end_to_end.source_helpers import copy_topic
 
 
 def _executor_jvms_of(master: str) -> int:

@@ -16,7 +16,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Store, sinks
-from tests.spark.source_helpers import copy_topic
+from tests.end_to_end.source_helpers import copy_topic
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from spark_queue.store import Store, sinks
-from tests.spark import drivers
+from tests.end_to_end import drivers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -43,7 +43,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "conf/demo.toml, or leave --config out."
         )
     path = args.config or str(conf_dir() / "demo.toml")
-    config = demo_config.load(path, {"dir": args.dir, "events": args.events,
+    config = demo_config.load_config(path, {"dir": args.dir, "events": args.events,
                                      "events_per_second": args.events_per_second})
     if args.duration is not None:
         import dataclasses  # here, not at the top: `sqliteq --help` never needs it

@@ -10,7 +10,7 @@ from pyspark.errors import AnalysisException, StreamingQueryException
 
 import spark_queue
 from spark_queue.store import Store
-from tests.spark.sink_helpers import json_input, run_stream, stored_events
+from tests.end_to_end.sink_helpers import json_input, run_stream, stored_events
 
 
 @pytest.fixture(autouse=True)

@@ -136,6 +136,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     # -- without Spark ---------------------------------------------------------
     from spark_queue.connector.source.partition_reader import read_partition
     from spark_queue.connector.source.partitions import StoreRangePartition
+    from spark_queue.connector.source.read_shape import read_shape
     from spark_queue.connector.source.source_options import parse_source_options
     from spark_queue.connector.source.source_schema import default_schema
 
@@ -148,7 +149,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     st = os.stat(path)
     import socket
 
-    part = StoreRangePartition("bench", 0, n, socket.gethostname(), (st.st_dev, st.st_ino))
+    part = StoreRangePartition("bench", 0, n, socket.gethostname(), (st.st_dev, st.st_ino),
+                               read_shape(options, schema))
 
     def in_process() -> None:
         assert sum(b.num_rows for b in read_partition(options, schema, part)) == n
