@@ -54,12 +54,9 @@ from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
-from spark_queue.store.file.names import validate_name
-from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter
+from spark_queue.store.file.codec import TEXT
+from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter, event_call, new_job
 from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
-from spark_queue.store.queues import queue_jobs
-from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
@@ -105,6 +102,7 @@ class Producer:
         self.path = self._store.path
         # Every Ack of this producer waits on one Condition (see producer_replies).
         self._batches = BatchWriter(self._store.file, threading.Condition())
+        self._named: set[str] = set()  # topic names validated already (see _event_call)
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
@@ -145,7 +143,7 @@ class Producer:
     ) -> int:
         """Append one event with the next batch; returns its offset once committed."""
         reply = Reply()
-        return self._call(_event_call(topic, value, key, headers, reply), reply)
+        return self._call(event_call(topic, value, key, headers, reply, self._named), reply)
 
     def publish_nowait(
         self,
@@ -157,7 +155,12 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
         future = Ack(self._batches.answered)
-        self._submit(_event_call(topic, value, key, headers, future), future)
+        if (key is None and headers is None and type(value) is str and type(topic) is str
+                and topic in self._named and value.isascii()):
+            # The hot case, checked as _event_call checks it, without its calls.
+            self._submit((EVENT, topic, future, value, TEXT, None, None), future)
+        else:
+            self._submit(event_call(topic, value, key, headers, future, self._named), future)
         return future
 
     def enqueue(
@@ -176,7 +179,7 @@ class Producer:
         Options as for :meth:`Queue.enqueue <spark_queue.store.Queue.enqueue>`.
         A queue at its ``max_size`` fails the call with QueueFullError at once.
         """
-        job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
         reply = Reply()
         return self._call((JOB, queue, reply, job), reply)
 
@@ -192,7 +195,7 @@ class Producer:
         max_attempts: int | None = None,
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
-        job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
         future = Ack(self._batches.answered)
         self._submit((JOB, queue, future, job), future)
         return future
@@ -264,7 +267,9 @@ class Producer:
                 )
             pending.append(call)
             self._sent += 1
-            if self._linger_s:
+            if self._linger_s and (
+                len(pending) == 1 or self._awaited > 0 or len(pending) == self._max_batch
+            ):
                 self._arrived(len(pending))
             if self._leading:
                 return
@@ -419,31 +424,3 @@ def _waits_for_itself(method: str) -> StoreError:
         "thread writing the producer's batch and would wait for itself; use the _nowait "
         "methods there."
     )
-
-
-def _event_call(topic: str, value: Any, key: Any, headers: Any, reply: Reply | Ack) -> tuple:
-    """The call with its event as stored (see codec and producer_batch), encoded in the
-    calling thread; raises PayloadError."""
-    validate_name(topic)
-    if type(value) is str and value.isascii():  # the hot case; other text is checked
-        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
-    stored, value_type = encode_value(value)
-    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
-
-
-def _job(
-    queue: str,
-    payload: Any,
-    priority: int,
-    delay_ms: int,
-    ttl_ms: int | None,
-    idempotency_key: str | None,
-    max_attempts: int | None,
-) -> NewJob:
-    """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
-    validate_name(queue, "queue")
-    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
-                 max_attempts, ttl_ms)
-    queue_jobs.check_job(job)
-    return job
-
