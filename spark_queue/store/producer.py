@@ -46,7 +46,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from operator import countOf, itemgetter
 from concurrent.futures import Future
 from typing import Any
 
@@ -60,6 +61,13 @@ from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
+_reply_of = itemgetter(2)
+
+
+def _reply_types(calls: list[tuple]) -> Iterator[type]:
+    """The type of each call's reply (Reply: a blocking call), without a loop in Python."""
+    return map(type, map(_reply_of, calls))
+
 _MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 
@@ -388,15 +396,19 @@ class Producer:
         if self._linger_s:
             # Counted from now: a blocking caller cannot call again before
             # this batch answers it.
-            self._awaited = sum(type(call[2]) is Reply for call in batch) or -1
+            self._awaited = countOf(_reply_types(batch), Reply) or -1
         return batch
 
     def _pass_lead(self, me: int = 0) -> bool:
         """Hand the lead to the first blocking call of the next batch, else to the writer
         thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
-        for call in self._pending[: self._max_batch]:
-            reply = call[2]
-            if type(reply) is Reply and not reply.abandoned:
+        window = self._pending[: self._max_batch]
+        kinds = list(_reply_types(window))
+        found = -1
+        while Reply in kinds[found + 1:]:  # scans in C: most batches hold only futures
+            found = kinds.index(Reply, found + 1)
+            reply = window[found][2]
+            if not reply.abandoned:
                 reply.leads = True
                 reply.wake.release()
                 return True
