@@ -1,7 +1,7 @@
 """One producer batch: its calls written in ONE transaction, then every call answered.
 
-A call is one flat tuple, made in the calling thread (see
-:mod:`spark_queue.store.producer`): an event ``(EVENT, topic, reply, value,
+A call is one flat tuple, made in the calling thread by :func:`event_call`
+or :func:`new_job` (a bad one raises there): an event ``(EVENT, topic, reply, value,
 value_type, key, headers)`` in its stored form, a job ``(JOB, queue, reply,
 job)`` with a checked :class:`NewJob`. One tuple, not a call holding a row:
 calls in flight are what the garbage collector walks, and a topic's calls

@@ -6,7 +6,8 @@ that shares one Condition with every other Ack of its producer. A plain
 Future costs a Condition, an RLock, a deque and two lists per call, and a
 service that keeps many in flight pays for them again in every garbage
 collection that walks them (8 threads x 20,000 calls in flight spent more
-time in the collector than in SQLite). An Ack is one object; its lists are
+time in the collector than in SQLite). An Ack is one object with its fields
+in slots (no instance dict to make when the writer settles it); its lists are
 made only if someone waits on it with :func:`concurrent.futures.wait` or adds
 a callback. The writer settles a whole batch under the shared Condition and
 wakes the waiting threads once (:func:`settle_all`).
