@@ -47,8 +47,8 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from operator import countOf, itemgetter
 from concurrent.futures import Future
+from operator import countOf, itemgetter
 from typing import Any
 
 from spark_queue import defaults
