@@ -142,7 +142,7 @@ def settle_all(condition: threading.Condition, answers: Iterable[tuple[Any, Any]
             if not isinstance(reply, Ack):
                 replies.append((reply, result))
                 continue
-            if type(result) is int:
+            if type(result) is int or not isinstance(result, BaseException):
                 reply._result = result
                 add = "add_result"
             else:
