@@ -46,23 +46,28 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
+from operator import countOf, itemgetter
 from typing import Any
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
-from spark_queue.store.file.names import validate_name
-from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter
+from spark_queue.store.file.codec import TEXT
+from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter, event_call, new_job
 from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
-from spark_queue.store.queues import queue_jobs
-from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
+_reply_of = itemgetter(2)
+
+
+def _reply_types(calls: list[tuple]) -> Iterator[type]:
+    """The type of each call's reply (Reply: a blocking call), without a loop in Python."""
+    return map(type, map(_reply_of, calls))
+
 _MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 
@@ -105,6 +110,7 @@ class Producer:
         self.path = self._store.path
         # Every Ack of this producer waits on one Condition (see producer_replies).
         self._batches = BatchWriter(self._store.file, threading.Condition())
+        self._named: set[str] = set()  # topic names validated already (see _event_call)
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
@@ -145,7 +151,7 @@ class Producer:
     ) -> int:
         """Append one event with the next batch; returns its offset once committed."""
         reply = Reply()
-        return self._call(_event_call(topic, value, key, headers, reply), reply)
+        return self._call(event_call(topic, value, key, headers, reply, self._named), reply)
 
     def publish_nowait(
         self,
@@ -157,7 +163,12 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
         future = Ack(self._batches.answered)
-        self._submit(_event_call(topic, value, key, headers, future), future)
+        if (key is None and headers is None and type(value) is str and type(topic) is str
+                and topic in self._named and value.isascii()):
+            # The hot case, checked as _event_call checks it, without its calls.
+            self._submit((EVENT, topic, future, value, TEXT, None, None), future)
+        else:
+            self._submit(event_call(topic, value, key, headers, future, self._named), future)
         return future
 
     def enqueue(
@@ -176,7 +187,7 @@ class Producer:
         Options as for :meth:`Queue.enqueue <spark_queue.store.Queue.enqueue>`.
         A queue at its ``max_size`` fails the call with QueueFullError at once.
         """
-        job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
         reply = Reply()
         return self._call((JOB, queue, reply, job), reply)
 
@@ -192,7 +203,7 @@ class Producer:
         max_attempts: int | None = None,
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
-        job = _job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
         future = Ack(self._batches.answered)
         self._submit((JOB, queue, future, job), future)
         return future
@@ -264,7 +275,9 @@ class Producer:
                 )
             pending.append(call)
             self._sent += 1
-            if self._linger_s:
+            if self._linger_s and (
+                len(pending) == 1 or self._awaited > 0 or len(pending) == self._max_batch
+            ):
                 self._arrived(len(pending))
             if self._leading:
                 return
@@ -383,15 +396,19 @@ class Producer:
         if self._linger_s:
             # Counted from now: a blocking caller cannot call again before
             # this batch answers it.
-            self._awaited = sum(type(call[2]) is Reply for call in batch) or -1
+            self._awaited = countOf(_reply_types(batch), Reply) or -1
         return batch
 
     def _pass_lead(self, me: int = 0) -> bool:
         """Hand the lead to the first blocking call of the next batch, else to the writer
         thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
-        for call in self._pending[: self._max_batch]:
-            reply = call[2]
-            if type(reply) is Reply and not reply.abandoned:
+        window = self._pending[: self._max_batch]
+        kinds = list(_reply_types(window))
+        found = -1
+        while Reply in kinds[found + 1:]:  # scans in C: most batches hold only futures
+            found = kinds.index(Reply, found + 1)
+            reply = window[found][2]
+            if not reply.abandoned:
                 reply.leads = True
                 reply.wake.release()
                 return True
@@ -419,31 +436,3 @@ def _waits_for_itself(method: str) -> StoreError:
         "thread writing the producer's batch and would wait for itself; use the _nowait "
         "methods there."
     )
-
-
-def _event_call(topic: str, value: Any, key: Any, headers: Any, reply: Reply | Ack) -> tuple:
-    """The call with its event as stored (see codec and producer_batch), encoded in the
-    calling thread; raises PayloadError."""
-    validate_name(topic)
-    if type(value) is str and value.isascii():  # the hot case; other text is checked
-        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
-    stored, value_type = encode_value(value)
-    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
-
-
-def _job(
-    queue: str,
-    payload: Any,
-    priority: int,
-    delay_ms: int,
-    ttl_ms: int | None,
-    idempotency_key: str | None,
-    max_attempts: int | None,
-) -> NewJob:
-    """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
-    validate_name(queue, "queue")
-    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
-                 max_attempts, ttl_ms)
-    queue_jobs.check_job(job)
-    return job
-

