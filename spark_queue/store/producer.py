@@ -63,7 +63,7 @@ from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
-_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
+_MAX_WAIT_MS = defaults.MAX_WAIT_MS
 
 
 class Producer:
