@@ -1,19 +1,15 @@
-"""The worker's loop and lifecycle: slot threads (their work is :mod:`spark_queue.worker.slot`'s),
-a heartbeat thread, and the main thread that supervises them and shuts them down (see
+"""The worker's lifecycle: start on a queue, run the slot threads (their work is
+:mod:`spark_queue.worker.slot`'s) and the heartbeat, let the main thread supervise them
+(:mod:`spark_queue.worker.supervisor`), then give back what is held and report (see
 :mod:`spark_queue.worker`)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import selectors
-import signal
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 from spark_queue import defaults
 from spark_queue.errors import ReadOnlyStoreError, UnknownQueueError, WorkerCrashedError
@@ -24,6 +20,7 @@ from spark_queue.worker.queue_link import QueueLink
 from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
 from spark_queue.worker.slot import Slot
 from spark_queue.worker.stats import Tally, WorkerStats
+from spark_queue.worker.supervisor import Supervisor
 from spark_queue.worker.task import Handler, held_at_stop, one_line
 
 log = logging.getLogger("spark_queue.worker")
@@ -79,25 +76,16 @@ class Worker:
         self._busy_timeout_ms = busy_timeout_ms
         self._tally = Tally()
         self.stats = self._tally.stats
-        self._stopping = threading.Event()
+        self._supervisor = Supervisor()
         self._finished = threading.Event()
-        self._signal: int | None = None
-        self._signals_seen = 0
         self._inflight = InFlight()
-        self._done_lock = threading.Lock()
-        self._slots_done = 0
-        self._crash: tuple[str, BaseException] | None = None
         self._worker_id = 0
         self._alive_ms = _MIN_ALIVE_MS
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
 
     # -- public --------------------------------------------------------------
     def stop(self) -> None:
         """Ask the worker to stop (thread-safe): stop claiming, finish within the grace period."""
-        self._stopping.set()
-        self._wake()
+        self._supervisor.stop()
 
     def run(self) -> WorkerStats:
         """Run until stopped (signal or :meth:`stop`) or, with ``until_empty``, the queue is empty.
@@ -124,7 +112,8 @@ class Worker:
 
     def _run(self, lease: int, heartbeat_ms: int) -> WorkerStats:
         work = self._slot_work()
-        with self._signals_installed():
+        supervisor = self._supervisor
+        with supervisor.signals_installed():
             slots = [
                 threading.Thread(target=self._slot, args=(work, i), name=f"sq-worker-{i}",
                                  daemon=True)
@@ -143,17 +132,17 @@ class Worker:
                 "worker on queue %r: %d slots, lease %s, heartbeat every %s",
                 self.queue, len(slots), format_duration_ms(lease), format_duration_ms(heartbeat_ms),
             )
-            clean = self._supervise(slots)
+            clean = supervisor.supervise(len(slots), self.grace_ms)
             keeper.stop()
             given_back: int | None = 0
             self._finished.set()
             if clean:
                 beat.join()
             # After a crash the dead slot's jobs are still held: give them back too.
-            if not clean or self._crash is not None:
+            if not clean or supervisor.crash is not None:
                 given_back = self._give_back_after(work)
-        if self._crash is not None:
-            where, exc = self._crash
+        if supervisor.crash is not None:
+            where, exc = supervisor.crash
             said = (
                 f"{given_back} leased jobs were released (back to ready), the others finished "
                 "first" if given_back is not None else
@@ -215,68 +204,10 @@ class Worker:
         try:
             return self._give_back_leftovers(work)
         except Exception as exc:
-            if self._crash is None:
+            if self._supervisor.crash is None:
                 raise
             log.error("could not give the leases back at shutdown: %s", one_line(exc))
             return None
-
-    # -- main thread -----------------------------------------------------------
-    def _supervise(self, slots: list[threading.Thread]) -> bool:
-        """Wait for the slots to end, or the grace period after a stop; True if they all ended."""
-        selector = selectors.DefaultSelector()
-        selector.register(self._wake_r, selectors.EVENT_READ)
-        deadline: float | None = None
-        try:
-            while True:
-                if self._signal is not None and not self._stopping.is_set():
-                    log.info(
-                        "signal %d: stopping, grace %s", self._signal,
-                        format_duration_ms(self.grace_ms),
-                    )
-                    self._stopping.set()
-                if self._stopping.is_set() and deadline is None:
-                    deadline = time.monotonic() + self.grace_ms / 1000
-                if self._signals_seen > 1:
-                    deadline = time.monotonic()
-                # A counter, not is_alive(): a slot wakes us just before its thread ends.
-                with self._done_lock:
-                    if self._slots_done == len(slots):
-                        return True
-                timeout = None if deadline is None else deadline - time.monotonic()
-                if timeout is not None and timeout <= 0:
-                    log.warning(
-                        "grace period of %s ended with jobs running",
-                        format_duration_ms(self.grace_ms),
-                    )
-                    return False
-                selector.select(timeout)
-                with contextlib.suppress(BlockingIOError):
-                    while self._wake_r.recv(4096):
-                        pass
-        finally:
-            selector.close()
-
-    @contextlib.contextmanager
-    def _signals_installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-        old_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
-
-        def on_signal(signum: int, frame: Any) -> None:
-            # Only set flags: the supervisor loop (woken through the wakeup fd) acts.
-            self._signal = signum
-            self._signals_seen += 1
-
-        try:
-            for sig in previous:
-                signal.signal(sig, on_signal)
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            signal.set_wakeup_fd(old_fd)
 
     def _give_back_leftovers(self, work: Slot) -> int:
         """Carry out :func:`~spark_queue.worker.task.held_at_stop` for every lease still
@@ -296,9 +227,10 @@ class Worker:
         return given_back
 
     def _interrupted_error(self) -> str:
+        crash = self._supervisor.crash
         why = (
-            f"{self._crash[0]} crashed with {one_line(self._crash[1])}"
-            if self._crash is not None else
+            f"{crash[0]} crashed with {one_line(crash[1])}"
+            if crash is not None else
             f"the grace period of {format_duration_ms(self.grace_ms)} ended"
         )
         return (
@@ -306,22 +238,13 @@ class Worker:
             f"{os.getpid()} on {socket.gethostname()})"
         )
 
-    def _crashed(self, where: str, exc: BaseException) -> None:
-        """A thread died: stop the worker as for a signal; run() gives back and raises."""
-        with self._done_lock:
-            if self._crash is None:
-                self._crash = (where, exc)
-        log.error("%s crashed: %s; stopping the worker", where, one_line(exc))
-        log.debug("%s traceback", where, exc_info=exc)
-        self.stop()
-
     # -- slot threads ----------------------------------------------------------
     def _slot_work(self) -> Slot:
         """What each slot thread runs, from the worker's settings as they are at run()."""
         return Slot(
             queue=self.queue, handler=self.handler, batch_size=self.batch_size,
             idle_poll_max_ms=self.idle_poll_max_ms, until_empty=self.until_empty,
-            on_wait=self.on_wait, stopping=self._stopping, inflight=self._inflight,
+            on_wait=self.on_wait, stopping=self._supervisor.stopping, inflight=self._inflight,
             tally=self._tally,
         )
 
@@ -330,11 +253,10 @@ class Worker:
             with self._open_link() as link:
                 work.run(link)
         except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
-            self._crashed(f"worker slot {index}", exc)
+            self._supervisor.record_crash(f"worker slot {index}", exc)
+            self.stop()
         finally:
-            with self._done_lock:
-                self._slots_done += 1
-            self._wake()
+            self._supervisor.slot_ended()
 
     # -- heartbeat thread ------------------------------------------------------
     def _heartbeat(self, every_s: float) -> None:
@@ -349,7 +271,8 @@ class Worker:
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
         except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
-            self._crashed("the heartbeat thread", exc)
+            self._supervisor.record_crash("the heartbeat thread", exc)
+            self.stop()
 
     # -- helpers -------------------------------------------------------------
     def _open_store(self) -> Store:
@@ -359,6 +282,3 @@ class Worker:
         """A connection of this thread's own to the queue (closed on leaving ``with``)."""
         return QueueLink(self._open_store(), self.queue, self.visibility_timeout_ms)
 
-    def _wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):
-            self._wake_w.send(b"\0")
