@@ -120,7 +120,7 @@ def is_int_within(value: Any, low: int | None, high: int | None) -> bool:
 def describe_range(low: int | None, high: int | None) -> str:
     """An integer range in words, its store bounds by name: ``an integer from 1 to 2**62 - 1``."""
     def show(bound: int) -> str:
-        named = {MAX_INT64: "2**63 - 1", MAX_STORED + 1: "2**62", MAX_STORED: "2**62 - 1",
+        named = {MAX_INT64: "2**63 - 1", MAX_STORED: "2**62 - 1",
                  -MAX_STORED: "-(2**62 - 1)"}
         return named.get(bound, str(bound))
 

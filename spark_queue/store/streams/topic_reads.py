@@ -79,7 +79,7 @@ def check_range(start: int, end: int | None, limit: int | None) -> None:
 def range_bounds(start: int, end: int | None, limit: int | None) -> int:
     """The exclusive upper offset of ``[start, end)`` capped to ``limit`` rows (dense offsets)."""
     check_range(start, end, limit)
-    upper = (1 << 62) if end is None else end
+    upper = MAX_INT64 if end is None else end
     if limit is not None:
         upper = min(upper, start + limit)
     return min(upper, MAX_INT64)
