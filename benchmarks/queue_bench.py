@@ -51,7 +51,7 @@ OURS = "spark_queue"
 SECTIONS = ("enqueue", "claim-ack", "backlog", "controls")
 NO_CONTROL = "no control set"
 # The raw baseline's statements: the SQL the store's own enqueue and claim run
-# (store/queues/queue_jobs.py), without the checks and bookkeeping around them.
+# (store/queues/queue_jobs.py, claims.py), without the checks and bookkeeping around them.
 _INSERT_JOB = (
     "INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at, "
     "idempotency_key, enqueued_ms, value, value_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -1,5 +1,6 @@
-"""Defaults said once, for every entry point: the Python API, the CLI, the worker and the
-Spark sink. Imports nothing, so every layer may import it.
+"""Defaults and bounds said once, for every entry point: the Python API, the CLI, the
+worker and the Spark sink. Imports nothing of spark_queue (only the stdlib's ``_thread``),
+so every layer may import it.
 
 A queue's and a topic's own settings (lease, attempts, backoff, idempotency window,
 retention, limits) are declared in :mod:`spark_queue.setting_table`, defaults included;
@@ -7,6 +8,18 @@ the column defaults of ``sq_queues`` (:mod:`spark_queue.store.file.schema`) say 
 so a queue created by any SQLite client gets them, and ``tests/test_setting_table.py``
 holds the two together.
 """
+
+from _thread import TIMEOUT_MAX  # threading's, without importing threading
+
+#: The largest integer SQLite (and so the store) can hold.
+MAX_INT64 = 2**63 - 1
+#: The store's bound on the times, durations and settings it keeps: a duration is added to
+#: epoch milliseconds in SQL (``now + delay_ms``), so it stays below 2**62 and any clock
+#: fits beside it in 64 bits.
+MAX_STORED = 2**62 - 1
+#: The longest a thread can wait at once (``threading.TIMEOUT_MAX``, which
+#: ``Event.wait`` and ``Lock.acquire`` refuse beyond), in milliseconds.
+MAX_WAIT_MS = int(TIMEOUT_MAX * 1000)
 
 #: The Spark format name (``format("sqliteq")``) and the prefix of every connector message;
 #: here so the connector never imports the package face, which imports the connector.

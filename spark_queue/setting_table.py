@@ -1,7 +1,9 @@
 """Every queue and topic setting, declared once: its name, type, default, bounds, doc line
-and CLI flag. Imports nothing of spark_queue, so every layer may read it.
+and CLI flag, and :func:`check`, the one check of a value against its declaration. Imports
+only :mod:`spark_queue.defaults`, which imports nothing, so every layer may read it.
 
-What reads it: the store's check of a value (``Queue.configure``, ``Store.queue``), the
+What reads it: the store's check of a value (``Queue.configure``, ``Store.queue``, a
+topic's retention and payload limit, each through :func:`check`), the
 CLI's flags (``sqliteq queue create|config``, ``topic create|config``) and the durations
 its tables print, the docs' settings tables (``docs/queues.md``, ``docs/store.md``,
 rendered by :func:`markdown_table`). What cannot read it, and is held to it by
@@ -9,15 +11,17 @@ rendered by :func:`markdown_table`). What cannot read it, and is held to it by
 migrations in :mod:`spark_queue.store.file.schema`, so a queue any SQLite client creates
 gets them too), and the static types mypy needs (``QueueConfig``, ``QueueSettings``).
 
-The store's bound on integers, :data:`MAX_SETTING`: a duration is added to epoch
-milliseconds in SQL, so every setting stays below 2**62 (any clock fits beside it).
+The store's bound on integers, :data:`~spark_queue.defaults.MAX_STORED`: a duration is
+added to epoch milliseconds in SQL, so every setting stays below 2**62 (any clock fits
+beside it).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-MAX_SETTING = (1 << 62) - 1
+from spark_queue.defaults import MAX_INT64, MAX_STORED
+
 # A rate limit beyond this loses precision in the token bucket's arithmetic.
 MAX_RATE_PER_S = 1e9
 
@@ -37,7 +41,7 @@ class Setting(NamedTuple):
     doc: str
     flag: str | None
     off_flag: str | None = None
-    high: float = MAX_SETTING
+    high: float = MAX_STORED
     duration: bool = False
 
     @property
@@ -105,6 +109,56 @@ STORE_SETTINGS: tuple[Setting, ...] = (
 QUEUE_SETTING = {s.name: s for s in QUEUE_SETTINGS}
 STORE_SETTING = {s.name: s for s in STORE_SETTINGS}
 TOPIC_SETTING = {s.name: s for s in TOPIC_SETTINGS}
+
+
+def is_int_within(value: Any, low: int | None, high: int | None) -> bool:
+    """Whether ``value`` is an int (never a bool) within ``[low, high]`` (None: unbounded)."""
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and (low is None or value >= low) and (high is None or value <= high))
+
+
+def describe_range(low: int | None, high: int | None) -> str:
+    """An integer range in words, its store bounds by name: ``an integer from 1 to 2**62 - 1``."""
+    def show(bound: int) -> str:
+        named = {MAX_INT64: "2**63 - 1", MAX_STORED: "2**62 - 1",
+                 -MAX_STORED: "-(2**62 - 1)"}
+        return named.get(bound, str(bound))
+
+    if low is None and high is None:
+        return "an integer"
+    if high is None:
+        return f"an integer >= {show(low)}" if low is not None else "an integer"
+    if low is None:
+        return f"an integer <= {show(high)}"
+    return f"an integer from {show(low)} to {show(high)}"
+
+
+def check(setting: Setting, value: Any, *, error: type[Exception], owner: str) -> Any:
+    """``value`` as the store keeps it (a flag as 0 or 1, a rate as a float), if
+    ``setting``'s declaration allows it; otherwise ``error`` naming ``owner`` (``queue 'q'
+    setting``, ``retention``), the setting, what it allows and the value.
+
+    The one check of a setting's value: queue settings, topic retention and payload
+    limits alike; ``error`` is the caller's (QueueConfigError, OptionError)."""
+    name = setting.name
+    if value is None and setting.nullable:
+        return None
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise error(f"{owner} {name} must be True or False; got {value!r}.")
+        return int(value)
+    if setting.kind is float:
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not setting.low < value <= setting.high):
+            raise error(f"{owner} {name} (jobs per second) must be {allowed(setting)}; "
+                        f"got {value!r}.")
+        return float(value)
+    low, high = int(setting.low), int(setting.high)
+    if not is_int_within(value, low, high):
+        allowed_text = describe_range(low, high) + (" or None (no limit)" if setting.nullable
+                                                    else "")
+        raise error(f"{owner} {name} must be {allowed_text}; got {value!r}.")
+    return value
 
 
 def allowed(setting: Setting) -> str:

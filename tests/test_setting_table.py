@@ -13,6 +13,7 @@ import apsw
 import pytest
 
 from spark_queue.cli import build_parser
+from spark_queue.errors import OptionError, QueueConfigError
 from spark_queue.setting_table import (
     QUEUE_SETTINGS,
     STORE_SETTINGS,
@@ -21,7 +22,7 @@ from spark_queue.setting_table import (
     markdown_table,
 )
 from spark_queue.store import QueueConfig, Store
-from spark_queue.store.queues.queue_config import QueueSettings
+from spark_queue.store.queues.queue_config import CONFIG_COLUMNS, QueueSettings, config_from_row
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TABLES = {"sq_queues": QUEUE_SETTINGS, "sq_topics": TOPIC_SETTINGS}
@@ -138,3 +139,33 @@ def test_the_docs_settings_table_is_the_declaration(page, settings):
 def test_the_housekeeping_flags_are_the_store_settings_flags():
     flags = setting_flags("housekeeping", None)
     assert {s.flag for s in STORE_SETTINGS} | {s.off_flag for s in STORE_SETTINGS} <= flags
+
+
+def test_one_check_refuses_a_setting_alike_for_queues_and_topics(tmp_path):
+    """setting_table.check is the one check of a setting's value: a queue's and a topic's
+    max_payload_bytes are refused in the same words (the caller's error class and owner
+    aside), and topic retention goes through it too."""
+    with Store(str(tmp_path / "s.sqlite")) as store:
+        with pytest.raises(QueueConfigError) as queue_error:
+            store.queue("q", max_payload_bytes=0)
+        with pytest.raises(OptionError) as topic_error:
+            store.configure_topic("t", max_payload_bytes=0)
+        with pytest.raises(OptionError, match=r"^retention retention_rows must be an integer "
+                           r"from 1 to 2\*\*62 - 1 or None \(no limit\); got 0\.$"):
+            store.configure_topic("t", retention_rows=0)
+        assert store.topics() == [] and [c.name for c in store.queues()] == []
+    said = "max_payload_bytes must be an integer from 1 to 2**62 - 1 or None (no limit); got 0."
+    assert str(queue_error.value) == f"queue 'q' setting {said}"
+    assert str(topic_error.value) == f"topic 't' {said}"
+
+
+def test_a_queue_row_is_read_by_its_column_names(conn):
+    """CONFIG_COLUMNS names QueueConfig's fields in order, so every field is read from the
+    column of its name (a field added to QueueConfig is read with it)."""
+    conn.execute("INSERT INTO sq_queues (name, created_ms, paused, max_leased) "
+                 "VALUES ('q', 7, 1, 3)")
+    row = conn.execute(f"SELECT {CONFIG_COLUMNS} FROM sq_queues").fetchone()
+    names = [d[0] for d in conn.execute(f"SELECT {CONFIG_COLUMNS} FROM sq_queues").description]
+    config = config_from_row(row)
+    assert names == list(QueueConfig._fields)
+    assert (config.name, config.created_ms, config.paused, config.max_leased) == ("q", 7, True, 3)

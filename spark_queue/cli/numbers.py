@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import argparse
 import time
-from _thread import TIMEOUT_MAX  # threading's, without importing threading
 from collections.abc import Callable
+
+from spark_queue.defaults import MAX_INT64, MAX_STORED, MAX_WAIT_MS
 
 # spark_queue.times (and datetime) load when a flag is read, not for `sqliteq --help`.
 
-INT64_MAX = 2**63 - 1
-# The store's own bound on the integers it keeps (store/queues/queue_jobs.py, admin.py): a
-# duration added to now_ms always fits in 64 bits.
-MAX_STORED = 2**62 - 1
-MAX_WAIT_MS = int(TIMEOUT_MAX * 1000)
 _NOTES = {
-    INT64_MAX: " (2**63 - 1, SQLite's largest integer)",
+    MAX_INT64: " (2**63 - 1, SQLite's largest integer)",
     MAX_STORED: " (2**62 - 1, the store's limit)",
     MAX_WAIT_MS: " (the longest a thread can wait)",
 }
 
 
-def integer(low: int, high: int = INT64_MAX) -> Callable[[str], int]:
+def integer(low: int, high: int = MAX_INT64) -> Callable[[str], int]:
     """An argparse ``type=``: an integer from ``low`` to ``high``."""
 
     def parse(text: str) -> int:

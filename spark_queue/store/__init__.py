@@ -31,7 +31,8 @@ from spark_queue.store.streams.consumer_offsets import ConsumerInfo
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
-from spark_queue.store.streams.topic_log import EncodedChunk, Event, Record, TopicInfo
+from spark_queue.store.streams.topic_log import EncodedChunk, Record
+from spark_queue.store.streams.topic_reads import Event, TopicInfo
 
 __all__ = [
     "BYTES",

@@ -35,7 +35,7 @@ from spark_queue.store.file.schema import (
     read_state,
     readable_version,
 )
-from spark_queue.store.streams.topic_log import offsets_are_unique
+from spark_queue.store.streams.topic_reads import offsets_are_unique
 from spark_queue.times import format_duration_ms
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.

@@ -68,7 +68,8 @@ def _reply_types(calls: list[tuple]) -> Iterator[type]:
     """The type of each call's reply (Reply: a blocking call), without a loop in Python."""
     return map(type, map(_reply_of, calls))
 
-_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
+
+_MAX_WAIT_MS = defaults.MAX_WAIT_MS
 
 
 class Producer:

@@ -39,12 +39,11 @@ from spark_queue.store.streams import (
     retention,
     topic_admin,
     topic_log,
+    topic_reads,
 )
 from spark_queue.store.streams.publish_one import OnePublisher
-from spark_queue.store.streams.topic_log import Event, TopicInfo
+from spark_queue.store.streams.topic_reads import Event, TopicInfo
 
-# The longest a thread can wait at once (threading.Event.wait refuses more).
-_MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
 
 @translated
 class Store:
@@ -162,7 +161,7 @@ class Store:
         topic and offset.
         """
         with self.file.read():
-            return topic_log.read(self.conn, topic, start, end, limit)
+            return topic_reads.read(self.conn, topic, start, end, limit)
 
     def read_arrow(
         self,
@@ -195,7 +194,7 @@ class Store:
     def bounds(self, topic: str) -> tuple[int, int]:
         """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
         with self.file.read():
-            return topic_log.bounds(self.conn, topic)
+            return topic_reads.bounds(self.conn, topic)
 
     def earliest_offset(self, topic: str) -> int:
         return self.bounds(topic)[0]
@@ -206,12 +205,12 @@ class Store:
     def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
         """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
         with self.file.read():
-            return topic_log.offset_for_timestamp(self.conn, topic, timestamp_ms)
+            return topic_reads.offset_for_timestamp(self.conn, topic, timestamp_ms)
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its earliest and latest offsets and event count."""
         with self.file.read():
-            return topic_log.list_topics(self.conn)
+            return topic_reads.list_topics(self.conn)
 
     def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
         """Set ``topic``'s payload limit in one transaction (None removes it).
@@ -249,7 +248,7 @@ class Store:
     def has_topic(self, topic: str) -> bool:
         """Whether ``topic`` exists (one read)."""
         with self.file.read() as conn:
-            return topic_log.find_id(conn, topic) is not None
+            return topic_reads.find_id(conn, topic) is not None
 
     def mirror_shift(self, topic: str) -> int | None:
         """The fixed shift of ``topic``'s exported copy (copy offset = store offset - shift),
@@ -413,8 +412,8 @@ class Store:
         """Sleep until another connection commits, ``timeout_ms`` passes or ``stop`` is set;
         True if a commit came (no lock held while waiting; it polls :meth:`data_version`
         with back-off). A worker waits for work with it."""
-        check_int(timeout_ms, "timeout_ms", high=_MAX_WAIT_MS, owner="wait_for_commit")
-        return self.file.wait_for_commit(timeout_ms / 1000, stop)
+        check_int(timeout_ms, "timeout_ms", high=defaults.MAX_WAIT_MS, owner="wait_for_commit")
+        return self.file.wait_for_commit(timeout_ms, stop)
 
     # -- queues (spark_queue/store/queues/) -----------
     def queue(self, name: str, **settings: Unpack[QueueSettings]) -> Queue:

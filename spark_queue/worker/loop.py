@@ -1,46 +1,30 @@
-"""The worker: slot threads that claim and ack, a heartbeat thread, and the main thread
-that supervises them and shuts them down (see :mod:`spark_queue.worker`)."""
+"""The worker's lifecycle: start on a queue, run the slot threads (their work is
+:mod:`spark_queue.worker.slot`'s) and the heartbeat, let the main thread supervise them
+(:mod:`spark_queue.worker.supervisor`), then give back what is held and report (see
+:mod:`spark_queue.worker`)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import selectors
-import signal
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
-from functools import partial
-from typing import Any, TypeVar
+from collections.abc import Callable
 
 from spark_queue import defaults
-from spark_queue.errors import (
-    ReadOnlyStoreError,
-    StoreBusyError,
-    UnknownQueueError,
-    WorkerCrashedError,
-)
-from spark_queue.store import Housekeeper, Job, Queue, QueueConfig, QueueStats, Store
+from spark_queue.errors import ReadOnlyStoreError, UnknownQueueError, WorkerCrashedError
+from spark_queue.store import Housekeeper, QueueConfig, QueueStats, Store
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import InFlight
+from spark_queue.worker.queue_link import QueueLink
 from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
+from spark_queue.worker.slot import Slot
 from spark_queue.worker.stats import Tally, WorkerStats
-from spark_queue.worker.task import (
-    Action,
-    Handler,
-    held_at_stop,
-    one_line,
-    outcome_text,
-    task_action,
-)
+from spark_queue.worker.supervisor import Supervisor
+from spark_queue.worker.task import Handler, held_at_stop, one_line
 
 log = logging.getLogger("spark_queue.worker")
 
-T = TypeVar("T")
-
-_BUSY_STEP_MAX_S = 1.0
 # A worker is listed alive for 3 heartbeat intervals after its last one, at least this.
 _MIN_ALIVE_MS = 1_000
 
@@ -92,25 +76,16 @@ class Worker:
         self._busy_timeout_ms = busy_timeout_ms
         self._tally = Tally()
         self.stats = self._tally.stats
-        self._stopping = threading.Event()
+        self._supervisor = Supervisor()
         self._finished = threading.Event()
-        self._signal: int | None = None
-        self._signals_seen = 0
         self._inflight = InFlight()
-        self._done_lock = threading.Lock()
-        self._slots_done = 0
-        self._crash: tuple[str, BaseException] | None = None
         self._worker_id = 0
         self._alive_ms = _MIN_ALIVE_MS
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
 
     # -- public --------------------------------------------------------------
     def stop(self) -> None:
         """Ask the worker to stop (thread-safe): stop claiming, finish within the grace period."""
-        self._stopping.set()
-        self._wake()
+        self._supervisor.stop()
 
     def run(self) -> WorkerStats:
         """Run until stopped (signal or :meth:`stop`) or, with ``until_empty``, the queue is empty.
@@ -136,9 +111,12 @@ class Worker:
             self._unregister()
 
     def _run(self, lease: int, heartbeat_ms: int) -> WorkerStats:
-        with self._signals_installed():
+        work = self._slot_work()
+        supervisor = self._supervisor
+        with supervisor.signals_installed():
             slots = [
-                threading.Thread(target=self._slot, args=(i,), name=f"sq-worker-{i}", daemon=True)
+                threading.Thread(target=self._slot, args=(work, i), name=f"sq-worker-{i}",
+                                 daemon=True)
                 for i in range(self.concurrency)
             ]
             beat = threading.Thread(
@@ -154,17 +132,17 @@ class Worker:
                 "worker on queue %r: %d slots, lease %s, heartbeat every %s",
                 self.queue, len(slots), format_duration_ms(lease), format_duration_ms(heartbeat_ms),
             )
-            clean = self._supervise(slots)
+            clean = supervisor.supervise(len(slots), self.grace_ms)
             keeper.stop()
             given_back: int | None = 0
             self._finished.set()
             if clean:
                 beat.join()
             # After a crash the dead slot's jobs are still held: give them back too.
-            if not clean or self._crash is not None:
-                given_back = self._give_back_after()
-        if self._crash is not None:
-            where, exc = self._crash
+            if not clean or supervisor.crash is not None:
+                given_back = self._give_back_after(work)
+        if supervisor.crash is not None:
+            where, exc = supervisor.crash
             said = (
                 f"{given_back} leased jobs were released (back to ready), the others finished "
                 "first" if given_back is not None else
@@ -179,15 +157,14 @@ class Worker:
 
     def _open_queue(self) -> QueueConfig:
         """The queue's settings, after checking that the worker can run on it at all."""
-        with self._open_store() as store:
-            q = store.queue(self.queue)
+        with self._open_link() as link:
             try:
                 if self.create_queue:
                     # Creates the queue with the defaults if missing, so stats and metrics
                     # show it.
-                    return self._retry(q.configure)
-                if not self._retry(q.exists):
-                    names = [c.name for c in self._retry(store.queues)]
+                    return link.create()
+                if not link.exists():
+                    names = link.queue_names()
                     known = f"its queues are {', '.join(map(repr, names))}" if names else (
                         "it has no queues yet")
                     raise UnknownQueueError(
@@ -195,9 +172,9 @@ class Worker:
                         "the name, or let the worker create it (`sqliteq worker --create`, "
                         "Worker(create_queue=True))."
                     )
-                config = self._retry(q.config)
+                config = link.config()
                 # A write that proves the store writable before any job is claimed.
-                self._retry(q.sweep_expired)
+                link.sweep_expired()
                 return config
             except ReadOnlyStoreError as exc:
                 raise ReadOnlyStoreError(
@@ -209,91 +186,30 @@ class Worker:
 
     def _register(self) -> None:
         """Show this worker in ``sqliteq queue workers`` (its row lives while it beats)."""
-        with self._open_store() as store:
-            self._worker_id = self._retry(partial(
-                store.queue(self.queue).register_worker, host=socket.gethostname(),
-                pid=os.getpid(), concurrency=self.concurrency, ttl_ms=self._alive_ms,
-            ))
+        with self._open_link() as link:
+            self._worker_id = link.register(concurrency=self.concurrency, ttl_ms=self._alive_ms)
 
     def _unregister(self) -> None:
         """Remove this worker's row; a store that fails here is said, not raised (the row
         then shows the worker as lost once its heartbeat expires)."""
         try:
-            with self._open_store() as store:
-                self._retry(partial(store.queue(self.queue).unregister_worker, self._worker_id))
+            with self._open_link() as link:
+                link.unregister(self._worker_id)
         except Exception as exc:
             log.error("could not unregister the worker: %s", one_line(exc))
 
-    def _give_back_after(self) -> int | None:
+    def _give_back_after(self, work: Slot) -> int | None:
         """Give back what is still held; after a crash a store that fails again is said, not
         raised (the crash is the error to report). None if that failed."""
         try:
-            return self._give_back_leftovers()
+            return self._give_back_leftovers(work)
         except Exception as exc:
-            if self._crash is None:
+            if self._supervisor.crash is None:
                 raise
             log.error("could not give the leases back at shutdown: %s", one_line(exc))
             return None
 
-    # -- main thread -----------------------------------------------------------
-    def _supervise(self, slots: list[threading.Thread]) -> bool:
-        """Wait for the slots to end, or the grace period after a stop; True if they all ended."""
-        selector = selectors.DefaultSelector()
-        selector.register(self._wake_r, selectors.EVENT_READ)
-        deadline: float | None = None
-        try:
-            while True:
-                if self._signal is not None and not self._stopping.is_set():
-                    log.info(
-                        "signal %d: stopping, grace %s", self._signal,
-                        format_duration_ms(self.grace_ms),
-                    )
-                    self._stopping.set()
-                if self._stopping.is_set() and deadline is None:
-                    deadline = time.monotonic() + self.grace_ms / 1000
-                if self._signals_seen > 1:
-                    deadline = time.monotonic()
-                # A counter, not is_alive(): a slot wakes us just before its thread ends.
-                with self._done_lock:
-                    if self._slots_done == len(slots):
-                        return True
-                timeout = None if deadline is None else deadline - time.monotonic()
-                if timeout is not None and timeout <= 0:
-                    log.warning(
-                        "grace period of %s ended with jobs running",
-                        format_duration_ms(self.grace_ms),
-                    )
-                    return False
-                selector.select(timeout)
-                with contextlib.suppress(BlockingIOError):
-                    while self._wake_r.recv(4096):
-                        pass
-        finally:
-            selector.close()
-
-    @contextlib.contextmanager
-    def _signals_installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-        old_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
-
-        def on_signal(signum: int, frame: Any) -> None:
-            # Only set flags: the supervisor loop (woken through the wakeup fd) acts.
-            self._signal = signum
-            self._signals_seen += 1
-
-        try:
-            for sig in previous:
-                signal.signal(sig, on_signal)
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            signal.set_wakeup_fd(old_fd)
-
-    def _give_back_leftovers(self) -> int:
+    def _give_back_leftovers(self, work: Slot) -> int:
         """Carry out :func:`~spark_queue.worker.task.held_at_stop` for every lease still
         held; the number given back."""
         held = self._inflight.take_all()
@@ -302,19 +218,19 @@ class Worker:
         if not total:
             return 0
         given_back = 0
-        with self._open_store() as store:
-            q = store.queue(self.queue)
+        with self._open_link() as link:
             for phase in ("claimed", "finished", "running"):
                 if held[phase]:
                     action = held_at_stop(phase, self._interrupted_error())
-                    given_back += self._carry_out(q, held[phase], action)
+                    given_back += work.carry_out(link, held[phase], action)
         log.warning("gave back %d leases at shutdown (%d were running)", total, len(running))
         return given_back
 
     def _interrupted_error(self) -> str:
+        crash = self._supervisor.crash
         why = (
-            f"{self._crash[0]} crashed with {one_line(self._crash[1])}"
-            if self._crash is not None else
+            f"{crash[0]} crashed with {one_line(crash[1])}"
+            if crash is not None else
             f"the grace period of {format_duration_ms(self.grace_ms)} ended"
         )
         return (
@@ -322,172 +238,47 @@ class Worker:
             f"{os.getpid()} on {socket.gethostname()})"
         )
 
-    def _crashed(self, where: str, exc: BaseException) -> None:
-        """A thread died: stop the worker as for a signal; run() gives back and raises."""
-        with self._done_lock:
-            if self._crash is None:
-                self._crash = (where, exc)
-        log.error("%s crashed: %s; stopping the worker", where, one_line(exc))
-        log.debug("%s traceback", where, exc_info=exc)
-        self.stop()
-
     # -- slot threads ----------------------------------------------------------
-    def _slot(self, index: int) -> None:
-        try:
-            with self._open_store() as store:
-                self._slot_loop(store, index)
-        except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
-            self._crashed(f"worker slot {index}", exc)
-        finally:
-            with self._done_lock:
-                self._slots_done += 1
-            self._wake()
-
-    def _slot_loop(self, store: Store, index: int) -> None:
-        q = store.queue(self.queue)
-        jobs: list[Job] = []
-        while not self._stopping.is_set():
-            if not jobs:
-                jobs = self._retry(lambda: q.claim(
-                    self.batch_size, visibility_timeout_ms=self.visibility_timeout_ms))
-            if not jobs:
-                if self._held_wait(store, q):
-                    continue
-                if self.until_empty and self._queue_drained(q):
-                    return
-                # Another connection's commit may have brought work; else look again
-                # for delayed jobs and expired leases.
-                store.wait_for_commit(self.idle_poll_max_ms, stop=self._stopping)
-                continue
-            self._inflight.add(jobs)
-            done: list[Job] = []
-            for position, job in enumerate(jobs):
-                if self._stopping.is_set():
-                    self._carry_out(q, jobs[position:], held_at_stop("claimed", ""))
-                    break
-                self._inflight.mark(job, "running")
-                action = task_action(self.handler, job)
-                if action.kind == "ack":  # with the rest of the batch, below
-                    self._inflight.mark(job, "finished")
-                    done.append(job)
-                else:
-                    self._carry_out(q, [job], action)
-            jobs = []
-            if done:
-                jobs = self._ack(q, done)
-        if jobs:  # claimed together with the last ack, then asked to stop: never started
-            self._carry_out(q, jobs, held_at_stop("claimed", ""))
-
-    def _carry_out(self, q: Queue, jobs: list[Job], action: Action) -> int:
-        """Release or nack ``jobs`` as ``action`` says (acks go in batches, see
-        :meth:`_ack`); the number of jobs given back."""
-        if action.kind == "release":
-            result = self._retry(partial(q.release, jobs, count_attempt=action.count_attempt))
-            self._inflight.discard(jobs)
-            self._tally.count(released=len(result.done))
-            return len(result.done)
-        nacked = self._retry(partial(q.nack_many, jobs, action.error, delay_ms=action.delay_ms))
-        self._inflight.discard(jobs)
-        if action.interrupted:
-            self._tally.nacked(nacked, failed=0, interrupted=len(jobs))
-        else:
-            self._tally.nacked(nacked)
-        for job in jobs:
-            if action.interrupted:
-                log.warning(
-                    "job %d of queue %r was still running at shutdown (attempt %d); %s",
-                    job.id, self.queue, job.attempts,
-                    "dead-lettered" if job.id in nacked.dead else "ready again",
-                )
-            else:
-                log.warning(
-                    "job %d of queue %r failed (attempt %d): %s; %s",
-                    job.id, self.queue, job.attempts, action.line, outcome_text(nacked),
-                )
-        return len(nacked.retried) + len(nacked.dead)
-
-    def _ack(self, q: Queue, done: list[Job]) -> list[Job]:
-        """Ack a finished batch and, unless stopping, claim the next in the same transaction."""
-        claimed: list[Job] = []
-        if self._stopping.is_set():
-            result = self._retry(partial(q.ack_many, done))
-        else:
-            # One commit instead of two.
-            result, claimed = self._retry(
-                partial(q.ack_and_claim, done, self.batch_size,
-                        visibility_timeout_ms=self.visibility_timeout_ms)
-            )
-        self._inflight.discard(done)
-        self._tally.count(acked=len(result.done), lost=len(result.rejected))
-        if result.rejected:
-            log.warning(
-                "lost the lease of jobs %s before ack: they will run again", result.rejected
-            )
-        return claimed
-
-    def _queue_drained(self, q: Queue) -> bool:
-        stats = self._retry(q.stats)
-        drained = stats.ready + stats.leased + stats.delayed == 0
-        if not drained and self.on_wait is not None:
-            self.on_wait(stats)
-        return drained
-
-    def _held_wait(self, store: Store, q: Queue) -> bool:
-        """If the queue holds claims back, wait until that may have changed; True if it did."""
-        admission = self._retry(q.admission)
-        if admission.held_by is None:
-            return False
-        self._tally.count(held=1)
-        # A pause is an operator's act worth a line; limits are hit all the time.
-        log.log(
-            logging.INFO if admission.held_by == "paused" else logging.DEBUG,
-            "queue %r holds claims back (%s): waiting",
-            self.queue,
-            admission.held_by,
+    def _slot_work(self) -> Slot:
+        """What each slot thread runs, from the worker's settings as they are at run()."""
+        return Slot(
+            queue=self.queue, handler=self.handler, batch_size=self.batch_size,
+            idle_poll_max_ms=self.idle_poll_max_ms, until_empty=self.until_empty,
+            on_wait=self.on_wait, stopping=self._supervisor.stopping, inflight=self._inflight,
+            tally=self._tally,
         )
-        while admission.held_by is not None and not self._stopping.is_set():
-            wait_ms = self.idle_poll_max_ms
-            if admission.retry_after_ms is not None:
-                wait_ms = min(wait_ms, admission.retry_after_ms)
-            store.wait_for_commit(wait_ms, stop=self._stopping)
-            admission = self._retry(q.admission)
-        return True
+
+    def _slot(self, work: Slot, index: int) -> None:
+        try:
+            with self._open_link() as link:
+                work.run(link)
+        except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
+            self._supervisor.record_crash(f"worker slot {index}", exc)
+            self.stop()
+        finally:
+            self._supervisor.slot_ended()
 
     # -- heartbeat thread ------------------------------------------------------
     def _heartbeat(self, every_s: float) -> None:
         try:
-            with self._open_store() as store:
-                q = store.queue(self.queue)
+            with self._open_link() as link:
                 while not self._finished.wait(every_s):
                     jobs = self._inflight.jobs()
-                    self._retry(partial(
-                        q.worker_heartbeat, self._worker_id, jobs_held=len(jobs),
-                        ttl_ms=self._alive_ms,
-                    ))
+                    link.heartbeat(self._worker_id, jobs_held=len(jobs), ttl_ms=self._alive_ms)
                     if not jobs:
                         continue
-                    result = self._retry(partial(
-                        q.extend, jobs, visibility_timeout_ms=self.visibility_timeout_ms))
+                    result = link.extend(jobs)
                     if result.rejected:
                         log.warning("heartbeat: leases of jobs %s were lost", result.rejected)
         except BaseException as exc:  # noqa: BLE001 - a thread that dies must stop the worker
-            self._crashed("the heartbeat thread", exc)
+            self._supervisor.record_crash("the heartbeat thread", exc)
+            self.stop()
 
     # -- helpers -------------------------------------------------------------
     def _open_store(self) -> Store:
         return Store(self.path, durability=self._durability, busy_timeout_ms=self._busy_timeout_ms)
 
-    def _retry(self, operation: Callable[[], T]) -> T:
-        """Run ``operation``, retrying with back-off while the store is busy or locked."""
-        step = 0.01
-        while True:
-            try:
-                return operation()
-            except StoreBusyError:
-                log.warning("store busy; retrying in %s", format_duration_ms(round(step * 1000)))
-                time.sleep(step)
-                step = min(step * 2, _BUSY_STEP_MAX_S)
+    def _open_link(self) -> QueueLink:
+        """A connection of this thread's own to the queue (closed on leaving ``with``)."""
+        return QueueLink(self._open_store(), self.queue, self.visibility_timeout_ms)
 
-    def _wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):
-            self._wake_w.send(b"\0")

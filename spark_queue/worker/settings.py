@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 import warnings
 
+from spark_queue.defaults import MAX_STORED, MAX_WAIT_MS
 from spark_queue.errors import QueueConfigError
 from spark_queue.store import check_int
 
-# The store's bound on integers it binds (store/queues/queue_jobs.py): a lease added to epoch ms
-# in SQL stays within 64 bits.
-MAX_LEASE_MS = MAX_BATCH_SIZE = (1 << 62) - 1
-# What a thread can wait for at once (threading.Event.wait refuses more).
-MAX_WAIT_MS = int(threading.TIMEOUT_MAX * 1000)
+# The store's bound on integers it binds: a lease added to epoch ms in SQL stays within
+# 64 bits. MAX_WAIT_MS: what a thread can wait for at once.
+MAX_LEASE_MS = MAX_BATCH_SIZE = MAX_STORED
 
 # name -> (lowest, highest or None, may be None)
 _BOUNDS: dict[str, tuple[int, int | None, bool]] = {

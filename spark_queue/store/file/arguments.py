@@ -10,25 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from spark_queue.defaults import MAX_INT64
 from spark_queue.errors import ArgumentError, SparkQueueError
-
-#: The largest integer SQLite (and so the store) can hold.
-MAX_INT64 = 2**63 - 1
-
-
-def describe_range(low: int | None, high: int | None) -> str:
-    def show(bound: int) -> str:
-        named = {MAX_INT64: "2**63 - 1", 2**62: "2**62", 2**62 - 1: "2**62 - 1",
-                 1 - 2**62: "-(2**62 - 1)"}
-        return named.get(bound, str(bound))
-
-    if low is None and high is None:
-        return "an integer"
-    if high is None:
-        return f"an integer >= {show(low)}" if low is not None else "an integer"
-    if low is None:
-        return f"an integer <= {show(high)}"
-    return f"an integer from {show(low)} to {show(high)}"
+from spark_queue.setting_table import describe_range, is_int_within
 
 
 def check_int(
@@ -46,12 +30,7 @@ def check_int(
     ``high`` defaults to what SQLite can hold; ``None`` means no bound (a value SQL never
     sees). ``or_none`` (when not None) says in the message that None is allowed too, and
     what it means."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or (low is not None and value < low)
-        or (high is not None and value > high)
-    ):
+    if not is_int_within(value, low, high):
         allowed = describe_range(low, high)
         if or_none is not None:
             allowed += f" or None ({or_none})" if or_none else " or None"

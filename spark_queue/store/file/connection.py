@@ -349,13 +349,13 @@ class StoreConnection:
         with translate_errors():
             return first_value(self.conn.execute("PRAGMA data_version"))
 
-    def wait_for_commit(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
-        """Sleep until another connection commits, ``timeout_s`` passes or ``stop`` is set
+    def wait_for_commit(self, timeout_ms: float, stop: threading.Event | None = None) -> bool:
+        """Sleep until another connection commits, ``timeout_ms`` passes or ``stop`` is set
         (whichever comes first); True if a commit came. The one polling wait of the store
         and the worker: a full queue's enqueue, an idle or held worker slot."""
         version = self.data_version()
         step = _WAIT_STEP_MIN_S
-        end = time.monotonic() + timeout_s
+        end = time.monotonic() + timeout_ms / 1000
         while True:
             left = end - time.monotonic()
             if left <= 0:

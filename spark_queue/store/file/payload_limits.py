@@ -17,8 +17,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import OptionError, PayloadTooLargeError
-from spark_queue.setting_table import TOPIC_SETTING
-from spark_queue.store.file.arguments import check_optional_int
+from spark_queue.setting_table import TOPIC_SETTING, check
 
 
 def payload_bytes(value: Any) -> int:
@@ -72,11 +71,10 @@ def topic_fix(topic: str) -> str:
 
 
 def validate_limit(value: Any, owner: str) -> int | None:
-    # Topics and queues declare the same lowest limit (spark_queue/setting_table.py).
-    return check_optional_int(
-        value, "max_payload_bytes", low=int(TOPIC_SETTING["max_payload_bytes"].low),
-        error=OptionError, owner=owner, none_means="no limit",
-    )
+    """A topic's ``max_payload_bytes`` as declared (spark_queue/setting_table.py)."""
+    limit: int | None = check(TOPIC_SETTING["max_payload_bytes"], value, error=OptionError,
+                              owner=owner)
+    return limit
 
 
 def set_topic_limit(conn: apsw.Connection, topic_id: int, max_payload_bytes: int | None) -> None:

@@ -16,6 +16,7 @@ import apsw
 
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.queues.claims import lease_duration_ms
 from spark_queue.store.queues.queue_jobs import (
     Job,
     Lease,
@@ -26,7 +27,6 @@ from spark_queue.store.queues.queue_jobs import (
     count,
     get_queue,
     int_option,
-    lease_duration_ms,
 )
 
 

@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any, Unpack
 
+from spark_queue.defaults import MAX_STORED
 from spark_queue.errors import (
     QueueBatchTooLargeError,
     QueueConfigError,
@@ -20,7 +21,14 @@ from spark_queue.errors import (
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.connection import HasStoreConnection, now_ms, translated
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.queues import controls, leases, queue_admin, queue_jobs, queue_workers
+from spark_queue.store.queues import (
+    claims,
+    controls,
+    leases,
+    queue_admin,
+    queue_jobs,
+    queue_workers,
+)
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.queue_admin import JobInfo, QueueStats
 from spark_queue.store.queues.queue_config import QueueConfig, QueueSettings
@@ -28,12 +36,7 @@ from spark_queue.store.queues.queue_jobs import Job, Lease, LeaseResult, NackRes
 from spark_queue.store.queues.queue_workers import WorkerInfo
 
 # How long a full queue's enqueue sleeps between looks, at most (it starts at 1 ms).
-_MAX_WAIT_STEP_S = 0.05
-
-
-# A worker's ttl is added to the clock in SQL: it must leave that sum within 64 bits.
-_MAX_TTL_MS = 2**62
-
+_MAX_WAIT_STEP_MS = 50
 
 @translated
 class Queue:
@@ -125,8 +128,8 @@ class Queue:
         check_optional_int(wait_ms, "wait_ms", error=QueueConfigError,
                            none_means="wait as long as it takes")
         batch = list(jobs)
-        deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
-        step = 0.001
+        deadline_s = None if wait_ms is None else time.monotonic() + wait_ms / 1000
+        step_ms = 1
         while True:
             try:
                 with self.file.write() as conn:
@@ -134,12 +137,14 @@ class Queue:
             except QueueBatchTooLargeError:
                 raise
             except QueueFullError:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                remaining_ms = (None if deadline_s is None
+                                else (deadline_s - time.monotonic()) * 1000)
+                if remaining_ms is not None and remaining_ms <= 0:
                     raise
             # Sleep with back-off, but look again as soon as the file changed.
-            self.file.wait_for_commit(step if remaining is None else min(step, remaining))
-            step = min(step * 2, _MAX_WAIT_STEP_S)
+            self.file.wait_for_commit(step_ms if remaining_ms is None
+                                      else min(step_ms, remaining_ms))
+            step_ms = min(step_ms * 2, _MAX_WAIT_STEP_MS)
 
     # -- leases ------------------------------------------------------------
     def claim(
@@ -157,7 +162,7 @@ class Queue:
         """
         lease = _visibility_timeout("claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
-            return queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
+            return claims.claim(conn, self.name, limit, lease_ms=lease)
 
     def ack(self, job: Lease) -> None:
         """Mark one leased job done (deleted), one transaction; StaleLeaseError if lost."""
@@ -182,7 +187,7 @@ class Queue:
         lease = _visibility_timeout("ack_and_claim", visibility_timeout_ms, lease_ms)
         with self.file.write() as conn:
             acked = leases.ack(conn, self.name, done)
-            return acked, queue_jobs.claim(conn, self.name, limit, lease_ms=lease)
+            return acked, claims.claim(conn, self.name, limit, lease_ms=lease)
 
     def nack(self, job: Lease, error: str | None = None, *, delay_ms: int | None = None) -> str:
         """Fail one leased job: retry after backoff, or dead letter at max attempts.
@@ -282,7 +287,8 @@ class Queue:
         its id. UnknownQueueError if the queue does not exist."""
         check_int(pid, "worker pid")
         check_int(concurrency, "worker concurrency", low=1)
-        check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
+        # A worker's ttl is added to the clock in SQL: MAX_STORED keeps the sum in 64 bits.
+        check_int(ttl_ms, "worker ttl_ms", low=1, high=MAX_STORED)
         with self.file.write() as conn:
             return queue_workers.register(
                 conn, self.name, host=host, pid=pid, concurrency=concurrency, ttl_ms=ttl_ms,
@@ -294,7 +300,7 @@ class Queue:
         False if its row is gone."""
         check_int(worker_id, "worker id")
         check_int(jobs_held, "worker jobs_held")
-        check_int(ttl_ms, "worker ttl_ms", low=1, high=_MAX_TTL_MS)
+        check_int(ttl_ms, "worker ttl_ms", low=1, high=MAX_STORED)
         with self.file.write() as conn:
             return queue_workers.beat(
                 conn, worker_id, jobs_held=jobs_held, ttl_ms=ttl_ms, now=now_ms()

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
-from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, allowed
+from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, check
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import first_value, one_row
@@ -78,27 +78,7 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
         raise QueueConfigError(
             f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
         )
-    if value is None and setting.nullable:
-        return None
-    if setting.kind is bool:
-        if not isinstance(value, bool):
-            raise QueueConfigError(f"queue {queue!r} setting {name} must be True or False; "
-                                   f"got {value!r}.")
-        return int(value)
-    if setting.kind is float:
-        ok = (not isinstance(value, bool) and isinstance(value, (int, float))
-              and setting.low < value <= setting.high)
-        if not ok:
-            raise QueueConfigError(
-                f"queue {queue!r} setting {name} (jobs per second) must be "
-                f"{allowed(setting)}; got {value!r}."
-            )
-        return float(value)
-    assert isinstance(setting.low, int), "an int setting's lowest value is an int"
-    return check_int(
-        value, name, low=setting.low, high=int(setting.high), error=QueueConfigError,
-        owner=f"queue {queue!r} setting", or_none="no limit" if setting.nullable else None,
-    )
+    return check(setting, value, error=QueueConfigError, owner=f"queue {queue!r} setting")
 
 
 def configure(

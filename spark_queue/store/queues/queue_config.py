@@ -62,14 +62,15 @@ class QueueSettings(TypedDict, total=False):
     dead_retention_rows: int | None
 
 
-CONFIG_COLUMNS = (
-    "id, name, visibility_timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms, "
-    "max_size, idempotency_window_ms, created_ms, paused != 0, max_leased, rate_limit_per_s, "
-    "rate_burst, max_payload_bytes, rate_tokens, rate_updated_ms, dead_retention_ms, "
-    "dead_retention_rows"
-)
+# How a field is read where the column alone is not its value: ``paused`` is stored as 0/1.
+_COLUMN_SQL = {"paused": "paused != 0 AS paused"}
+#: The SELECT list of every read of a queue's settings: QueueConfig's fields by name, in
+#: its order, so a field added to QueueConfig is read with it.
+CONFIG_COLUMNS = ", ".join(_COLUMN_SQL.get(name, name) for name in QueueConfig._fields)
 
 
 def config_from_row(row: tuple[Any, ...]) -> QueueConfig:
-    # Built in one call, not QueueConfig(*row)._replace(...): every claim and ack reads it.
-    return QueueConfig._make((*row[:9], row[9] == 1, *row[10:]))
+    """A row of :data:`CONFIG_COLUMNS` as a QueueConfig, each value by its column's name."""
+    config = dict(zip(QueueConfig._fields, row, strict=True))
+    config["paused"] = config["paused"] == 1
+    return QueueConfig(**config)

@@ -1,4 +1,5 @@
-"""Work queues: job types, enqueue and claim (ack/nack/extend: :mod:`.leases`).
+"""Work queues: job types, the queue row, enqueue, dead letters and counters (claim:
+:mod:`.claims`; ack/nack/extend: :mod:`.leases`).
 
 Delivery is at-least-once. A claim is one ``UPDATE ... RETURNING`` that
 leases up to N ready jobs, ordered ``priority DESC, available_at, id``, for a
@@ -18,14 +19,6 @@ delayed    ``available_at > now`` (not leased)
 leased     ``lease_token`` set and ``lease_expires_at > now``
 =========  ================================================================
 
-A claim sets the lease columns only, so the claim index
-``(queue_id, priority DESC, available_at)`` is not rewritten (a third more
-claim+ack throughput than moving ``available_at`` to the lease expiry, in
-``python -m benchmarks queue``). The price: a claim walks past the
-queue's live leases at the head of the index, so its cost grows with the
-jobs in flight, never with the backlog. A lease that expired without ack or
-nack makes its job claimable again by the same scan, so no reaper is needed;
-the next claim counts the attempt.
 Every function here takes a connection whose caller holds the write
 transaction (``write_transaction``); :class:`~spark_queue.store.queues.queue.Queue`
 wraps them one transaction each.
@@ -33,12 +26,12 @@ wraps them one transaction each.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple, overload
 
 import apsw
 
+from spark_queue.defaults import MAX_STORED
 from spark_queue.errors import (
     PayloadError,
     QueueBatchTooLargeError,
@@ -47,16 +40,12 @@ from spark_queue.errors import (
 )
 from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import check_int
-from spark_queue.store.file.codec import decode_value, encode_value
-from spark_queue.store.file.connection import Row, first_value
+from spark_queue.store.file.codec import encode_value
+from spark_queue.store.file.connection import first_value
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes
-from spark_queue.store.queues import controls
 from spark_queue.store.queues.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
-
-# The largest timestamp a job can carry (about year 292 million): bounds delay and TTL.
-_MAX_MS = 1 << 62
 
 
 class NewJob(NamedTuple):
@@ -142,7 +131,7 @@ def int_option(job_index: int, name: str, value: Any, low: int, allow_none: bool
     if value is None and allow_none:
         return None
     return check_int(
-        value, name, low=low, high=_MAX_MS - 1, error=QueueConfigError,
+        value, name, low=low, high=MAX_STORED, error=QueueConfigError,
         owner=f"job {job_index} of the batch:", or_none="" if allow_none else None,
     )
 
@@ -161,8 +150,8 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
         return (queue_id, 0, now, None, None, None, now, value, vtype)
     payload, priority, delay, key, max_attempts, ttl = job
     value, vtype = _encode_payload(index, payload)
-    if type(priority) is not int or not -_MAX_MS < priority < _MAX_MS:
-        check_int(priority, "priority", low=1 - _MAX_MS, high=_MAX_MS - 1,
+    if type(priority) is not int or not -MAX_STORED <= priority <= MAX_STORED:
+        check_int(priority, "priority", low=-MAX_STORED, high=MAX_STORED,
                   error=QueueConfigError, owner=f"job {index} of the batch:")
     if delay:
         delay = int_option(index, "delay_ms", delay, 0, False)
@@ -316,111 +305,6 @@ def check_capacity(conn: apsw.Connection, config: QueueConfig, adding: int) -> N
             f"for {adding} more. Wait for workers to drain it (enqueue with wait_ms), or "
             "raise max_size."
         )
-
-
-# -- claim -----------------------------------------------------------------
-_CLAIM = (
-    "UPDATE sq_jobs SET lease_token = ?, lease_expires_at = ?, attempts = attempts + 1 "
-    "WHERE id IN (SELECT id FROM sq_jobs WHERE queue_id = ? AND available_at <= ? "
-    "AND (lease_token IS NULL OR lease_expires_at <= ?) "
-    "AND (expires_at IS NULL OR expires_at > ?) "
-    "ORDER BY priority DESC, available_at, id LIMIT ?) "
-    "RETURNING id, priority, attempts, max_attempts, enqueued_ms, expires_at, "
-    "idempotency_key, value, value_type, last_error"
-)
-
-
-def new_token() -> int:
-    """A random 63-bit lease token: unguessable, and never 0 or NULL."""
-    return secrets.randbits(63) or 1
-
-
-def claim(
-    conn: apsw.Connection,
-    queue: str,
-    limit: int,
-    *,
-    lease_ms: int | None = None,
-    now_ms: int | None = None,
-) -> list[Job]:
-    """Lease up to ``limit`` due jobs for ``lease_ms`` (default: the queue's visibility timeout).
-
-    Returns them ordered ``priority DESC, id``, all under one token. A job
-    whose previous lease expired on its last allowed attempt is moved to the
-    dead letters instead of being delivered again. An unknown queue has no jobs.
-    A paused queue, one at its ``max_leased`` or one whose rate limit has no
-    token left returns fewer jobs or none (:mod:`.controls`).
-    """
-    check_int(limit, "claim limit", low=1, error=QueueConfigError)
-    config = get_queue(conn, queue)
-    if config is None:
-        return []
-    lease_ms = lease_duration_ms(config, lease_ms)
-    now = _clock_ms() if now_ms is None else now_ms
-    if not controls.controlled(config):
-        return _claim_rows(conn, config, limit, lease_ms, now)
-    allowed = controls.admission(conn, config, now).allowed
-    if allowed == 0:
-        return []  # refused without a write (see controls.py)
-    if allowed is not None:
-        limit = min(limit, allowed)
-    jobs = _claim_rows(conn, config, limit, lease_ms, now)
-    if jobs:
-        controls.record_claim(conn, config, [job.id for job in jobs], now)
-    return jobs
-
-
-def _claim_rows(
-    conn: apsw.Connection, config: QueueConfig, limit: int, lease_ms: int, now: int
-) -> list[Job]:
-    expires = now + lease_ms
-    token = new_token()
-    jobs: list[Job] = []
-    while len(jobs) < limit:
-        rows: list[Row] = conn.execute(
-            _CLAIM, (token, expires, config.id, now, now, now, limit - len(jobs))
-        ).fetchall()
-        exhausted = []
-        for id_, prio, attempts, max_att, enq, exp, key, value, vtype, last_error in rows:
-            allowed = config.max_attempts if max_att is None else max_att
-            if attempts > allowed:
-                exhausted.append((id_, attempts - 1, last_error))
-                continue
-            jobs.append(
-                Job(
-                    id_,
-                    config.name,
-                    decode_value(value, vtype),
-                    prio,
-                    attempts,
-                    allowed,
-                    enq,
-                    token,
-                    expires,
-                    exp,
-                    key,
-                    last_error,
-                )
-            )
-        if not exhausted:
-            break
-        for id_, attempts, last_error in exhausted:
-            error = f"the lease of attempt {attempts} expired without ack or nack"
-            if last_error:
-                error += f"; last error before it: {last_error}"
-            bury(conn, config.id, [id_], error, now, attempts=attempts)
-        if len(rows) < limit:
-            break
-    jobs.sort(key=lambda j: (-j.priority, j.id))
-    return jobs
-
-
-def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
-    if lease_ms is None:
-        return config.visibility_timeout_ms
-    return check_int(
-        lease_ms, "visibility_timeout_ms", low=1, high=_MAX_MS - 1, error=QueueConfigError
-    )
 
 
 def bury(

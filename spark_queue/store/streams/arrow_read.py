@@ -18,7 +18,7 @@ import pyarrow as pa
 from spark_queue.errors import CorruptStoreError, OptionError, PayloadError
 from spark_queue.store.file.codec import check_headers
 from spark_queue.store.streams import columnar
-from spark_queue.store.streams.topic_log import (
+from spark_queue.store.streams.topic_reads import (
     expected_range,
     offsets_are_unique,
     offsets_message,
@@ -110,7 +110,7 @@ def read_arrow_payloads(
     The bulk path of the Spark source, verified without fetching an offset
     per row: the rows come from the primary key ``(topic_id, offset)`` in
     order, so they are distinct and rising, and a count equal to the width of
-    :func:`~spark_queue.store.streams.topic_log.expected_range` proves them dense; the
+    :func:`~spark_queue.store.streams.topic_reads.expected_range` proves them dense; the
     offsets column is then built in C. A hole, or a table a foreign writer
     rebuilt without that key (where duplicates could hide a hole), is a
     CorruptStoreError naming topic and offsets, never a renumbered row.

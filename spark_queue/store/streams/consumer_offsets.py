@@ -17,7 +17,7 @@ from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.streams.topic_log import topic_id
+from spark_queue.store.streams.topic_reads import topic_id
 
 _UPSERT = (
     "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "

@@ -19,10 +19,10 @@ from spark_queue.store.file import payload_limits
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import mirrors, retention, time_marks
-from spark_queue.store.streams.topic_log import (
+from spark_queue.store.streams.topic_log import ensure_topic
+from spark_queue.store.streams.topic_reads import (
     TopicInfo,
     bounds_of,
-    ensure_topic,
     find_id,
     list_topics,
     topic_id,

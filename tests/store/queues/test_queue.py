@@ -17,8 +17,8 @@ from spark_queue.errors import (
     UnknownQueueError,
 )
 from spark_queue.store import NewJob, Store
+from spark_queue.store.queues import claims, queue_admin, queue_jobs
 from spark_queue.store.queues import leases as queue_leases
-from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.queue_jobs import enqueue_rows
 
 T0 = 1_000_000_000  # an arbitrary "now" for injected clocks
@@ -31,7 +31,7 @@ def enqueue_at(store, queue, jobs, now=T0):
 
 def claim_at(store, queue, limit, now, lease_ms=None):
     with store.write() as conn:
-        return queue_jobs.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
+        return claims.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
 
 
 def test_enqueue_many_assigns_increasing_ids_and_roundtrips_payloads(store):
@@ -330,7 +330,7 @@ def test_stats_count_each_state(store):
     store.queue("q", max_attempts=1)
     enqueue_at(store, "q", ["r1", "r2", NewJob("d", delay_ms=1000), "l", "x"], now=T0)
     with store.write() as conn:
-        leased = queue_jobs.claim(conn, "q", 2, now_ms=T0 + 5)
+        leased = claims.claim(conn, "q", 2, now_ms=T0 + 5)
         queue_leases.nack(conn, "q", leased[1:], "bad", now_ms=T0 + 5)
         stats = queue_admin.stats(conn, "q", now_ms=T0 + 10)[0]
     assert stats == ("q", 2, 1, 1, 1, 10)
@@ -341,7 +341,7 @@ def test_claim_uses_the_claim_index_without_sorting(store):
     plan = "\n".join(
         str(row[-1])
         for row in store.conn.execute(
-            "EXPLAIN QUERY PLAN " + queue_jobs._CLAIM, (1, 2, 1, T0, T0, T0, 128)
+            "EXPLAIN QUERY PLAN " + claims._CLAIM, (1, 2, 1, T0, T0, T0, 128)
         )
     )
     assert "USING INDEX sq_jobs_claim" in plan, plan

@@ -15,8 +15,8 @@ import pytest
 from spark_queue.errors import OptionError, PayloadTooLargeError, QueueConfigError
 from spark_queue.store import NewJob, Record, Store
 from spark_queue.store.file.schema import MIGRATIONS, latest_version
+from spark_queue.store.queues import claims, queue_admin, queue_jobs
 from spark_queue.store.queues import controls as queue_controls
-from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.leases import ack, extend, release
 from spark_queue.store.queues.queue_config import QueueSettings
 from spark_queue.store.streams import topic_log
@@ -36,7 +36,7 @@ def configure_at(store, queue, now=T0, **settings):
 
 def claim_at(store, queue, limit, now, lease_ms=None):
     with store.write() as conn:
-        return queue_jobs.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
+        return claims.claim(conn, queue, limit, lease_ms=lease_ms, now_ms=now)
 
 
 def admission_at(store, queue, now):
@@ -237,10 +237,10 @@ def test_limits_apply_to_ack_and_claim_and_combine(store):
     configure_at(store, "q", max_leased=3, rate_limit_per_s=1000, rate_burst=2)
     assert len(claim_at(store, "q", 10, T0)) == 2  # the bucket is the tighter limit
     with store.write() as conn:
-        jobs = queue_jobs.claim(conn, "q", 10, now_ms=T0 + 100)
+        jobs = claims.claim(conn, "q", 10, now_ms=T0 + 100)
         assert len(jobs) == 1  # now the cap is
         ack(conn, "q", jobs)
-        assert len(queue_jobs.claim(conn, "q", 10, now_ms=T0 + 100)) == 1
+        assert len(claims.claim(conn, "q", 10, now_ms=T0 + 100)) == 1
 
 
 def test_the_typed_settings_are_the_settings_a_queue_accepts():

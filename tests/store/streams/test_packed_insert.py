@@ -11,7 +11,7 @@ import pytest
 
 from spark_queue.store import Record, Store
 from spark_queue.store.file import carray
-from spark_queue.store.streams import topic_log
+from spark_queue.store.streams import topic_log, topic_reads
 from spark_queue.store.streams.event_log import open_log
 from spark_queue.store.streams.topic_log import EncodedChunk
 
@@ -64,13 +64,13 @@ def _reference(item: object, ts: int) -> tuple:
 
 def _stored(store: Store, topic: str) -> list[tuple]:
     with store.write() as conn:
-        tid = topic_log.topic_id(conn, topic)
+        tid = topic_reads.topic_id(conn, topic)
         return [row[:1] + row[2:] for row in conn.execute(_COLUMNS, (tid,))]
 
 
 def _stamps(store: Store, topic: str) -> list[int]:
     with store.write() as conn:
-        tid = topic_log.topic_id(conn, topic)
+        tid = topic_reads.topic_id(conn, topic)
         return [row[1] for row in conn.execute(_COLUMNS, (tid,))]
 
 
