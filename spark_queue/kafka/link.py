@@ -1,13 +1,11 @@
 """The Kafka link: the one owner of a broker's clients, as ``StoreConnection`` is of a store file.
 
-A :class:`KafkaLink` holds the admin client, the producer and the consumer a command needs,
-each built at its first use and all closed once (``close``, or ``with``). It is the one
-module that loads confluent-kafka (the ``kafka`` extra, never at module level: a missing
-client is a KafkaClientMissingError naming it), the one place that waits on the admin
-client's futures and that turns librdkafka's errors into ours. It answers with plain data
-(:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`).
-Every wait on the broker is bounded by ``timeout_s``; a broker that does not answer within
-it is a KafkaUnavailableError naming the servers and the timeout.
+A :class:`KafkaLink` holds a command's admin client, producer and consumer, each built at
+first use, all closed once (``close``, or ``with``). The one module that loads confluent-kafka
+(the ``kafka`` extra, never at module level: if missing, KafkaClientMissingError names it),
+waits on the admin client's futures and turns librdkafka's errors into ours; it answers with
+plain data (:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`).
+Every wait is bounded by ``timeout_s``: past it, a KafkaUnavailableError names the servers.
 """
 
 from __future__ import annotations
@@ -141,9 +139,8 @@ class KafkaLink:
         return self._admin
 
     def _producer_client(self) -> Producer:
-        """An idempotent producer with acks=all: per partition, no duplicate and no reorder
-        within its session; an error that would leave a gap behind later records is fatal
-        (librdkafka's gapless guarantee), and the export checks each delivery's offset."""
+        """Idempotent, acks=all: per partition no duplicate, no reorder; an error that would leave
+        a gap is fatal (gapless guarantee), and the export checks each delivery's offset."""
         if self._producer is None:
             self._producer = self._built(_confluent().Producer, self.client_config(**{
                 "enable.idempotence": True, "enable.gapless.guarantee": True, "acks": "all",
@@ -162,8 +159,7 @@ class KafkaLink:
 
     # -- librdkafka's errors as ours: the one place --------------------------------------
     def unavailable(self, doing: str, cause: object = None) -> KafkaUnavailableError:
-        """No broker answered within the timeout while ``doing``; ``cause`` says what the
-        client saw, with the last error its clients reported if that says more."""
+        """No broker answered while ``doing``: ``cause`` and the clients' last error say why."""
         text = "" if cause is None else error_text(cause)
         at, last = self._last_error
         if last and last != text and time.monotonic() - at < self.settings.timeout_s + 1:
@@ -189,9 +185,8 @@ class KafkaLink:
     def _wait(self, future: Future[_Answer], doing: str,
               refused: Callable[[str], KafkaError] | None = None, passes: tuple[str, ...] = (),
               ) -> _Answer | None:
-        """The admin client's answer to ``future``: the one wait on its futures. An error
-        named in ``passes`` gives None; another is ``refused(its text)`` (default: Kafka
-        refused ``doing``); no answer within the timeout is KafkaUnavailableError."""
+        """``future``'s answer, the one wait on the admin client: an error in ``passes`` is None,
+        another ``refused(its text)`` (default: refused ``doing``), none KafkaUnavailableError."""
         kafka = _confluent()
         try:
             return future.result(timeout=self.settings.timeout_s + 1)
@@ -239,9 +234,8 @@ class KafkaLink:
 
     def create_topic(self, topic: str, config: Mapping[str, str], partitions: int = 1,
                      replication_factor: int | None = None) -> KafkaTopic:
-        """Create ``topic`` with ``config`` and ``replication_factor`` replicas (None: the
-        broker's default.replication.factor); if it exists by now (a metadata answer older
-        than its creation), it is left as it is. Returns it once every client can see it."""
+        """Create ``topic`` (replicas None: the broker's default.replication.factor), or leave it
+        if it exists by now (an older metadata answer); returns it once clients can see it."""
         from confluent_kafka.admin import NewTopic
 
         replicas = -1 if replication_factor is None else replication_factor
@@ -269,8 +263,7 @@ class KafkaLink:
         self._wait(future, f"deleting topic {topic!r}")
 
     def topic_config(self, topic: str) -> dict[str, str]:
-        """The settings of an existing ``topic`` as the broker applies them (its own and the
-        broker's defaults); KafkaUnavailableError if no broker answers."""
+        """An existing ``topic``'s settings as the broker applies them (its own and defaults)."""
         from confluent_kafka.admin import ConfigResource
 
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
@@ -296,9 +289,8 @@ class KafkaLink:
                     cached=False)
                 return Watermarks(low, high)
             except kafka.KafkaException as exc:
-                # A topic created a moment ago is not yet in this client's metadata, and a
-                # partition whose leader moves (a new topic, a broker restart) answers "not
-                # leader" until the client learns the new one: both pass, so wait for them.
+                # A topic created a moment ago is not yet in this client's metadata, and a moved
+                # leader answers "not leader" until the client learns the new one: wait for both.
                 error = exc.args[0]
                 passing = error.retriable() or error.code() in _codes(SETTLING_ERRORS)
                 if not passing or time.monotonic() > deadline:
@@ -440,9 +432,8 @@ class KafkaLink:
         return report
 
     def flush(self) -> None:
-        """Wait until Kafka answered every produced record (each answer went to its
-        ``on_delivery``); KafkaUnavailableError if some are still unanswered after the
-        delivery timeout."""
+        """Wait until Kafka answered every produced record (each to its ``on_delivery``);
+        KafkaUnavailableError if some are unanswered after the delivery timeout."""
         if self._producer is None:
             return
         left = self._producer.flush(self.settings.delivery_timeout_s + 5)
