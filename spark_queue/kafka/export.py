@@ -193,8 +193,8 @@ class Exporter:
         creating = start is None
         if start is None:
             start = self.store.earliest_offset(topic)
-        found = topic_checks.check(config, self.store, topic, kafka_topic, start,
-                                   force=self.topic_options.force, creating=creating)
+        found = topic_checks.refuse_or_warn(config, self.store, topic, kafka_topic, start,
+                                            force=self.topic_options.force, creating=creating)
         for problem in found:
             log.warning("Kafka topic %r: %s; exporting anyway (--force)", kafka_topic, problem)
 

@@ -10,7 +10,7 @@ topic settings can undo that after the records are in:
 - ``retention.ms`` shorter than the age of events still to export: the broker deletes them
   (by CreateTime) soon after they arrive.
 
-:func:`check` refuses such a topic naming each setting and its fix, or, with ``force``,
+:func:`refuse_or_warn` refuses such a topic naming each setting and its fix, or, with ``force``,
 returns them for a warning. It checks the settings an export creates a topic with
 (:data:`EXPORT_TOPIC_CONFIG` and ``--topic-config``) and, for a topic that exists, the
 broker's answer.
@@ -80,7 +80,7 @@ def problems(
     return found
 
 
-def check(
+def refuse_or_warn(
     config: Mapping[str, str],
     store: Store,
     topic: str,
