@@ -26,7 +26,7 @@ reported separately: Spark (4.2) allows it on the Kafka, console, memory and
 noop sinks only, so ``foreachBatch`` gets it through Spark's internal
 override of that check, to keep one definition of "visible".
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), Spark's
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka_broker`), Spark's
 Kafka source joins every group of paths under the same settings, at Kafka's
 defaults and with ``kafka.fetch.max.wait.ms=10`` (see :data:`KAFKA_SOURCES`):
 a fresh one-partition topic per turn, each event sent by confluent-kafka (``acks=all``,
@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 
-from benchmarks import kafka as kafka_bench
+from benchmarks import kafka_broker
 from benchmarks import starts as start_bench
 from benchmarks.latency_report import (
     DEFAULT,
@@ -92,13 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-async", action="store_true",
                         help="skip the async progress tracking paths")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark (default 2)")
-    kafka_bench.add_argument(parser)
+    kafka_broker.add_argument(parser)
     start_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-latency-")
-    kafka = kafka_bench.connect(args.kafka_bootstrap)
+    kafka = kafka_broker.connect(args.kafka_bootstrap)
     try:
         return _run(args, workdir, kafka)
     finally:
@@ -117,7 +117,7 @@ def variants(with_async: bool, with_kafka: bool = False) -> list[Variant]:
     return found
 
 
-def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
+def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | None) -> int:
     if args.starts_only:
         return start_bench.run_only(args, workdir)
     from benchmarks.report import local_session
@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     with Store(path) as store:
         store.create_topic("own")
     spark = local_session("spark_queue-bench-latency", args.cores,
-                          kafka_bench.session_conf(kafka))
+                          kafka_broker.session_conf(kafka))
     spark.dataSource.register(_python_rate_source())
     paths = variants(not args.no_async, kafka is not None)
     samples = {v: Samples() for v in paths}
@@ -176,7 +176,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
 
 
 def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, events: int,
-                  gap_ms: int, into: Samples, kafka: kafka_bench.Kafka | None = None) -> None:
+                  gap_ms: int, into: Samples, kafka: kafka_broker.Kafka | None = None) -> None:
     """Run a fresh query of ``variant`` until ``events`` events after its warm-up batch
     were seen; add what it measured to ``into``."""
     from benchmarks.report import first_trigger_s

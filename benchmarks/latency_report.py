@@ -7,7 +7,7 @@ import argparse
 import statistics
 from dataclasses import dataclass, field
 
-from benchmarks import kafka as kafka_bench
+from benchmarks import kafka_broker
 
 FLOOR = "rate"
 # rate's twin as a Python simple stream reader without I/O: what any Python
@@ -113,7 +113,7 @@ def print_targets(samples: dict[Variant, Samples]) -> None:
               f"p95 {ratios[1]:.2f}x")
 
 
-def print_kafka(samples: dict[Variant, Samples], kafka: kafka_bench.Kafka) -> None:
+def print_kafka(samples: dict[Variant, Samples], kafka: kafka_broker.Kafka) -> None:
     """p50 and p95 of each sqliteq mode against both Kafka paths under the same settings."""
     from benchmarks.report import percentile
 

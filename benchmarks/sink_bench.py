@@ -9,7 +9,7 @@ Paths, all in one run on the same rows, each into a fresh store file:
 - Spark streaming write: the same rows as ONE micro-batch
   (``readStream.parquet`` + ``Trigger.AvailableNow``), checkpoint included.
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), in the
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka_broker`), in the
 same session and rounds: Kafka's batch sink (``df.write.format("kafka")``) and
 streaming sink (the same ``readStream.parquet`` micro-batch into
 ``format("kafka")``) beside ours, the sink alone compared on the same input;
@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import apsw
 
-from benchmarks import kafka as kafka_bench
+from benchmarks import kafka_broker
 from benchmarks.report import now_ms, print_table
 from spark_queue.store import TEXT, Store
 
@@ -56,12 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="rounds; best round per path")
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the input")
-    kafka_bench.add_argument(parser)
+    kafka_broker.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-sink-")
-    kafka = kafka_bench.connect(args.kafka_bootstrap)
+    kafka = kafka_broker.connect(args.kafka_bootstrap)
     try:
         return _run(args, workdir, kafka)
     finally:
@@ -77,7 +77,7 @@ def _values(n: int, size: int) -> list[str]:
     return [f"{i:010d}-" + noise[i * tail : (i + 1) * tail] for i in range(n)]
 
 
-def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
+def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "3g")
         .config("spark.sql.shuffle.partitions", str(args.partitions))
-        .config(map=kafka_bench.session_conf(kafka))
+        .config(map=kafka_broker.session_conf(kafka))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -260,7 +260,7 @@ KAFKA_COPY = "Kafka -> Kafka streaming copy"
 SQLITEQ_COPY = "sqliteq -> sqliteq streaming copy"
 
 
-def _kafka_paths(spark, kafka: kafka_bench.Kafka, input_dir: str, schema, values: list[str],
+def _kafka_paths(spark, kafka: kafka_broker.Kafka, input_dir: str, schema, values: list[str],
                  workdir: str) -> dict[str, Callable[[], float]]:
     """Kafka's sink paths and the two same-format copies: label -> a run returning seconds.
     The copies' sources (a store file and a Kafka topic of the same rows) are filled here,
@@ -323,7 +323,7 @@ def _kafka_paths(spark, kafka: kafka_bench.Kafka, input_dir: str, schema, values
             SQLITEQ_COPY: sqliteq_copy}
 
 
-def _print_kafka(kafka: kafka_bench.Kafka, n: int, size: int, repeats: int, batch_s: float,
+def _print_kafka(kafka: kafka_broker.Kafka, n: int, size: int, repeats: int, batch_s: float,
                  stream_s: float, best: dict[str, float]) -> None:
     print(f"\n{kafka.describe()}")
     print_table(

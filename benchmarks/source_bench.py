@@ -29,7 +29,7 @@ trigger (the first progress event's trigger timestamp): the query's stand-up;
 that does no I/O, in alternating starts, and times the planning process step
 by step.
 
-With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka`), the same
+With ``--kafka-bootstrap HOST:PORT`` (:mod:`benchmarks.kafka_broker`), the same
 events (values only) in a one-partition Kafka topic (one ordered log, like a
 sqliteq topic), read by Spark's Kafka source in the same session: an
 ``availableNow`` stream into ``noop`` and a batch read, both split into as
@@ -49,8 +49,7 @@ import statistics
 import tempfile
 import time
 
-from benchmarks import kafka as kafka_bench
-from benchmarks import source_rounds
+from benchmarks import kafka_broker, source_rounds
 from benchmarks import starts as start_bench
 
 
@@ -94,13 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=5,
                         help="alternating rounds of the in-batch comparison against rate and "
                              "a no-I/O Python stream (default 5; 0 skips it)")
-    kafka_bench.add_argument(parser)
+    kafka_broker.add_argument(parser)
     start_bench.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-source-")
-    kafka = kafka_bench.connect(args.kafka_bootstrap)
+    kafka = kafka_broker.connect(args.kafka_bootstrap)
     try:
         return _run(args, workdir, kafka)
     finally:
@@ -115,7 +114,7 @@ def _timed(body) -> float:
     return time.perf_counter() - started
 
 
-def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None) -> int:
+def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | None) -> int:
     if args.starts_only:
         return start_bench.run_only(args, workdir)
     from benchmarks.report import (
@@ -159,7 +158,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None
     partition_s = min(_timed(in_process) for _ in range(args.repeats))
 
     # -- Spark -----------------------------------------------------------------
-    spark = local_session("spark_queue-bench-source", args.cores, kafka_bench.session_conf(kafka))
+    spark = local_session("spark_queue-bench-source", args.cores, kafka_broker.session_conf(kafka))
     counter = iter(range(1_000_000))
     tasks = 2 * args.cores
     starts: dict[str, list[float]] = {}  # start() -> first trigger, per stream

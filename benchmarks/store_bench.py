@@ -30,7 +30,7 @@ connections. The paths take turns on every repeat, so machine load hits
 them alike. Every offset a producer call returned is checked against what a
 reader sees.
 
-Kafka (``--kafka-bootstrap HOST:PORT``, :mod:`benchmarks.kafka`): the
+Kafka (``--kafka-bootstrap HOST:PORT``, :mod:`benchmarks.kafka_broker`): the
 bulk section adds a table of the same ``--events`` as keyed JSON (8-byte
 keys, ~100-byte values, the same text on both sides): ``Store.publish_many``
 in one transaction and in transactions of 10,000, a :class:`Producer` fed
@@ -57,8 +57,7 @@ import time
 
 import apsw
 
-from benchmarks import kafka as kafka_bench
-from benchmarks import single_publish
+from benchmarks import kafka_broker, single_publish
 from benchmarks.report import best_of, now_ms, print_table
 from benchmarks.store_threads import run_threads
 from spark_queue.store import TEXT, Producer, Record, Store
@@ -82,12 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="threads section: pin the process to one CPU (shows what cross-CPU wake-ups cost)",
     )
     single_publish.add_arguments(parser)
-    kafka_bench.add_argument(parser)
+    kafka_broker.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-bench-store-")
-    kafka = kafka_bench.connect(args.kafka_bootstrap)
+    kafka = kafka_broker.connect(args.kafka_bootstrap)
     try:
         if args.section in ("all", "bulk"):
             _run(args, workdir)
@@ -197,9 +196,9 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
 
 
 # -- against Kafka's producer ----------------------------------------------------------
-def _run_kafka(args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka) -> None:
+def _run_kafka(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka) -> None:
     n = args.events
-    keys, values = kafka_bench.json_events(n, args.value_bytes)
+    keys, values = kafka_broker.json_events(n, args.value_bytes)
     records = [Record(v, key=k) for k, v in zip(keys, values, strict=True)]
     key_bytes, value_bytes = [k.encode() for k in keys], [v.encode() for v in values]
     counter = iter(range(1_000_000))

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from benchmarks import kafka as kafka_bench
+from benchmarks import kafka_broker
 from benchmarks.report import print_table
 from spark_queue.store import Producer, Store
 
@@ -79,7 +79,7 @@ def _in_threads(threads: int, body: Callable[[int], object]) -> float:
 
 
 def run_threads(
-    args: argparse.Namespace, workdir: str, kafka: kafka_bench.Kafka | None = None
+    args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | None = None
 ) -> None:
     threads, per_thread, size = args.threads, args.thread_events, args.value_bytes
     pinned = ""
@@ -197,7 +197,7 @@ def _print_round_ratios(rounds: dict[str, list[float]], pairs: list[tuple[str, s
         print(f"round {n}: " + "   ".join(cells))
 
 
-def _kafka_threads(kafka: kafka_bench.Kafka, values: list[list[str]]) -> float:
+def _kafka_threads(kafka: kafka_broker.Kafka, values: list[list[str]]) -> float:
     """Events/s of one thread per row of ``values`` producing it through one shared
     producer (librdkafka's is thread-safe), each with a delivery callback (the peer of
     a future's answer), each flushing at its end."""
@@ -212,7 +212,7 @@ def _kafka_threads(kafka: kafka_bench.Kafka, values: list[list[str]]) -> float:
             failed.append(error)
 
     elapsed = _in_threads(
-        len(values), lambda t: kafka_bench.send(sender, topic, encoded[t], on_delivery=delivered)
+        len(values), lambda t: kafka_broker.send(sender, topic, encoded[t], on_delivery=delivered)
     )
     if failed:
         raise RuntimeError(f"kafka: {len(failed)} deliveries failed, the first: {failed[0]}")

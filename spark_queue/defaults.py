@@ -54,3 +54,12 @@ WAL_LIMIT_BYTES = 64 * 2**20
 #: ``sqliteq check`` warns when a consumer's saved offset keeps events this much older than
 #: what the topic's retention keeps (an abandoned consumer holds retention back for good).
 HELD_BACK_WARN_MS = 3_600_000
+
+# -- Kafka ---------------------------------------------------------------------------------
+#: How long a Kafka command waits for the broker's answer (``--timeout``, ``timeout_s``):
+#: long enough for a broker on a loaded machine, short enough that a wrong address fails
+#: while the user still watches.
+KAFKA_TIMEOUT_MS = 10_000
+#: The longest wait a Kafka command accepts: an hour, past any broker restart; a larger
+#: value is a unit mistake (seconds given as milliseconds).
+KAFKA_TIMEOUT_MAX_MS = 3_600_000

@@ -133,7 +133,7 @@ def describe_range(low: int | None, high: int | None) -> str:
     return f"an integer from {show(low)} to {show(high)}"
 
 
-def check(setting: Setting, value: Any, *, error: type[Exception], owner: str) -> Any:
+def check_setting(setting: Setting, value: Any, *, error: type[Exception], owner: str) -> Any:
     """``value`` as the store keeps it (a flag as 0 or 1, a rate as a float), if
     ``setting``'s declaration allows it; otherwise ``error`` naming ``owner`` (``queue 'q'
     setting``, ``retention``), the setting, what it allows and the value.

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from benchmarks import kafka
+from benchmarks import kafka_broker
 from benchmarks.__main__ import BENCHMARKS, build_parser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_benchmark_help_imports_neither_pyspark_nor_kafka(name):
 
 
 def test_kafka_is_skipped_with_one_line_when_no_broker_is_given(capsys):
-    assert kafka.connect(None) is None
+    assert kafka_broker.connect(None) is None
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and out.startswith("kafka: skipped")
 

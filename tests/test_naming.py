@@ -3,9 +3,9 @@
 A name found in a traceback, an import line or a grep points at one thing:
 
 - No two modules share a stem anywhere in the tree (``spark_queue/``, ``benchmarks/``,
-  ``pyspark_sqliteq.py``), and no module shares its stem with a package: a
-  ``benchmarks/kafka.py`` beside ``spark_queue/kafka/`` is imported ``as kafka_bench``
-  wherever both are needed, which is the alias the rule exists to spare.
+  ``pyspark_sqliteq.py``), and no module shares its stem with a package: a benchmark
+  module named ``kafka.py`` beside ``spark_queue/kafka/`` had to be imported under an
+  alias wherever both were needed, which is what the rule exists to spare.
 - A public top-level name (function, class, constant) is defined in one package only,
   unless :data:`ALLOWED_REPEATS` names it with the reason it must repeat.
 - A parameter that holds a duration says its unit (``timeout_ms``, ``wait_s``): a bare
@@ -42,31 +42,6 @@ ALLOWED_REPEATS = {
               "only, and the store exports no clock",
 }
 
-#: Repeats in modules that other #43 branches rework this round (shared bounds into
-#: spark_queue/defaults.py, checks as declarations, cuts of queue_jobs.py): tolerated while
-#: present, never reported as stale; the lead deletes an entry once its branch is merged.
-PENDING_ON_OTHER_BRANCHES = {
-    "MAX_WAIT_MS": "the worker's thread-wait bound, written twice until #43's bounds move "
-                   "into spark_queue/defaults.py (cli/worker_command, worker/settings)",
-    "MAX_BATCH_SIZE": "as MAX_WAIT_MS: the worker's batch bound, until #43's bounds move",
-    "TOPIC_SETTINGS": "setting_table's declarations and topic_admin's tuple of them, until "
-                      "#43's checks become declarations (item 3)",
-    "WAL_LIMIT_BYTES": "housekeeping re-exports the default (the same object); until #43's "
-                       "bounds move",
-    "count": "cli/numbers' argparse type and queue_jobs' stats bump: both in modules cut on "
-             "other #43 branches this round",
-}
-
-#: Renamed on the Kafka branch (#43, item 1): tolerated while present; the lead deletes
-#: this set once that branch is merged (its entries then match nothing).
-RENAMED_ON_THE_KAFKA_BRANCH = {
-    "stems": {"benchmarks/kafka.py"},
-    "names": {"settings_of", "VALUE_FORMATS", "read_range", "SINK_OPTIONS",
-              # not on that branch's list: kafka/topic_checks.check beside the store's
-              # maintenance.check (and the settings branch's check(setting, value), if named so)
-              "check"},
-}
-
 #: Words that make a parameter a duration, and the suffixes that give its unit.
 DURATION = re.compile(r"(^|_)(timeout|interval|wait|delay|period|ttl|backoff|grace|deadline|"
                       r"linger|heartbeat|lease|retention)$")
@@ -79,9 +54,6 @@ ALLOWED_PARAMETERS = {
         "concurrent.futures.Future.exception(timeout): seconds, the stdlib's signature",
     ("spark_queue/store/producer_replies.py", "_wait", "timeout"):
         "the Future methods' timeout, passed through as the stdlib names it",
-    # Found by this test in a module being cut on another #43 branch this round (not
-    # touched here): rename it lease_ms there or after the merge, then drop this entry.
-    ("spark_queue/worker/loop.py", "_run", "lease"): "milliseconds; to be named lease_ms",
 }
 
 
@@ -161,15 +133,12 @@ def unitless_durations(sources: list[pathlib.Path], root: pathlib.Path = ROOT) -
 
 
 def test_no_two_modules_share_a_stem_nor_a_module_a_package_name():
-    stems = RENAMED_ON_THE_KAFKA_BRANCH["stems"]
-    found = [f for f in shared_stems(SOURCES) if not f.startswith(tuple(stems))]
-    assert found == []
+    assert shared_stems(SOURCES) == []
 
 
 def test_a_public_name_is_defined_in_one_package_unless_listed_with_its_reason():
-    tolerated = (ALLOWED_REPEATS.keys() | PENDING_ON_OTHER_BRANCHES.keys()
-                 | RENAMED_ON_THE_KAFKA_BRANCH["names"])
-    found = {n: dirs for n, dirs in repeated_names(SOURCES).items() if n not in tolerated}
+    found = {n: dirs for n, dirs in repeated_names(SOURCES).items()
+             if n not in ALLOWED_REPEATS}
     assert found == {}
 
 
@@ -178,8 +147,7 @@ def test_every_allowed_repeat_still_repeats():
     repeated = repeated_names(SOURCES)
     assert [n for n in ALLOWED_REPEATS if n not in repeated] == []
     assert all(reason for reason in [*ALLOWED_REPEATS.values(), *ALLOWED_STEMS.values(),
-                                     *ALLOWED_PARAMETERS.values(),
-                                     *PENDING_ON_OTHER_BRANCHES.values()])
+                                     *ALLOWED_PARAMETERS.values()])
 
 
 def test_a_parameter_holding_a_duration_names_its_unit():

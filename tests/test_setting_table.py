@@ -142,7 +142,7 @@ def test_the_housekeeping_flags_are_the_store_settings_flags():
 
 
 def test_one_check_refuses_a_setting_alike_for_queues_and_topics(tmp_path):
-    """setting_table.check is the one check of a setting's value: a queue's and a topic's
+    """setting_table.check_setting is the one check of a setting's value: a queue's and a topic's
     max_payload_bytes are refused in the same words (the caller's error class and owner
     aside), and topic retention goes through it too."""
     with Store(str(tmp_path / "s.sqlite")) as store:

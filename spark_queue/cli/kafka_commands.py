@@ -14,23 +14,24 @@ from typing import TYPE_CHECKING
 from spark_queue.cli import numbers
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.progress import ExportProgress, watching
+from spark_queue.defaults import KAFKA_TIMEOUT_MAX_MS, KAFKA_TIMEOUT_MS
 from spark_queue.errors import OptionError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.client_config import KafkaSettings
     from spark_queue.kafka.mirror import MirrorStatus
 
-MAX_TIMEOUT_MS = 3_600_000
-timeout_ms = numbers.duration(1, MAX_TIMEOUT_MS)
+timeout_ms = numbers.duration(1, KAFKA_TIMEOUT_MAX_MS)
 
 
 def _broker_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", required=True, metavar="HOST:PORT[,...]",
                    help="Kafka's bootstrap servers")
-    p.add_argument("--timeout", type=timeout_ms, default=10_000, metavar="DURATION",
-                   help="how long to wait for the broker before failing (default 10s)")
+    p.add_argument("--timeout", type=timeout_ms, default=KAFKA_TIMEOUT_MS, metavar="DURATION",
+                   help="how long to wait for the broker before failing "
+                   f"(default {KAFKA_TIMEOUT_MS // 1000}s)")
     p.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a librdkafka setting for every client (security.protocol=SSL, "
                    "sasl.mechanism=...; repeatable); never a secret: those go in "
@@ -139,12 +140,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_import)
 
 
-def settings_of(bootstrap: str, wait_ms: int, pairs: list[str],
-                config_file: str | None) -> KafkaSettings:
+def settings_from_flags(bootstrap: str, wait_ms: int, pairs: list[str],
+                        config_file: str | None) -> KafkaSettings:
     """The broker flags as settings: the config file's, then SQLITEQ_KAFKA_CONFIG_*, then
     --kafka-config (:mod:`spark_queue.kafka.client_config`)."""
-    from spark_queue.kafka.client import KafkaSettings
-    from spark_queue.kafka.client_config import client_settings
+    from spark_queue.kafka.client_config import KafkaSettings, client_settings
 
     return KafkaSettings(bootstrap, wait_ms / 1000, client_settings(pairs, config_file))
 
@@ -175,8 +175,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.give_up_after is not None and not args.follow:
         raise OptionError("--give-up-after applies to --follow only (an export without it "
                           "fails once --timeout passes); add --follow or leave it out.")
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
-                           args.kafka_config_file)
+    settings = settings_from_flags(args.bootstrap, args.timeout, args.kafka_config,
+                                   args.kafka_config_file)
     stream = watching(args.json)
     stop = threading.Event()
     if args.follow:
@@ -207,8 +207,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_commit_offsets(args: argparse.Namespace) -> int:
     from spark_queue.kafka.positions import commit_consumer_offsets
 
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
-                           args.kafka_config_file)
+    settings = settings_from_flags(args.bootstrap, args.timeout, args.kafka_config,
+                                   args.kafka_config_file)
     done = commit_consumer_offsets(args.path, settings, args.consumer, group=args.group,
                                    topics=args.topic or None, prefix=args.prefix)
     emit([{"group": args.group or args.consumer, "kafka_topic": g.kafka_topic,
@@ -238,8 +238,8 @@ def cmd_starting_offsets(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from spark_queue.kafka.importing import import_topic
 
-    settings = settings_of(args.bootstrap, args.timeout, args.kafka_config,
-                           args.kafka_config_file)
+    settings = settings_from_flags(args.bootstrap, args.timeout, args.kafka_config,
+                                   args.kafka_config_file)
     done = import_topic(args.path, settings, args.kafka_topic, into=args.into,
                         since_ms=args.since, until_ms=args.until, value_format=args.value_format,
                         first_offset=args.first_offset)

@@ -15,7 +15,8 @@ from spark_queue.errors import OptionError, WorkerCrashedError
 MAX_CONCURRENCY = 1024
 # `worker`: stopped, but handlers were still running when the grace period ended.
 EXIT_JOBS_INTERRUPTED = 3
-MAX_BATCH_SIZE = 100_000
+# --batch-size: the worker allows any stored count; a command line asks for a sane one.
+BATCH_SIZE_FLAG_MAX = 100_000
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +35,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--batch-size",
-        type=numbers.integer(1, MAX_BATCH_SIZE),
+        type=numbers.integer(1, BATCH_SIZE_FLAG_MAX),
         default=1,
         help="jobs each thread claims (and acks) per transaction (default 1)",
     )

@@ -16,7 +16,7 @@ them from a properties file and the environment). They need the Kafka client, th
 """
 
 from spark_queue.kafka.checkpoints import KafkaStart, kafka_starting_offsets
-from spark_queue.kafka.client import KafkaSettings
+from spark_queue.kafka.client_config import KafkaSettings
 from spark_queue.kafka.export import ExportResult, TopicOptions, export_topics
 from spark_queue.kafka.importing import ImportResult, import_topic
 from spark_queue.kafka.mirror import MirrorStatus, TopicLag

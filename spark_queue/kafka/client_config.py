@@ -16,15 +16,21 @@ their client settings from three places, later ones overriding earlier ones:
 
 Secret values (any setting whose name says password, secret, jaas or a private key) never
 appear in an error or a progress line: :func:`redact` takes them out of any text.
+
+:class:`KafkaSettings` holds the result with where Kafka is and how long to wait for it;
+:class:`~spark_queue.kafka.link.KafkaLink` builds its clients from it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
+from spark_queue.defaults import KAFKA_TIMEOUT_MAX_MS, KAFKA_TIMEOUT_MS
 from spark_queue.errors import OptionError
 
 ENV_PREFIX = "SQLITEQ_KAFKA_CONFIG_"
@@ -36,6 +42,9 @@ _JAAS = re.compile(
     re.S,
 )
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# A record's delivery may wait longer than an answer to a request: a broker busy on a loaded
+# machine acknowledges late, and a record that times out ends the export (a rerun resumes).
+MIN_DELIVERY_TIMEOUT_S = 60.0
 
 
 def is_secret(name: str) -> bool:
@@ -183,3 +192,70 @@ def client_settings(
     config.update(from_environment(os.environ if environ is None else environ))
     config.update(from_pairs(pairs))
     return config
+
+
+class _QuietLog:
+    """librdkafka's own log lines (a refused connection, a retry) as INFO records of
+    ``spark_queue.kafka.librdkafka``: seen with ``-v``, never beside a one-line error."""
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        logging.getLogger("spark_queue.kafka.librdkafka").info(fmt, *args)
+
+
+#: The ``logger`` setting of every client.
+LIBRDKAFKA_LOG = _QuietLog()
+
+
+@dataclass(frozen=True, repr=False)
+class KafkaSettings:
+    """Where Kafka is and how long to wait for it.
+
+    ``config`` holds further librdkafka settings passed to every client (security:
+    ``security.protocol``, ``sasl.*``, ``ssl.*``; :func:`client_settings` reads them from a
+    properties file or the environment). Secret values never show in this object's repr or
+    in an error.
+    """
+
+    bootstrap: str
+    timeout_s: float = KAFKA_TIMEOUT_MS / 1000
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bootstrap, str) or not self.bootstrap.strip():
+            raise OptionError(
+                f"Kafka's bootstrap servers must be HOST:PORT[,...]; got {self.bootstrap!r}."
+            )
+        cap_s = KAFKA_TIMEOUT_MAX_MS // 1000
+        if not 0 < self.timeout_s <= cap_s:
+            raise OptionError(
+                f"timeout_s must be more than 0 and at most {cap_s} seconds; "
+                f"got {self.timeout_s!r}."
+            )
+
+    def __repr__(self) -> str:
+        return (f"KafkaSettings(bootstrap={self.bootstrap!r}, timeout_s={self.timeout_s!r}, "
+                f"config={redact(repr(dict(self.config)), self.config)})")
+
+    @property
+    def delivery_timeout_s(self) -> float:
+        """How long a produced record may wait for its acknowledgement: librdkafka's
+        ``message.timeout.ms`` (alias ``delivery.timeout.ms``) when ``config`` sets it."""
+        for name in ("message.timeout.ms", "delivery.timeout.ms"):
+            if name in self.config:
+                try:
+                    return int(self.config[name]) / 1000
+                except ValueError as exc:
+                    raise OptionError(
+                        f"the Kafka client setting {name} must be milliseconds (an integer); "
+                        f"got {self.config[name]!r}."
+                    ) from exc
+        return max(self.timeout_s, MIN_DELIVERY_TIMEOUT_S)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the values of this client's secret settings."""
+        return redact(text, self.config)
+
+
+def as_kafka_settings(kafka: KafkaSettings | str) -> KafkaSettings:
+    """``kafka`` as settings: a bootstrap string (``"host:9092"``) gets the defaults."""
+    return KafkaSettings(kafka) if isinstance(kafka, str) else kafka

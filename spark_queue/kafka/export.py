@@ -29,7 +29,7 @@ of the consumer ``sqliteq.mirror[.<prefix>]`` (``Store.hold_name``) when a topic
 is opened (Kafka's end) and after every delivered batch, so ``prune`` never
 deletes an event the copy has not got unless forced.
 
-A topic the export creates gets one partition, :data:`client.EXPORT_TOPIC_CONFIG`,
+A topic the export creates gets one partition, :data:`topic_checks.EXPORT_TOPIC_CONFIG`,
 ``TopicOptions.config`` and ``replication_factor`` replicas; a topic's settings under
 which Kafka would not keep the copy (compaction, LogAppendTime, a retention shorter than
 the events' age) are refused unless forced (:mod:`~spark_queue.kafka.topic_checks`).
@@ -48,11 +48,12 @@ from spark_queue.errors import (
     KafkaTargetMismatchError,
     KafkaTopicError,
     KafkaUnavailableError,
-    PayloadError,
 )
-from spark_queue.kafka import client, mirror, topic_checks
-from spark_queue.kafka.client import KafkaSettings
-from spark_queue.kafka.records import Content, checksum, from_message, from_store_row, kafka_headers
+from spark_queue.kafka import mirror, topic_checks
+from spark_queue.kafka.client_config import KafkaSettings, as_kafka_settings
+from spark_queue.kafka.link import KafkaLink
+from spark_queue.kafka.link_types import DeliveryFailure, KafkaTopic
+from spark_queue.kafka.records import Content, checksum, from_message, from_store_row
 from spark_queue.store import Housekeeper, Store, hold_name
 
 CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
@@ -102,15 +103,17 @@ class _Target:
         self.failure: str | None = None
         self.transient = False  # the failure ends once the broker is back
 
-    def delivered(self, err: object, msg: object) -> None:
+    def event_name(self, sent: int) -> str:
+        """The store event ``sent`` events past the next one to send, for an error."""
+        return f"store topic {self.topic!r}'s event {self.sent_upto + self.shift + sent}"
+
+    def delivered(self, offset: int, failure: DeliveryFailure | None) -> None:
         if self.failure is not None:
             return
-        if err is not None:
-            text = err.str() if hasattr(err, "str") else err  # a librdkafka KafkaError
-            self.failure = f"Kafka did not take offset {self.delivered_upto}: {text}"
-            self.transient = client.transient(err)
+        if failure is not None:
+            self.failure = f"Kafka did not take offset {self.delivered_upto}: {failure.text}"
+            self.transient = failure.transient
             return
-        offset = msg.offset()  # type: ignore[attr-defined]
         if offset != self.delivered_upto:
             self.failure = (
                 f"the record meant for offset {self.delivered_upto} landed at {offset}: another "
@@ -123,79 +126,75 @@ class _Target:
 
 
 class Exporter:
-    """Exports through one producer; :func:`export_topics` is the usual way in."""
+    """Exports over one link to Kafka, which it closes; :func:`export_topics` is the usual
+    way in."""
 
     def __init__(
         self,
         store: Store,
-        settings: KafkaSettings,
+        link: KafkaLink,
         prefix: str = "",
         progress: Progress | None = None,
         topic_options: TopicOptions | None = None,
     ) -> None:
         self.store = store
-        self.settings = settings
+        self.link = link
         self.prefix = prefix
         self.hold = hold_name(prefix)
         self.progress = progress
         self.topic_options = topic_options or TopicOptions()
-        self.admin = client.admin(settings)
-        self.producer = client.producer(settings)
-        self.reader = client.consumer(settings, group=f"sqliteq-export-{os.getpid()}")
-        self.refused: type[Exception] = client.confluent().KafkaException
         self.targets: dict[str, _Target] = {}
 
     def close(self) -> None:
         """Drop what the producer still holds (a rerun or the next attempt resends it after
         reading Kafka's end) and close the clients."""
-        self.producer.purge()
-        self.producer.flush(0)
-        self.reader.close()
+        self.link.close()
 
     # -- opening a target: checks before anything is written ---------------
     def target(self, topic: str) -> _Target:
         if topic in self.targets:
             return self.targets[topic]
         kafka_topic = self.prefix + topic
-        parts = client.partitions(self.admin, self.settings, kafka_topic)
-        options = self.topic_options
-        if parts is None:
-            self._check_settings(topic, kafka_topic, None)
-            # Its partitions: someone else may have created it since the metadata answered.
-            parts = client.create_topic(self.admin, self.settings, kafka_topic,
-                                        options.replication_factor, options.config)
+        found = self.link.describe_topic(kafka_topic) or self._create(topic, kafka_topic)
+        parts = found.partitions
         if parts != [0]:
             raise KafkaTopicError(
                 f"Kafka topic {kafka_topic!r} has {len(parts)} partitions; an export writes "
                 f"one partition whose offsets are store topic {topic!r}'s: export to a new "
                 "topic (--prefix) or delete it."
             )
-        low, high = client.watermarks(self.reader, self.settings, kafka_topic)
+        low, high = found.watermarks
         earliest, latest = self.store.bounds(topic)
         recorded = self.store.mirror_shift(topic)
         shift = earliest if recorded is None else recorded
         self._check_overlap(topic, kafka_topic, shift, (low, high), (earliest, latest))
         # As the broker applies them, whoever created it (a created topic passes: checked above).
-        self._check_settings(topic, kafka_topic, high + shift)
+        self._check_settings(topic, kafka_topic, high + shift, found.config)
         shift = self.store.fix_mirror_shift(topic, shift)
         # The hold names exactly what this copy holds (a reset: a copy deleted and made anew
         # starts lower), so retention keeps what it lacks.
         self.store.commit_offsets(self.hold, {topic: high + shift}, reset=True)
-        found = self.targets[topic] = _Target(topic, kafka_topic, shift, high)
-        return found
+        target = self.targets[topic] = _Target(topic, kafka_topic, shift, high)
+        return target
 
-    def _check_settings(self, topic: str, kafka_topic: str, start: int | None) -> None:
+    def _create(self, topic: str, kafka_topic: str) -> KafkaTopic:
+        options = self.topic_options
+        config = {**topic_checks.EXPORT_TOPIC_CONFIG, **options.config}
+        self._check_settings(topic, kafka_topic, None, config)
+        # As found: someone else may have created it since the metadata answered.
+        return self.link.create_topic(kafka_topic, config,
+                                      replication_factor=options.replication_factor)
+
+    def _check_settings(self, topic: str, kafka_topic: str, start: int | None,
+                        config: Mapping[str, str]) -> None:
         """Refuse (or with force, warn about) settings under which Kafka would not keep the
-        copy from store offset ``start`` on: those the export would create the topic with
-        (``start`` None), or those it has."""
+        copy from store offset ``start`` on: ``config``, those the export would create the
+        topic with (``start`` None), or those it has."""
         creating = start is None
         if start is None:
-            config = {**client.EXPORT_TOPIC_CONFIG, **self.topic_options.config}
             start = self.store.earliest_offset(topic)
-        else:
-            config = client.topic_config(self.admin, self.settings, kafka_topic)
-        found = topic_checks.check(config, self.store, topic, kafka_topic, start,
-                                   force=self.topic_options.force, creating=creating)
+        found = topic_checks.refuse_or_warn(config, self.store, topic, kafka_topic, start,
+                                            force=self.topic_options.force, creating=creating)
         for problem in found:
             log.warning("Kafka topic %r: %s; exporting anyway (--force)", kafka_topic, problem)
 
@@ -208,7 +207,7 @@ class Exporter:
         store: tuple[int, int],
     ) -> None:
         (low, high), (earliest, latest) = kafka, store
-        where = f"Kafka topic {kafka_topic!r} at {self.settings.bootstrap}"
+        where = f"Kafka topic {kafka_topic!r} at {self.link.settings.bootstrap}"
         if high + shift > latest:
             raise KafkaTargetMismatchError(
                 f"{where} holds records up to offset {high - 1}, more than store topic "
@@ -243,8 +242,7 @@ class Exporter:
         return [from_store_row(row, topic) for row in table.to_pylist()]
 
     def _kafka_contents(self, kafka_topic: str, start: int, end: int) -> list[Content]:
-        messages = client.read_range(self.reader, self.settings, kafka_topic, 0, start, end)
-        return [from_message(msg) for msg in messages]
+        return [from_message(m) for m in self.link.read_messages(kafka_topic, 0, start, end)]
 
     # -- sending ---------------------------------------------------------------
     def send(self, topic: str) -> int:
@@ -258,54 +256,27 @@ class Exporter:
             rows = self.store.read_arrow(
                 topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
-            for row in rows.to_pylist():
-                try:
-                    content = from_store_row(row, topic)
-                except PayloadError:
-                    self.producer.flush(self.settings.timeout_s)  # what came before goes in
-                    raise
-                self._produce(target, content)
-                target.sent_upto += 1
+            # A row that cannot be exported (a reserved header) ends the send; the link
+            # delivers the events before it first.
+            contents = (from_store_row(row, topic) for row in rows.to_pylist())
+            target.sent_upto += self.link.produce(target.kafka_topic, contents,
+                                                  target.delivered, name=target.event_name)
             self._raise_failure(target)
             if self.progress is not None:
                 self.progress(topic, min(latest, chunk_start + CHUNK_EVENTS) - start, total)
         return total
 
-    def _produce(self, target: _Target, content: Content) -> None:
-        while True:
-            try:
-                self.producer.produce(
-                    target.kafka_topic,
-                    value=content.value,
-                    key=content.key,
-                    partition=0,
-                    timestamp=content.timestamp_ms,
-                    headers=kafka_headers(content),
-                    on_delivery=target.delivered,
-                )
-                break
-            except BufferError:
-                self.producer.poll(0.05)  # the producer's queue is full: let it drain
-            except self.refused as exc:  # refused before sending: too large, ...
-                self.producer.flush(self.settings.timeout_s)  # what came before goes in
-                size = len(content.value or b"") + len(content.key or b"")
-                raise KafkaError(
-                    f"Kafka's client refused store topic {target.topic!r}'s event "
-                    f"{target.sent_upto + target.shift} ({size:,} bytes of key and value): "
-                    f"{self.settings.redact(exc.args[0].str())}. Events before it are in "
-                    "Kafka; for large events raise the topic's max.message.bytes and pass "
-                    "--kafka-config message.max.bytes=N, then rerun."
-                ) from exc
-        self.producer.poll(0)
-
     def flush(self) -> None:
         """Wait for every record handed to the producer, then save the positions delivered
         (the holds) in one transaction."""
-        left = self.producer.flush(self.settings.delivery_timeout_s + 5)
+        try:
+            self.link.flush()
+        except KafkaUnavailableError:
+            for target in self.targets.values():
+                self._raise_failure(target)  # a record's own failure says more
+            raise
         for target in self.targets.values():
             self._raise_failure(target)
-        if left:
-            raise self.settings.unavailable(f"delivering {left} records")
         moved = {t.topic: t for t in self.targets.values() if t.delivered_upto > t.saved_upto}
         if moved:
             self.store.commit_offsets(
@@ -320,7 +291,7 @@ class Exporter:
             kind = KafkaUnavailableError if target.transient else KafkaError
             raise kind(
                 f"export of store topic {target.topic!r} to Kafka topic {target.kafka_topic!r} "
-                f"stopped: {self.settings.redact(target.failure)}. Kafka holds a prefix of the "
+                f"stopped: {target.failure}. Kafka holds a prefix of the "
                 "store up to there; rerun the export to continue."
             )
 
@@ -329,7 +300,7 @@ class Exporter:
         """Compare Kafka's end offset with the store's, then the first and last records of
         both logs; KafkaTargetMismatchError names the first difference."""
         target = self.targets[topic]
-        low, high = client.watermarks(self.reader, self.settings, target.kafka_topic)
+        low, high = self.link.watermarks(target.kafka_topic)
         earliest, _ = self.store.bounds(topic)
         where = f"Kafka topic {target.kafka_topic!r}"
         if high != target.sent_upto:
@@ -392,7 +363,7 @@ def export_topics(
     go to ``on_status``), until ``stop`` is set or Ctrl-C, then flushes, verifies and
     returns.
     """
-    settings = client.settings_of(kafka)
+    settings = as_kafka_settings(kafka)
     stop = stop or threading.Event()
     with Store(path, create=False) as store:
         names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
@@ -401,7 +372,8 @@ def export_topics(
         hold_name(prefix)  # a prefix that makes no hold's name fails first too
 
         def open_pass() -> Exporter:
-            return Exporter(store, settings, prefix, progress, topic_options)
+            link = KafkaLink(settings, group=f"sqliteq-export-{os.getpid()}")
+            return Exporter(store, link, prefix, progress, topic_options)
 
         def names_of() -> list[str]:
             return names if topics else [info.name for info in store.topics()]

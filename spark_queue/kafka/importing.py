@@ -29,11 +29,11 @@ import os
 from dataclasses import dataclass
 
 from spark_queue.errors import KafkaTopicError, OptionError, TopicExistsError
-from spark_queue.kafka import client
-from spark_queue.kafka.client import KafkaSettings
+from spark_queue.kafka.client_config import KafkaSettings, as_kafka_settings
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import (
+    KAFKA_VALUE_FORMATS,
     TIMESTAMP_HEADER,
-    VALUE_FORMATS,
     stored_key,
     stored_timestamp,
     stored_types,
@@ -81,22 +81,20 @@ def import_topic(
     topic that holds or held events is refused (TopicExistsError) before anything is
     written, unless it ends where the import starts (an import continued): import into a
     new name with ``into``."""
-    settings = client.settings_of(kafka)
-    if value_format not in VALUE_FORMATS:
+    settings = as_kafka_settings(kafka)
+    if value_format not in KAFKA_VALUE_FORMATS:
         raise OptionError(
-            f"value_format must be one of {', '.join(VALUE_FORMATS)}; got {value_format!r}."
+            f"value_format must be one of {', '.join(KAFKA_VALUE_FORMATS)}; got {value_format!r}."
         )
     if since_ms is not None and until_ms is not None and until_ms < since_ms:
         raise OptionError(f"until ({until_ms}) is before since ({since_ms}).")
-    parts = client.partitions(client.admin(settings), settings, kafka_topic)
-    if not parts:
-        raise KafkaTopicError(
-            f"Kafka topic {kafka_topic!r} does not exist at {settings.bootstrap}; check the name."
-        )
-    names = store_topic_names(kafka_topic, parts, into)
-    reader = client.consumer(settings)
-    try:
-        ranges = {p: _range(reader, settings, kafka_topic, p, since_ms, until_ms) for p in parts}
+    with KafkaLink(settings) as link:
+        parts = link.partitions(kafka_topic)
+        if not parts:
+            raise KafkaTopicError(f"Kafka topic {kafka_topic!r} does not exist at "
+                                  f"{link.settings.bootstrap}; check the name.")
+        names = store_topic_names(kafka_topic, parts, into)
+        ranges = {p: _range(link, kafka_topic, p, since_ms, until_ms) for p in parts}
         starts = {p: ranges[p][0] if first_offset is None else first_offset for p in parts}
         with Store(path) as store:
             for p, name in names.items():
@@ -109,51 +107,27 @@ def import_topic(
             for p, name in names.items():
                 store.start_topic_at(name, starts[p])
             return [
-                _import_partition(
-                    store, reader, settings, kafka_topic, p, names[p], ranges[p], value_format
-                )
+                _import_partition(store, link, kafka_topic, p, names[p], ranges[p], value_format)
                 for p in parts
             ]
-    finally:
-        reader.close()
 
 
 def _range(
-    reader: object,
-    settings: KafkaSettings,
-    topic: str,
-    partition: int,
-    since_ms: int | None,
-    until_ms: int | None,
+    link: KafkaLink, topic: str, partition: int, since_ms: int | None, until_ms: int | None
 ) -> tuple[int, int]:
-    low, high = client.watermarks(reader, settings, topic, partition)
-    start = (
-        low if since_ms is None else _offset_at(reader, settings, topic, partition, since_ms, high)
-    )
-    end = (
-        high if until_ms is None else _offset_at(reader, settings, topic, partition, until_ms, high)
-    )
+    """The offsets of the records stamped in ``[since_ms, until_ms)``, within what the
+    partition holds now (all of it without a time range)."""
+    low, high = link.watermarks(topic, partition)
+    start = low if since_ms is None else link.offset_for_time(topic, partition, since_ms)
+    end = high if until_ms is None else link.offset_for_time(topic, partition, until_ms)
+    start = high if start is None else start  # None: no record is stamped that late
+    end = high if end is None else end
     return max(start, low), min(max(end, start), high)
-
-
-def _offset_at(
-    reader: object, settings: KafkaSettings, topic: str, partition: int, time_ms: int, high: int
-) -> int:
-    """The first offset stamped at or after ``time_ms`` (``high`` if none is)."""
-    kafka = client.confluent()
-    try:
-        [found] = reader.offsets_for_times(  # type: ignore[attr-defined]
-            [kafka.TopicPartition(topic, partition, time_ms)], timeout=settings.timeout_s
-        )
-    except kafka.KafkaException as exc:
-        raise client.raise_for(exc, settings, f"a time lookup in {topic!r}") from exc
-    return high if found.offset < 0 else found.offset
 
 
 def _import_partition(
     store: Store,
-    reader: object,
-    settings: KafkaSettings,
+    link: KafkaLink,
     kafka_topic: str,
     partition: int,
     topic: str,
@@ -165,22 +139,22 @@ def _import_partition(
     batch: list[Record] = []
     imported = gaps = 0
     expected = start
-    for msg in client.read_range(reader, settings, kafka_topic, partition, start, end):
-        gaps += msg.offset() != expected
-        expected = msg.offset() + 1
-        where = f"{kafka_topic!r} [{partition}] offset {msg.offset()}"
-        kind, stamp = msg.timestamp()
-        headers = text_headers(msg.headers(), where)
+    for msg in link.read_messages(kafka_topic, partition, start, end):
+        gaps += msg.offset != expected
+        expected = msg.offset + 1
+        where = f"{kafka_topic!r} [{partition}] offset {msg.offset}"
+        headers = text_headers(msg.headers, where)
         types = stored_types(headers, where)  # an export's marks, taken out of the headers
-        if kind == 0 or stamp < 0:  # 0: TIMESTAMP_NOT_AVAILABLE; the store stamps it now
-            stamp = None
+        stamp: int | None = msg.timestamp_ms
+        if msg.timestamp_type == 0 or msg.timestamp_ms < 0:  # 0: TIMESTAMP_NOT_AVAILABLE;
+            stamp = None  # the store stamps it now
         if headers and TIMESTAMP_HEADER in headers:
             stamp = stored_timestamp(headers, 0, where)
             del headers[TIMESTAMP_HEADER]
         batch.append(
             Record(
-                stored_value(msg.value(), value_format, where, types.get("value")),
-                stored_key(msg.key(), types.get("key")),
+                stored_value(msg.value, value_format, where, types.get("value")),
+                stored_key(msg.key, types.get("key")),
                 headers or None,
                 stamp,
             )

@@ -13,9 +13,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spark_queue.errors import KafkaError, KafkaTopicError, UnknownConsumerError
-from spark_queue.kafka import client
-from spark_queue.kafka.client import KafkaSettings
+from spark_queue.errors import KafkaTopicError, UnknownConsumerError
+from spark_queue.kafka.client_config import KafkaSettings
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.store import Store
 
 
@@ -42,10 +42,7 @@ def commit_consumer_offsets(
     Every offset is checked before any is committed: the topic was exported, and the
     copy already holds the events up to the offset (export first, then commit).
     """
-    settings = client.settings_of(kafka)
-    module = client.confluent()
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
+    link = KafkaLink(kafka)  # first: bad settings fail before the store is opened
     with Store(path, create=False, readonly=True) as store:
         saved = store.committed_offsets(consumer)
         if not saved:
@@ -62,45 +59,16 @@ def commit_consumer_offsets(
                     f"{', '.join(sorted(saved))}."
                 )
             shifts[topic] = store.mirror_shift(topic)
-    reader = client.consumer(settings)
-    try:
-        planned = []
-        for topic in wanted:
-            planned.append(
-                _plan(settings, reader, topic, prefix + topic, saved[topic], shifts[topic])
-            )
-    finally:
-        reader.close()
-    name = group or consumer
-    request = ConsumerGroupTopicPartitions(
-        name, [module.TopicPartition(p.kafka_topic, 0, p.kafka_offset) for p in planned]
-    )
-    admin = client.admin(settings)  # held: a collected client never completes its futures
-    future = admin.alter_consumer_group_offsets([request], request_timeout=settings.timeout_s)[
-        name
-    ]
-    try:
-        answer = future.result(timeout=settings.timeout_s + 1)
-    except module.KafkaException as exc:
-        raise KafkaError(
-            f"Kafka at {settings.bootstrap} refused offsets for group {name!r}: "
-            f"{exc.args[0].str()} (a group with running consumers cannot be given offsets: "
-            "stop them first)."
-        ) from exc
-    except TimeoutError as exc:
-        raise settings.unavailable(f"committing offsets for group {name!r}") from exc
-    for part in answer.topic_partitions:
-        if part.error is not None:
-            raise KafkaError(
-                f"Kafka refused the offset of {part.topic!r} for group {name!r}: "
-                f"{part.error.str()}."
-            )
+    with link:
+        planned = [_plan(link, topic, prefix + topic, saved[topic], shifts[topic])
+                   for topic in wanted]
+        link.commit_group_offsets(group or consumer,
+                                  {p.kafka_topic: p.kafka_offset for p in planned})
     return planned
 
 
 def _plan(
-    settings: KafkaSettings,
-    reader: object,
+    link: KafkaLink,
     topic: str,
     kafka_topic: str,
     store_offset: int,
@@ -111,7 +79,7 @@ def _plan(
             f"store topic {topic!r} was never exported to Kafka: run `sqliteq kafka export` "
             "first, so its Kafka offsets are known."
         )
-    _, high = client.watermarks(reader, settings, kafka_topic)
+    _, high = link.watermarks(kafka_topic)
     kafka_offset = max(0, store_offset - shift)
     if kafka_offset > high:
         raise KafkaTopicError(

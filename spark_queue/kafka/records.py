@@ -24,12 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from spark_queue.errors import KafkaError, PayloadError
 from spark_queue.store import BYTES, JSON, TEXT, Encoded
 
-VALUE_FORMATS = ("auto", "json", "text", "bytes")
+KAFKA_VALUE_FORMATS = ("auto", "json", "text", "bytes")  # how an import stores values
 
 TYPES_HEADER = "sqliteq.types"  # reserved: the stored types an import would infer wrongly
 # Reserved too: the store's timestamp where Kafka's client cannot send it as CreateTime
@@ -47,6 +48,21 @@ class Content(NamedTuple):
     value: bytes | None
     headers: tuple[tuple[str, str], ...]  # sorted; no headers and {} are alike
     timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaRecord:
+    """A record read from Kafka."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] | None  # as Kafka keeps them: names may repeat
+    timestamp_type: int  # 0: none, 1: CreateTime, 2: LogAppendTime
+    timestamp_ms: int
+
 
 
 def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
@@ -124,12 +140,12 @@ def stored_types(headers: dict[str, str] | None, where: str) -> dict[str, int]:
     return found
 
 
-def from_message(msg: Any) -> Content:
-    """A Kafka message as content; its headers must be a map of text (see :func:`text_headers`)."""
-    where = f"{msg.topic()!r} [{msg.partition()}] offset {msg.offset()}"
-    headers = text_headers(msg.headers(), where)
-    stamp = stored_timestamp(headers, msg.timestamp()[1], where)
-    return Content(msg.key(), msg.value(), tuple(sorted((headers or {}).items())), stamp)
+def from_message(msg: KafkaRecord) -> Content:
+    """A Kafka record as content; its headers must be a map of text (see :func:`text_headers`)."""
+    where = f"{msg.topic!r} [{msg.partition}] offset {msg.offset}"
+    headers = text_headers(msg.headers, where)
+    stamp = stored_timestamp(headers, msg.timestamp_ms, where)
+    return Content(msg.key, msg.value, tuple(sorted((headers or {}).items())), stamp)
 
 
 def stored_timestamp(headers: dict[str, str] | None, kafka_ms: int, where: str) -> int:
@@ -147,7 +163,8 @@ def stored_timestamp(headers: dict[str, str] | None, kafka_ms: int, where: str) 
     return int(text)
 
 
-def kafka_headers(content: Content) -> list[tuple[str, bytes]] | None:
+def headers_for_kafka(content: Content) -> list[tuple[str, str | bytes | None]] | None:
+    """The content's headers as a Kafka record carries them (values UTF-8 bytes)."""
     return [(name, value.encode()) for name, value in content.headers] or None
 
 

@@ -10,9 +10,10 @@ topic settings can undo that after the records are in:
 - ``retention.ms`` shorter than the age of events still to export: the broker deletes them
   (by CreateTime) soon after they arrive.
 
-:func:`check` refuses such a topic naming each setting and its fix, or, with ``force``,
-returns them for a warning. It checks the settings an export creates a topic with (its
-defaults and ``--topic-config``) and, for a topic that exists, the broker's answer.
+:func:`refuse_or_warn` refuses such a topic naming each setting and its fix, or, with ``force``,
+returns them for a warning. It checks the settings an export creates a topic with
+(:data:`EXPORT_TOPIC_CONFIG` and ``--topic-config``) and, for a topic that exists, the
+broker's answer.
 """
 
 from __future__ import annotations
@@ -22,6 +23,16 @@ from collections.abc import Mapping
 
 from spark_queue.errors import KafkaTopicError
 from spark_queue.store import Store
+
+# Topics an export creates keep every event, with the store's timestamps: Kafka's
+# defaults would delete events older than 7 days at once (retention.ms) and refuse
+# timestamps more than an hour ahead of the broker's clock.
+EXPORT_TOPIC_CONFIG = {
+    "retention.ms": "-1",
+    "message.timestamp.type": "CreateTime",
+    "message.timestamp.before.max.ms": str(2**63 - 1),
+    "message.timestamp.after.max.ms": str(2**63 - 1),
+}
 
 
 def _retention_problem(
@@ -69,7 +80,7 @@ def problems(
     return found
 
 
-def check(
+def refuse_or_warn(
     config: Mapping[str, str],
     store: Store,
     topic: str,

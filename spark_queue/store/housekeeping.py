@@ -16,7 +16,7 @@ for one step at most.
   transaction; a holder killed mid-run stops renewing, and its lease runs out after
   ``lease_ms``. The lease saves work, it guards nothing: two runs at once would only
   delete the same prefixes in turn.
-- **The WAL**: every connection sets ``journal_size_limit`` (:data:`WAL_LIMIT_BYTES`,
+- **The WAL**: every connection sets ``journal_size_limit`` (:data:`spark_queue.defaults.WAL_LIMIT_BYTES`,
   :mod:`spark_queue.store.file.connection`), so a WAL that was checkpointed to its end is
   cut back to that size by the next write; the run's passive checkpoint and its last
   write (the record) do exactly that after a burst, unless a reader still holds an
@@ -65,7 +65,6 @@ from spark_queue.store.streams import retention
 
 log = logging.getLogger("spark_queue.housekeeping")
 
-WAL_LIMIT_BYTES = defaults.WAL_LIMIT_BYTES
 _INTERVAL_KEY = "housekeeping_interval_ms"
 _LAST_RUN_KEY = "housekeeping_last_run"
 _LEASE_KEY = "housekeeping_lease"

@@ -100,17 +100,17 @@ class Worker:
         done). ``stats.interrupted`` counts handlers still running at the end.
         """
         config = self._open_queue()
-        lease = self.visibility_timeout_ms or config.visibility_timeout_ms
-        heartbeat_ms = min(self.heartbeat_ms or max(1, lease // 3), MAX_WAIT_MS)
+        lease_ms = self.visibility_timeout_ms or config.visibility_timeout_ms
+        heartbeat_ms = min(self.heartbeat_ms or max(1, lease_ms // 3), MAX_WAIT_MS)
         # Listed alive while heartbeats come; a few may be late on a busy store.
         self._alive_ms = max(3 * heartbeat_ms, _MIN_ALIVE_MS)
         self._register()
         try:
-            return self._run(lease, heartbeat_ms)
+            return self._run(lease_ms, heartbeat_ms)
         finally:
             self._unregister()
 
-    def _run(self, lease: int, heartbeat_ms: int) -> WorkerStats:
+    def _run(self, lease_ms: int, heartbeat_ms: int) -> WorkerStats:
         work = self._slot_work()
         supervisor = self._supervisor
         with supervisor.signals_installed():
@@ -130,7 +130,8 @@ class Worker:
             keeper = Housekeeper(self.path, busy_timeout_ms=self._busy_timeout_ms).start()
             log.info(
                 "worker on queue %r: %d slots, lease %s, heartbeat every %s",
-                self.queue, len(slots), format_duration_ms(lease), format_duration_ms(heartbeat_ms),
+                self.queue, len(slots), format_duration_ms(lease_ms),
+                format_duration_ms(heartbeat_ms),
             )
             clean = supervisor.supervise(len(slots), self.grace_ms)
             keeper.stop()

@@ -120,7 +120,7 @@ def kafka3_bootstrap(tmp_path_factory):
 @pytest.fixture(params=["4.1", "3.7"])
 def any_kafka(request):
     """Settings for each supported broker release in turn (the round-trip tests)."""
-    from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.client_config import KafkaSettings
 
     name = "kafka_bootstrap" if request.param == "4.1" else "kafka3_bootstrap"
     return KafkaSettings(request.getfixturevalue(name), timeout_s=20)
@@ -137,7 +137,7 @@ def kafka_sasl(kafka_bootstrap):
 @pytest.fixture
 def kafka(kafka_bootstrap):
     """Settings for the session's broker."""
-    from spark_queue.kafka.client import KafkaSettings
+    from spark_queue.kafka.client_config import KafkaSettings
 
     return KafkaSettings(kafka_bootstrap, timeout_s=20)
 

@@ -23,9 +23,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.kafka import spark_package  # noqa: E402
-from spark_queue.kafka import client  # noqa: E402
-from spark_queue.kafka.client import KafkaSettings  # noqa: E402
+from benchmarks.kafka_broker import spark_package  # noqa: E402
+from spark_queue.kafka.link import KafkaLink  # noqa: E402
+from spark_queue.kafka.records import Content  # noqa: E402
 from spark_queue.spark import get_or_create  # noqa: E402
 from spark_queue.store import Record, Store  # noqa: E402
 from tests.docs_pages import blocks  # noqa: E402
@@ -82,10 +82,10 @@ def main(workdir: str, bootstrap: str) -> None:
     with Store("app.sqlite") as store:  # the recipe removed the export's hold on retention
         holds = [info.consumer for info in store.consumers()]
 
-    producer = client.producer(KafkaSettings(bootstrap))  # producers moved to Kafka
-    for i in range(450, 600):
-        producer.produce("clicks", value=json.dumps({"id": i}).encode(), partition=0)
-    assert producer.flush(30) == 0
+    with KafkaLink(bootstrap) as link:  # producers moved to Kafka; 0 ms: stamped when sent
+        link.produce("clicks", [Content(None, json.dumps({"id": i}).encode(), (), 0)
+                                for i in range(450, 600)])
+        link.flush()
     exec(compile(second, f"{PAGE} Python block 2", "exec"), {"spark": spark})
 
     def ids(path: str) -> list[int]:

@@ -36,10 +36,11 @@ sys.path.insert(0, str(ROOT))
 from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from benchmarks.kafka import spark_package  # noqa: E402
-from spark_queue.kafka import client  # noqa: E402
-from spark_queue.kafka.client import KafkaSettings  # noqa: E402
+from benchmarks.kafka_broker import spark_package  # noqa: E402
+from spark_queue.kafka.client_config import KafkaSettings  # noqa: E402
 from spark_queue.kafka.export import export_topics  # noqa: E402
+from spark_queue.kafka.link import KafkaLink  # noqa: E402
+from spark_queue.kafka.topic_checks import EXPORT_TOPIC_CONFIG  # noqa: E402
 from spark_queue.spark import get_or_create  # noqa: E402
 from spark_queue.store import Record, Store  # noqa: E402
 
@@ -85,9 +86,9 @@ class Swap:
                 Record(json.dumps({"topic": p + t, "v": v}), key=k)
                 for k, v, t in [("a", "1", "souta"), ("b", "2", "soutb"), ("c", "3", "souta")]])
         self.export()
-        admin = client.admin(self.settings)  # the sinks' Kafka topics, one partition each
-        for name in ("bw", "bwd", "sw", "outa", "outb", "souta", "soutb"):
-            client.create_topic(admin, self.settings, p + name)
+        with KafkaLink(self.settings) as link:  # the sinks' Kafka topics, one partition each
+            for name in ("bw", "bwd", "sw", "outa", "outb", "souta", "soutb"):
+                link.create_topic(p + name, EXPORT_TOPIC_CONFIG)
 
     def export(self) -> None:
         """The input topics into Kafka (a rerun continues them); never the sinks' topics,

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from spark_queue.errors import KafkaError, KafkaTargetMismatchError, KafkaTopicError
-from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import checksum, from_message, from_store_row
 from spark_queue.store import Record, Store
 
@@ -36,22 +36,14 @@ def event_tuples(store: Store, topic: str) -> list[tuple]:
 
 
 def kafka_contents(kafka, topic: str, start: int = 0) -> list:
-    reader = client.consumer(kafka)
-    try:
-        _, high = client.watermarks(reader, kafka, topic)
-        return [(m.offset(), from_message(m))
-                for m in client.read_range(reader, kafka, topic, 0, start, high)]
-    finally:
-        reader.close()
+    with KafkaLink(kafka) as link:
+        _, high = link.watermarks(topic)
+        return [(m.offset, from_message(m)) for m in link.read_messages(topic, 0, start, high)]
 
 
 def topic_config(kafka, topic: str) -> dict[str, str]:
-    from confluent_kafka.admin import ConfigResource
-
-    admin = client.admin(kafka)
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    found = admin.describe_configs([resource])[resource].result(timeout=20)
-    return {name: entry.value for name, entry in found.items()}
+    with KafkaLink(kafka) as link:
+        return link.topic_config(topic)
 
 
 def test_store_to_kafka_to_store_gives_the_same_topic_offset_for_offset(
@@ -123,11 +115,9 @@ def test_a_target_with_more_records_than_the_store_is_refused(kafka, prefix, sto
 
 def test_a_kafka_topic_of_several_partitions_is_refused_naming_it(kafka, prefix, store,
                                                                    store_path):
-    from confluent_kafka.admin import NewTopic
-
     name = prefix + "t"
-    admin = client.admin(kafka)
-    admin.create_topics([NewTopic(name, num_partitions=3)])[name].result(timeout=20)
+    with KafkaLink(kafka) as link:
+        link.create_topic(name, {}, partitions=3)
     store.publish("t", "x")
     with pytest.raises(KafkaTopicError, match=f"'{name}' has 3 partitions"):
         export_topics(store_path, kafka, ["t"], prefix=prefix)
@@ -177,7 +167,7 @@ def test_follow_mirrors_new_events_until_stopped(kafka, prefix, store, store_pat
         store.publish("new", "a topic created while following")
         deadline = time.monotonic() + 30
         while (len(kafka_contents(kafka, prefix + "t")) < 4
-               or client.partitions(client.admin(kafka), kafka, prefix + "new") is None
+               or KafkaLink(kafka).partitions(prefix + "new") is None
                or len(kafka_contents(kafka, prefix + "new")) < 1):
             assert time.monotonic() < deadline, "follow did not mirror the new events"
             time.sleep(0.1)

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import from_message, from_store_row
 from spark_queue.store import Record, Store
 
@@ -21,22 +21,18 @@ EVENTS = 20_000
 KILLS = 3
 
 
-def kafka_end(reader, kafka, topic: str) -> int:
-    if client.partitions(reader, kafka, topic) is None:
+def kafka_end(link: KafkaLink, topic: str) -> int:
+    if link.partitions(topic) is None:
         return 0  # the first run has not created it yet
-    return client.watermarks(reader, kafka, topic)[1]
+    return link.watermarks(topic).high
 
 
 def store_and_kafka(store_path: str, kafka, topic: str) -> tuple[list, list]:
     """The store topic ``t``'s records, and ``topic``'s in Kafka as (offset, record)."""
     with Store(store_path) as store:
         mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
-    reader = client.consumer(kafka)
-    try:
-        theirs = [(m.offset(), from_message(m))
-                  for m in client.read_range(reader, kafka, topic, 0, 0, EVENTS)]
-    finally:
-        reader.close()
+    with KafkaLink(kafka) as link:
+        theirs = [(m.offset, from_message(m)) for m in link.read_messages(topic, 0, 0, EVENTS)]
     return mine, theirs
 
 
@@ -51,21 +47,21 @@ def test_an_export_killed_at_random_points_and_rerun_leaves_kafka_equal_to_the_s
                "--bootstrap", kafka.bootstrap, "--prefix", prefix, "--timeout", "20s"]
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
     seen = []
-    watcher = client.consumer(kafka)
+    watcher = KafkaLink(kafka)
     for _ in range(KILLS):
-        before = kafka_end(watcher, kafka, prefix + "t")
+        before = kafka_end(watcher, prefix + "t")
         if before >= EVENTS:
             break
         # Kill once the run has added some records: a random point in what is left.
         target = before + rng.randint(1, max(1, (EVENTS - before) // 3))
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
-        while kafka_end(watcher, kafka, prefix + "t") < target and process.poll() is None:
+        while kafka_end(watcher, prefix + "t") < target and process.poll() is None:
             assert time.monotonic() < deadline, "the export made no progress"
             time.sleep(0.02)
         process.send_signal(signal.SIGKILL)
         process.wait(30)
-        seen.append(kafka_end(watcher, kafka, prefix + "t"))
+        seen.append(kafka_end(watcher, prefix + "t"))
     watcher.close()
     assert any(0 < end < EVENTS for end in seen), f"no kill landed mid-export: {seen}"
 
@@ -86,10 +82,10 @@ def test_an_export_across_a_broker_restart_and_rerun_leaves_kafka_equal_to_the_s
         [sys.executable, "-m", "spark_queue", "kafka", "export", store_path, "--bootstrap",
          kafka.bootstrap, "--prefix", prefix, "--timeout", "5s"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    watcher = client.consumer(kafka)
+    watcher = KafkaLink(kafka)
     try:
         deadline = time.monotonic() + 120
-        while kafka_end(watcher, kafka, prefix + "t") < EVENTS // 10 and process.poll() is None:
+        while kafka_end(watcher, prefix + "t") < EVENTS // 10 and process.poll() is None:
             assert time.monotonic() < deadline, "the export made no progress"
             time.sleep(0.02)
     finally:

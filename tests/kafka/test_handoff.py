@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from spark_queue.kafka import client
+from spark_queue.kafka.link import KafkaLink
 from tests.kafka.conftest import ROOT
 
 DRIVER = ROOT / "tests" / "kafka" / "handoff_driver.py"
@@ -19,9 +19,9 @@ DRIVER = ROOT / "tests" / "kafka" / "handoff_driver.py"
 def test_the_recipe_moves_a_query_to_kafka_reading_every_event_exactly_once(kafka, tmp_path):
     pytest.importorskip("pyspark")
     # The recipe names its topic "clicks": a broker kept from an earlier run must lose it.
-    admin = client.admin(kafka)
-    if client.partitions(admin, kafka, "clicks") is not None:
-        admin.delete_topics(["clicks"])["clicks"].result(timeout=30)
+    with KafkaLink(kafka) as link:
+        if link.partitions("clicks") is not None:
+            link.delete_topic("clicks")
     done = subprocess.run([sys.executable, str(DRIVER), str(tmp_path), kafka.bootstrap],
                           capture_output=True, text=True, timeout=900)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]

@@ -11,7 +11,7 @@ import sys
 import time
 
 from spark_queue.cli import main
-from spark_queue.kafka import client
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.store import Store
 
 
@@ -40,10 +40,10 @@ def test_progress_is_shown_on_a_terminal_and_never_with_json(monkeypatch, capsys
     assert terminal.getvalue() == ""
 
 
-def kafka_end(reader, kafka, topic: str) -> int:
-    if client.partitions(reader, kafka, topic) is None:
+def kafka_end(link: KafkaLink, topic: str) -> int:
+    if link.partitions(topic) is None:
         return 0
-    return client.watermarks(reader, kafka, topic)[1]
+    return link.watermarks(topic).high
 
 
 def test_follow_mirrors_until_sigterm_then_prints_the_verified_summary(kafka, prefix, store,
@@ -53,12 +53,12 @@ def test_follow_mirrors_until_sigterm_then_prints_the_verified_summary(kafka, pr
         [sys.executable, "-m", "spark_queue", "kafka", "export", store_path, "--follow",
          "--poll-ms", "50ms", "--bootstrap", kafka.bootstrap, "--prefix", prefix, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    reader = client.consumer(kafka)
+    reader = KafkaLink(kafka)
     try:
         with Store(store_path) as writer:
             writer.publish_many("t", ["c", "d", "e"])
         deadline = time.monotonic() + 60
-        while kafka_end(reader, kafka, prefix + "t") < 5:
+        while kafka_end(reader, prefix + "t") < 5:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "--follow did not mirror the new events"
             time.sleep(0.05)

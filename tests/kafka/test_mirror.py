@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from spark_queue.errors import KafkaUnavailableError
-from spark_queue.kafka.client import KafkaSettings
+from spark_queue.kafka.client_config import KafkaSettings
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.mirror import WAITING
 

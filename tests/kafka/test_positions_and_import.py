@@ -6,23 +6,18 @@ from __future__ import annotations
 import pytest
 
 from spark_queue.errors import KafkaTopicError, TopicExistsError
-from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.positions import commit_consumer_offsets
+from spark_queue.kafka.records import Content
 from spark_queue.store import Record, Store
 from tests.cli.cli_run import one_line_error, run_json
 
 
 def group_offsets(kafka, group: str, topics: list[str]) -> dict[str, int]:
-    from confluent_kafka import TopicPartition
-
-    reader = client.consumer(kafka, group=group)
-    try:
-        found = reader.committed([TopicPartition(t, 0) for t in topics], timeout=20)
-    finally:
-        reader.close()
-    return {p.topic: p.offset for p in found}
+    with KafkaLink(kafka) as link:
+        return link.group_offsets(group, topics)
 
 
 def test_saved_consumer_offsets_become_the_groups_offsets_shifted(kafka, prefix, store,
@@ -68,15 +63,12 @@ def test_the_cli_commits_offsets_and_names_a_topic_never_exported(capsys, kafka,
 
 def produce(kafka, topic: str, partitions: int, records: list[tuple[int, bytes, int]]) -> None:
     """(partition, value, timestamp) records into a new topic of ``partitions``."""
-    from confluent_kafka.admin import NewTopic
-
-    admin = client.admin(kafka)  # held until the future completes
-    admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic].result(timeout=20)
-    producer = client.producer(kafka)
-    for partition, value, stamp in records:
-        producer.produce(topic, value=value, key=b"k%d" % partition, partition=partition,
-                         timestamp=stamp, headers=[("p", str(partition).encode())])
-    assert producer.flush(20) == 0
+    with KafkaLink(kafka) as link:
+        link.create_topic(topic, {}, partitions=partitions)
+        for partition, value, stamp in records:
+            link.produce(topic, [Content(b"k%d" % partition, value, (("p", str(partition)),),
+                                         stamp)], partition=partition)
+        link.flush()
 
 
 def test_several_partitions_become_one_store_topic_each_keeping_keys_headers_and_times(
@@ -119,7 +111,7 @@ def test_an_unknown_kafka_topic_is_named(kafka, prefix, store_path):
     with pytest.raises(KafkaTopicError, match=f"'{prefix}nope' does not exist"):
         import_topic(store_path, kafka, prefix + "nope")
     # Asking never made the broker create it (auto.create.topics.enable is Kafka's default).
-    assert client.partitions(client.admin(kafka), kafka, prefix + "nope") is None
+    assert KafkaLink(kafka).partitions(prefix + "nope") is None
 
 
 def test_the_export_summary_names_each_topic_with_its_offsets_and_checksum(capsys, kafka,

@@ -11,13 +11,14 @@ import json
 import pytest
 
 from spark_queue.errors import KafkaError, PayloadError
-from spark_queue.kafka import client
 from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import (
     RESERVED_HEADERS,
     TIMESTAMP_HEADER,
     TYPES_HEADER,
+    Content,
     from_store_row,
 )
 from spark_queue.store import JSON, TEXT, Encoded, Record, Store
@@ -87,14 +88,11 @@ def test_store_to_kafka_to_store_keeps_every_value_and_key_type(any_kafka, prefi
 
     export_topics(store_path, kafka, ["t"], prefix=prefix)
 
-    reader = client.consumer(kafka)
-    try:
-        records = list(client.read_range(reader, kafka, prefix + "t", 0, 0, len(shapes)))
-    finally:
-        reader.close()
-    marks = [dict(m.headers() or []).get(TYPES_HEADER) for m in records]
+    with KafkaLink(kafka) as link:
+        records = list(link.read_messages(prefix + "t", 0, 0, len(shapes)))
+    marks = [dict(m.headers or []).get(TYPES_HEADER) for m in records]
     assert marks == [None if mark is None else mark.encode() for _, mark in shapes]
-    stamps = [(m.timestamp()[1], dict(m.headers() or []).get(TIMESTAMP_HEADER))
+    stamps = [(m.timestamp_ms, dict(m.headers or []).get(TIMESTAMP_HEADER))
               for m in records[:3]]
     assert stamps[0][0] > 1_600_000_000_000 and stamps[0][1] == b"0"  # sent as 0: "now"
     assert stamps[1:] == [(1, None), (1_600_000_000_014, None)]
@@ -117,11 +115,12 @@ def test_a_store_header_with_a_reserved_name_is_refused_naming_the_event(kafka, 
 
 def test_a_foreign_types_header_is_applied_when_valid_and_named_when_not(kafka, prefix,
                                                                         tmp_path):
-    producer = client.producer(kafka)
-    for topic, mark in (("ok", b"value=text,key=bytes"), ("bad", b"value=float")):
-        producer.produce(prefix + topic, value=b"7", key=b"k", partition=0,
-                         headers=[(TYPES_HEADER, mark), ("x", b"1")])
-    assert producer.flush(20) == 0
+    with KafkaLink(kafka) as link:
+        for topic, mark in (("ok", "value=text,key=bytes"), ("bad", "value=float")):
+            # Stamped 0: the client stamps the time of sending, as a producer that sets none.
+            link.produce(prefix + topic, [Content(b"k", b"7", ((TYPES_HEADER, mark), ("x", "1")),
+                                                  0)])
+        link.flush()
 
     back = str(tmp_path / "back.sqlite")
     import_topic(back, kafka, prefix + "ok", into="ok")

@@ -8,8 +8,8 @@ import pytest
 
 from spark_queue.cli import main
 from spark_queue.errors import KafkaTopicError
-from spark_queue.kafka import client
 from spark_queue.kafka.export import TopicOptions, export_topics
+from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.topic_checks import problems
 from spark_queue.store import Record
 from tests.kafka.test_export import kafka_contents, topic_config
@@ -18,10 +18,8 @@ OLD_MS = 1_600_000_000_000  # 2020: older than a day's retention
 
 
 def make_topic(kafka, name: str, config: dict[str, str]) -> None:
-    from confluent_kafka.admin import NewTopic
-
-    admin = client.admin(kafka)
-    admin.create_topics([NewTopic(name, num_partitions=1, config=config)])[name].result(timeout=20)
+    with KafkaLink(kafka) as link:
+        link.create_topic(name, config)
 
 
 def test_each_setting_that_would_undo_the_copy_is_named_with_its_fix(store):

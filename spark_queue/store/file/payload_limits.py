@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import OptionError, PayloadTooLargeError
-from spark_queue.setting_table import TOPIC_SETTING, check
+from spark_queue.setting_table import TOPIC_SETTING, check_setting
 
 
 def payload_bytes(value: Any) -> int:
@@ -72,7 +72,7 @@ def topic_fix(topic: str) -> str:
 
 def validate_limit(value: Any, owner: str) -> int | None:
     """A topic's ``max_payload_bytes`` as declared (spark_queue/setting_table.py)."""
-    limit: int | None = check(TOPIC_SETTING["max_payload_bytes"], value, error=OptionError,
+    limit: int | None = check_setting(TOPIC_SETTING["max_payload_bytes"], value, error=OptionError,
                               owner=owner)
     return limit
 

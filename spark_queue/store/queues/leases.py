@@ -23,8 +23,8 @@ from spark_queue.store.queues.queue_jobs import (
     LeaseResult,
     NackResult,
     QueueConfig,
+    add_to_counter,
     bury,
-    count,
     get_queue,
     int_option,
 )
@@ -59,7 +59,7 @@ def ack(conn: apsw.Connection, queue: str, leases: Iterable[Lease]) -> LeaseResu
         lambda job_id, token: (job_id, token, qid),
     )
     if result.done:
-        count(conn, qid, "acked_total", len(result.done))
+        add_to_counter(conn, qid, "acked_total", len(result.done))
     return result
 
 
@@ -146,7 +146,7 @@ def nack(
         retried.append(job_id)
         retry_at.append(now + wait)
     if retried or dead:
-        count(conn, config.id, "failed_total", len(retried) + len(dead))
+        add_to_counter(conn, config.id, "failed_total", len(retried) + len(dead))
     return NackResult(retried, dead, _rejected(pairs, retried + dead), tuple(retry_at))
 
 

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueError
-from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, check
+from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, check_setting
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import first_value, one_row
@@ -78,7 +78,7 @@ def _check_setting(queue: str, name: str, value: Any) -> Any:
         raise QueueConfigError(
             f"unknown queue setting {name!r}; the settings are {', '.join(SETTINGS)}."
         )
-    return check(setting, value, error=QueueConfigError, owner=f"queue {queue!r} setting")
+    return check_setting(setting, value, error=QueueConfigError, owner=f"queue {queue!r} setting")
 
 
 def configure(

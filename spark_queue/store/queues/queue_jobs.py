@@ -330,7 +330,7 @@ def bury(
         conn.execute("DELETE FROM sq_jobs WHERE id = ?", (job_id,))
         moved += conn.changes()
     if moved:
-        count(conn, queue_id, "dead_total", moved)
+        add_to_counter(conn, queue_id, "dead_total", moved)
     return moved
 
 
@@ -342,7 +342,7 @@ _COUNT = {
 }
 
 
-def count(conn: apsw.Connection, queue_id: int, column: str, n: int) -> None:
+def add_to_counter(conn: apsw.Connection, queue_id: int, column: str, n: int) -> None:
     """Add ``n`` to one of the queue's counters, inside the caller's transaction: one row
     update per transaction, not per job."""
     conn.execute(_COUNT[column], (n, queue_id))

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import OptionError
-from spark_queue.setting_table import TOPIC_SETTING, check
+from spark_queue.setting_table import TOPIC_SETTING, check_setting
 from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, StoreConnection, now_ms, one_row
 from spark_queue.store.file.steps import STEP_ROWS, MayStep, in_steps
@@ -51,7 +51,7 @@ def set_retention(
 ) -> None:
     """Store the topic's default retention (None clears a limit)."""
     for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
-        check(TOPIC_SETTING[name], value, error=OptionError, owner="retention")
+        check_setting(TOPIC_SETTING[name], value, error=OptionError, owner="retention")
     conn.execute(
         "UPDATE sq_topics SET retention_ms = ?, retention_rows = ? WHERE id = ?",
         (retention_ms, retention_rows, topic_id(conn, topic)),

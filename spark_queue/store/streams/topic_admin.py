@@ -28,8 +28,8 @@ from spark_queue.store.streams.topic_reads import (
     topic_id,
 )
 
-# The settings (declared in spark_queue/setting_table.py).
-TOPIC_SETTINGS = tuple(TOPIC_SETTING)
+# The settings' names (declared in spark_queue/setting_table.py).
+_SETTING_NAMES = tuple(TOPIC_SETTING)
 
 
 class TopicDeleted(NamedTuple):
@@ -49,10 +49,10 @@ def configure(
     that exists already (:class:`TopicExistsError`), so a create never
     silently changes a topic someone else uses.
     """
-    unknown = sorted(set(settings) - set(TOPIC_SETTINGS))
+    unknown = sorted(set(settings) - set(_SETTING_NAMES))
     if unknown:
         raise OptionError(
-            f"unknown topic setting(s) {unknown}; the settings are {list(TOPIC_SETTINGS)}."
+            f"unknown topic setting(s) {unknown}; the settings are {list(_SETTING_NAMES)}."
         )
     existing = find_id(conn, topic)
     if existing is not None and not exist_ok:

@@ -29,7 +29,7 @@ from typing import Any
 #: partition across retries).
 PRODUCER_SETTINGS = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 #: Spark's Kafka sink, given the same settings (Kafka's Java client spells them alike).
-SINK_OPTIONS = {f"kafka.{k}": str(v).lower() for k, v in PRODUCER_SETTINGS.items()}
+KAFKA_SINK_OPTIONS = {f"kafka.{k}": str(v).lower() for k, v in PRODUCER_SETTINGS.items()}
 _QUIET = {"log_level": 2}  # librdkafka logs reconnects and retries; the benchmark reports
 
 
@@ -161,7 +161,7 @@ class Kafka:
 
     def sink_options(self, topic: str) -> dict[str, str]:
         """Spark's Kafka sink into ``topic``, with the producer settings above."""
-        return {"kafka.bootstrap.servers": self.bootstrap, "topic": topic, **SINK_OPTIONS}
+        return {"kafka.bootstrap.servers": self.bootstrap, "topic": topic, **KAFKA_SINK_OPTIONS}
 
     def close(self) -> None:
         """Delete this run's topics (the broker's disk is not the benchmark's to fill)."""
