@@ -19,9 +19,11 @@ neither.
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: The producer settings every Kafka row uses (the durable ones: a write is
@@ -38,6 +40,20 @@ def add_argument(parser: argparse.ArgumentParser) -> None:
         "--kafka-bootstrap", metavar="HOST:PORT", default=None,
         help="also measure Kafka on this broker (scripts/kafka-broker start); skipped if absent",
     )
+
+
+def run_with_broker(args: argparse.Namespace, prefix: str,
+                    body: Callable[[argparse.Namespace, str, Kafka | None], int]) -> int:
+    """``body(args, workdir, kafka)`` in a fresh temp dir, beside the broker of
+    ``--kafka-bootstrap`` if one answers; both are cleaned up whatever ``body`` does."""
+    workdir = tempfile.mkdtemp(prefix=prefix)
+    kafka = connect(args.kafka_bootstrap)
+    try:
+        return body(args, workdir, kafka)
+    finally:
+        if kafka:
+            kafka.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def connect(bootstrap: str | None) -> Kafka | None:

@@ -49,9 +49,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 
@@ -97,14 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workdir = tempfile.mkdtemp(prefix="sq-bench-latency-")
-    kafka = kafka_broker.connect(args.kafka_bootstrap)
-    try:
-        return _run(args, workdir, kafka)
-    finally:
-        if kafka:
-            kafka.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+    return kafka_broker.run_with_broker(args, "sq-bench-latency-", _run)
 
 
 def variants(with_async: bool, with_kafka: bool = False) -> list[Variant]:

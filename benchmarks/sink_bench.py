@@ -34,8 +34,6 @@ import base64
 import os
 import pickle
 import random
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 
@@ -60,14 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workdir = tempfile.mkdtemp(prefix="sq-bench-sink-")
-    kafka = kafka_broker.connect(args.kafka_bootstrap)
-    try:
-        return _run(args, workdir, kafka)
-    finally:
-        if kafka:
-            kafka.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+    return kafka_broker.run_with_broker(args, "sq-bench-sink-", _run)
 
 
 def _values(n: int, size: int) -> list[str]:

@@ -44,9 +44,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import tempfile
 import time
 
 from benchmarks import kafka_broker, source_rounds
@@ -98,14 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workdir = tempfile.mkdtemp(prefix="sq-bench-source-")
-    kafka = kafka_broker.connect(args.kafka_bootstrap)
-    try:
-        return _run(args, workdir, kafka)
-    finally:
-        if kafka:
-            kafka.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+    return kafka_broker.run_with_broker(args, "sq-bench-source-", _run)
 
 
 def _timed(body) -> float:
