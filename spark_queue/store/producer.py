@@ -46,29 +46,19 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
-from operator import countOf, itemgetter
 from typing import Any
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.file.codec import TEXT
 from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter, event_call, new_job
 from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
 from spark_queue.store.store import Store
 
 _get_ident = threading.get_ident
-_reply_of = itemgetter(2)
-
-
-def _reply_types(calls: list[tuple]) -> Iterator[type]:
-    """The type of each call's reply (Reply: a blocking call), without a loop in Python."""
-    return map(type, map(_reply_of, calls))
-
-
 _MAX_WAIT_MS = defaults.MAX_WAIT_MS
 
 
@@ -111,7 +101,7 @@ class Producer:
         self.path = self._store.path
         # Every Ack of this producer waits on one Condition (see producer_replies).
         self._batches = BatchWriter(self._store.file, threading.Condition())
-        self._named: set[str] = set()  # topic names validated already (see _event_call)
+        self._named: set[str] = set()  # topic names validated already (see event_call)
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
@@ -164,12 +154,7 @@ class Producer:
     ) -> Future[int]:
         """Like :meth:`publish`, but return a future of the offset at once."""
         future = Ack(self._batches.answered)
-        if (key is None and headers is None and type(value) is str and type(topic) is str
-                and topic in self._named and value.isascii()):
-            # The hot case, checked as _event_call checks it, without its calls.
-            self._submit((EVENT, topic, future, value, TEXT, None, None), future)
-        else:
-            self._submit(event_call(topic, value, key, headers, future, self._named), future)
+        self._submit(event_call(topic, value, key, headers, future, self._named), future)
         return future
 
     def enqueue(
@@ -397,19 +382,15 @@ class Producer:
         if self._linger_s:
             # Counted from now: a blocking caller cannot call again before
             # this batch answers it.
-            self._awaited = countOf(_reply_types(batch), Reply) or -1
+            self._awaited = sum(type(call[2]) is Reply for call in batch) or -1
         return batch
 
     def _pass_lead(self, me: int = 0) -> bool:
         """Hand the lead to the first blocking call of the next batch, else to the writer
         thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
-        window = self._pending[: self._max_batch]
-        kinds = list(_reply_types(window))
-        found = -1
-        while Reply in kinds[found + 1:]:  # scans in C: most batches hold only futures
-            found = kinds.index(Reply, found + 1)
-            reply = window[found][2]
-            if not reply.abandoned:
+        for call in self._pending[: self._max_batch]:
+            reply = call[2]
+            if type(reply) is Reply and not reply.abandoned:
                 reply.leads = True
                 reply.wake.release()
                 return True
