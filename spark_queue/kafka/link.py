@@ -250,12 +250,11 @@ class KafkaLink:
                        f"{text} (check --replication-factor against the brokers there, and "
                        "--topic-config)."))
         deadline = time.monotonic() + timeout_s
-        while not self.partitions(topic):  # a new topic's leader takes a moment to be known
+        while not (found := self.partitions(topic)):  # a new topic's leader takes a moment
             if time.monotonic() > deadline:
                 raise self.unavailable(f"waiting for new topic {topic!r}")
             time.sleep(0.05)
-        return KafkaTopic(topic, self.partitions(topic) or [], self.watermarks(topic),
-                          self.topic_config(topic))
+        return KafkaTopic(topic, found, self.watermarks(topic), self.topic_config(topic))
 
     def delete_topic(self, topic: str) -> None:
         future = self._admin_client().delete_topics(

@@ -72,9 +72,8 @@ def topic_fix(topic: str) -> str:
 
 def validate_limit(value: Any, owner: str) -> int | None:
     """A topic's ``max_payload_bytes`` as declared (spark_queue/setting_table.py)."""
-    limit: int | None = check_setting(TOPIC_SETTING["max_payload_bytes"], value, error=OptionError,
-                              owner=owner)
-    return limit
+    return check_setting(TOPIC_SETTING["max_payload_bytes"], value, error=OptionError,
+                         owner=owner)
 
 
 def set_topic_limit(conn: apsw.Connection, topic_id: int, max_payload_bytes: int | None) -> None:
