@@ -16,11 +16,11 @@ for one step at most.
   transaction; a holder killed mid-run stops renewing, and its lease runs out after
   ``lease_ms``. The lease saves work, it guards nothing: two runs at once would only
   delete the same prefixes in turn.
-- **The WAL**: every connection sets ``journal_size_limit`` (:data:`spark_queue.defaults.WAL_LIMIT_BYTES`,
-  :mod:`spark_queue.store.file.connection`), so a WAL that was checkpointed to its end is
-  cut back to that size by the next write; the run's passive checkpoint and its last
-  write (the record) do exactly that after a burst, unless a reader still holds an
-  older snapshot (docs/operations.md, "The WAL").
+- **The WAL**: every connection sets ``journal_size_limit``
+  (:data:`spark_queue.defaults.WAL_LIMIT_BYTES`, :mod:`spark_queue.store.file.connection`),
+  so a WAL that was checkpointed to its end is cut back to that size by the next write;
+  the run's passive checkpoint and its last write (the record) do exactly that after a
+  burst, unless a reader still holds an older snapshot (docs/operations.md, "The WAL").
 
 :class:`Housekeeper` runs it in a daemon thread with a connection of its own (the
 worker, the Producer, ``sqliteq metrics --serve``); :func:`keep_housekept` starts one
