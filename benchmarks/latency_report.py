@@ -7,7 +7,7 @@ import argparse
 import statistics
 from dataclasses import dataclass, field
 
-from benchmarks import kafka_broker
+from benchmarks import kafka_broker, results
 
 FLOOR = "rate"
 # rate's twin as a Python simple stream reader without I/O: what any Python
@@ -70,17 +70,23 @@ def print_latency(samples: dict[Variant, Samples], rows: list[Variant], title: s
     print(f"\n{title}")
     print(f"{'path':<48} {'checkpoint manager':<21} {'events':>6} {'p50 ms':>7} {'p95 ms':>7}"
           f" {'p50 ratio':>9} {'p95 ratio':>9}  multi-row batches")
+    figures: dict[str, results.Figure] = {}
     for variant in rows:
         s = samples[variant]
         p50, p95 = (percentile(s.latencies_s, q) * 1000 for q in (0.5, 0.95))
         floor = samples.get(variant.floor)
         ratios = ("", "")
-        if variant.source != FLOOR and floor and floor.latencies_s:
-            ratios = (f"{p50 / (percentile(floor.latencies_s, 0.5) * 1000):.2f}x",
-                      f"{p95 / (percentile(floor.latencies_s, 0.95) * 1000):.2f}x")
         manager = "FileSystem" if variant.manager == "filesystem" else "default (FileContext)"
+        name = f"{variant.label}, {manager}"
+        figures[f"{name}: p50, p95 ms"] = [round(p50), round(p95)]
+        if variant.source != FLOOR and floor and floor.latencies_s:
+            p50_ratio = p50 / (percentile(floor.latencies_s, 0.5) * 1000)
+            p95_ratio = p95 / (percentile(floor.latencies_s, 0.95) * 1000)
+            ratios = (f"{p50_ratio:.2f}x", f"{p95_ratio:.2f}x")
+            figures[f"{name}: p50, p95 / the floor"] = [round(p50_ratio, 2), round(p95_ratio, 2)]
         print(f"{variant.label:<48} {manager:<21} {len(s.latencies_s):>6} {p50:>7.0f} {p95:>7.0f}"
               f" {ratios[0]:>9} {ratios[1]:>9}  {s.multi_row_batches} of {s.batches}")
+    results.record(f"latency: {title}", figures)
 
 
 def print_targets(samples: dict[Variant, Samples]) -> None:
@@ -122,10 +128,12 @@ def print_kafka(samples: dict[Variant, Samples], kafka: kafka_broker.Kafka) -> N
           "(p50, p95 ratios):")
     print(f"  {'path':<48} {'checkpoint manager':<21} {'vs Kafka defaults':>18} "
           f"{'vs fetch.max.wait.ms=10':>24}")
+    figures: dict[str, results.Figure] = {}
     for variant, s in samples.items():
         if variant.source not in READ_MODES or not s.latencies_s:
             continue
         cells = []
+        manager = "FileSystem" if variant.manager == "filesystem" else "default (FileContext)"
         for source in KAFKA_SOURCES:
             theirs = samples.get(Variant(source, variant.manager, variant.async_progress))
             if not (theirs and theirs.latencies_s):
@@ -134,8 +142,10 @@ def print_kafka(samples: dict[Variant, Samples], kafka: kafka_broker.Kafka) -> N
             p50, p95 = (percentile(s.latencies_s, q) / percentile(theirs.latencies_s, q)
                         for q in (0.5, 0.95))
             cells.append(f"{p50:.2f}x, {p95:.2f}x")
-        manager = "FileSystem" if variant.manager == "filesystem" else "default (FileContext)"
+            figures[f"{variant.label}, {manager}: p50, p95 / {Variant(source, 'x').label}"] = [
+                round(p50, 2), round(p95, 2)]
         print(f"  {variant.label:<48} {manager:<21} {cells[0]:>18} {cells[1]:>24}")
+    results.record("against Kafka: latency", figures)
 
 
 def print_phases(samples: dict[Variant, Samples], rows: list[Variant]) -> None:
@@ -165,11 +175,15 @@ def print_first_triggers(samples: dict[Variant, Samples], rows: list[Variant]) -
     base = statistics.median(floor)
     print("\nstart() -> first trigger (s, median over every turn of every manager; "
           "vs rate = median minus rate's median)")
+    figures: dict[str, results.Figure] = {}
     for label, values in by_source.items():
         if values:
             median = statistics.median(values)
             print(f"  {label:<48} {median:6.2f}  vs rate {median - base:+6.2f}  "
                   f"(min {min(values):.2f}, max {max(values):.2f}, {len(values)} starts)")
+            figures[f"{label}: median, min, max s"] = [
+                round(median, 2), round(min(values), 2), round(max(values), 2)]
+    results.record("latency: start() -> first trigger", figures)
 
 
 def print_bulk(bulk: dict[str, tuple], args: argparse.Namespace) -> None:

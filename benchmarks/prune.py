@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks import results
 from spark_queue.store import Store
 
 # The publisher process: one event per tick until its stdin closes; then its latencies.
@@ -101,4 +102,9 @@ def _run(args: argparse.Namespace, path: str) -> int:
           f"({result.deleted / prune_s:,.0f} events/s)")
     print(f"  publisher: {len(latencies):,} publishes, {report['errors']} errors, worst "
           f"{latencies[-1] if latencies else 0:.3f} s, p99 {p99 * 1000:.1f} ms")
+    results.record("retention beside a publisher", {
+        "events pruned": result.deleted, "prune s, steps of 10,000": round(prune_s, 1),
+        "writer's publishes": len(latencies), "publish errors": report["errors"],
+        "worst publish s": round(latencies[-1] if latencies else 0.0, 3),
+        "p99 publish ms": round(p99 * 1000, 1)})
     return 0 if report["errors"] == 0 else 1

@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 RESULTS_PATH = pathlib.Path(__file__).resolve().parent / "results.json"
@@ -29,7 +30,11 @@ def start(argv: list[str]) -> None:
     _command = " ".join(["python -m benchmarks", *argv])
 
 
-def record(section: str, figures: dict[str, float | str], path: pathlib.Path | None = None,
+#: A recorded figure: a measurement, the measurements of one label (rounds, runs), or a note.
+Figure = float | str | list[float]
+
+
+def record(section: str, figures: Mapping[str, Figure], path: pathlib.Path | None = None,
            command: str | None = None) -> None:
     """Store ``figures`` (label -> value) as ``section``'s current run."""
     command = command or _command

@@ -118,7 +118,9 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
     layout = SinkLayout(target="topic", value_type=VALUE_TEXT, value_column="value")
 
     def phases(_: int) -> tuple[float, float, float]:
-        writer = SqliteQueueBatchWriter(SinkOptions(path=fresh_path(), topic="bench"), layout)
+        # A new store each round, as the Spark paths' createStore option asks for.
+        writer = SqliteQueueBatchWriter(
+            SinkOptions(path=fresh_path(), topic="bench", create_store=True), layout)
         started = time.perf_counter()
         message = writer._pack(iter(arrow_batches))
         packed = time.perf_counter()

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 
+from benchmarks import results
 from spark_queue.store import Store
 
 
@@ -153,10 +154,18 @@ def run(args: argparse.Namespace) -> int:
         worker.wait(timeout=60)
         shutil.rmtree(workdir, ignore_errors=True)
     print("\nsummary (first / last / max):")
+    figures: dict[str, results.Figure] = {}
     for key, _ in columns[2:]:  # every sampled figure but the clock and the running count
         values = [s[key] for s in samples]
         print(f"  {key:<10} {values[0]:>8} / {values[-1]:>8} / {max(values):>8}")
+        figures[f"{key}: first, last, max"] = [values[0], values[-1], max(values)]
     minutes = (time.monotonic() - started) / 60
     print(f"  published {published[0]:,} events in {minutes:.1f} min "
           f"({published[0] / (minutes * 60):,.0f}/s)")
+    figures["published events"] = published[0]
+    figures["minutes"] = round(minutes, 1)
+    # Every sixth sample and the last, the rows BENCHMARKS.md's table shows.
+    for sample in [*samples[5::6], samples[-1]] if samples else []:
+        figures[f"sample at {sample['t_s']} s"] = [sample[k] for k, _ in columns[1:]]
+    results.record("soak", figures)
     return 0

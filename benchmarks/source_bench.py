@@ -47,7 +47,7 @@ import os
 import statistics
 import time
 
-from benchmarks import kafka_broker, source_rounds
+from benchmarks import kafka_broker, results, source_rounds
 from benchmarks import starts as start_bench
 
 
@@ -339,10 +339,13 @@ def _print_defaults(n: int, backlog: int, split_s: dict, default_s: float,
     rate = statistics.median(starts["rate-micro-batch"])
     print("\nstart() -> first trigger (s, median of every timed run; vs rate = median minus "
           "rate-micro-batch's)")
+    figures: dict[str, results.Figure] = {}
     for label, seconds in starts.items():
         median = statistics.median(seconds)
         runs = ", ".join(f"{s:.2f}" for s in seconds)
         print(f"  {label:<36} {median:6.2f}  vs rate {median - rate:+6.2f}  ({runs})")
+        figures[f"{label}: median s"] = round(median, 2)
+    results.record("source: start() -> first trigger", figures)
 
 
 def _best(runs) -> tuple[float, float]:

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from benchmarks import results
+
 NO_IO = "sqliteq_bench_noio"
 RATE, NO_IO_LABEL, SQLITEQ = "rate", "no-I/O Python source", "sqliteq, defaults"
 FOREACH = ", to the first foreachBatch call"
@@ -195,6 +197,7 @@ def print_starts(found: dict[str, list[float]]) -> None:
     print("\nstart() -> first trigger, or -> first foreachBatch call (s; alternating starts "
           "in one session: median [min-max]; vs no-I/O = per round, sqliteq minus the no-I/O "
           "Python source with the same trigger: median [min-max])")
+    figures: dict[str, results.Figure] = {}
     for label, values in found.items():
         twin = NO_IO_LABEL + label[len(SQLITEQ):]
         versus = ""
@@ -204,6 +207,11 @@ def print_starts(found: dict[str, list[float]]) -> None:
             versus = f"vs no-I/O {statistics.median(gaps):+.2f} {spread}"
         print(f"  {label:<52} {statistics.median(values):5.2f} "
               f"[{min(values):.2f}-{max(values):.2f}]  {versus}")
+        figures[f"{label} median s"] = round(statistics.median(values), 2)
+        figures[f"{label} min, max s"] = [round(min(values), 2), round(max(values), 2)]
+        if versus:
+            figures[f"{label} - no-I/O, median s"] = round(statistics.median(gaps), 2)
+    results.record("stream start: sqliteq beside a no-I/O Python source", figures)
 
 
 def planning_steps(path: str, topic: str, repeats: int = 5) -> dict[str, float]:
@@ -244,3 +252,5 @@ def print_steps(steps: dict[str, float]) -> None:
           "before the first trigger: the first three, and the fourth under availableNow)")
     for name, seconds in steps.items():
         print(f"  {name:<68} {seconds * 1000:7.1f}")
+    results.record("stream start: sqliteq's planning process, step by step",
+                   {f"{name} ms": round(seconds * 1000, 1) for name, seconds in steps.items()})

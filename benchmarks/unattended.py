@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks import results
 from spark_queue.store import Store
 
 _PRODUCER = """
@@ -177,6 +178,16 @@ def _run(args: argparse.Namespace, work: str) -> int:
     print(f"  Delta: {delta['n']:,} rows, {delta['d']:,} distinct offsets, {delta['lo']}.."
           f"{delta['hi']}: {'every event exactly once' if exact else 'NOT exactly once'}")
     print(f"  last housekeeping run: {last_run}")
+    middle_mb = samples[len(samples) // 2]["file_mb"]
+    results.record("an edge box with no prune command", {
+        "published events/s (setting)": args.rate, "events published": latest,
+        "kills": len(kills), "topic held / retention window, at the end": samples[-1]["x_window"],
+        "topic held / retention window, at most": max(s["x_window"] for s in samples),
+        "file MB, middle and end": [middle_mb, samples[-1]["file_mb"]],
+        "file end / middle": round(samples[-1]["file_mb"] / middle_mb, 2),
+        "WAL MB at most": max(s["wal_mb"] for s in samples),
+        "Delta rows, distinct offsets": [delta["n"], delta["d"]],
+        "every event exactly once": "yes" if exact else "NO"})
     return 0 if exact else 1
 
 
