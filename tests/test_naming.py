@@ -48,11 +48,11 @@ DURATION = re.compile(r"(^|_)(timeout|interval|wait|delay|period|ttl|backoff|gra
 UNIT = re.compile(r"_(ns|us|ms|s|seconds|minutes)$")
 #: Parameters whose name is fixed by a protocol the callers already know.
 ALLOWED_PARAMETERS = {
-    ("spark_queue/store/producer_replies.py", "result", "timeout"):
+    ("spark_queue/store/producers/producer_replies.py", "result", "timeout"):
         "concurrent.futures.Future.result(timeout): seconds, the stdlib's signature",
-    ("spark_queue/store/producer_replies.py", "exception", "timeout"):
+    ("spark_queue/store/producers/producer_replies.py", "exception", "timeout"):
         "concurrent.futures.Future.exception(timeout): seconds, the stdlib's signature",
-    ("spark_queue/store/producer_replies.py", "_wait", "timeout"):
+    ("spark_queue/store/producers/producer_replies.py", "_wait", "timeout"):
         "the Future methods' timeout, passed through as the stdlib names it",
 }
 

@@ -33,8 +33,8 @@ def handle_alert(config: DemoConfig):
 
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
-    from spark_queue.spark.query_progress import end_offset
     from spark_queue.spark.notebooks import driver_uri
+    from spark_queue.spark.query_progress import end_offset
     from spark_queue.spark.session import get_or_create, table_format
 
     os.makedirs(config.dir, exist_ok=True)

@@ -17,7 +17,7 @@ from spark_queue.store.housekeeping import (
     keep_housekept,
 )
 from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
-from spark_queue.store.producer import Producer
+from spark_queue.store.producers.producer import Producer
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.queues.queue_admin import JobInfo, QueueCounters, QueueStats

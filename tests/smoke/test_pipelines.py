@@ -11,12 +11,12 @@ is replaced by the test's own, so two versions of the matrix can run it at once.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
 import pathlib
 import re
-import fcntl
 import subprocess
 import sys
 import tempfile

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import threading
+import time
 from concurrent.futures import (
     ALL_COMPLETED,
     FIRST_COMPLETED,
@@ -13,7 +16,7 @@ from concurrent.futures import (
 
 import pytest
 
-from spark_queue.errors import PayloadTooLargeError
+from spark_queue.errors import PayloadTooLargeError, StoreError
 from spark_queue.store import Producer, Store
 
 HOLD_MS = 600_000  # a linger no test waits out: calls stay queued until flush
@@ -70,3 +73,93 @@ def test_callbacks_run_once_answered_and_at_once_when_added_after(store_path):
         assert seen[-1] == ("late", 0)
         with pytest.raises(PayloadTooLargeError):
             too_big.result()
+
+
+def test_nowait_and_blocking_calls_from_many_threads_keep_thread_order_and_dense_offsets(
+    store_path,
+):
+    # *_nowait calls queue without the producer's lock while a writer leads:
+    # mixed with blocking calls, each thread's calls still commit in its order.
+    returned = {}
+    with Producer(store_path) as producer:
+
+        def send(t):
+            answers = [producer.publish("t", {"t": t, "seq": i}) if i % 7 == 0
+                       else producer.publish_nowait("t", {"t": t, "seq": i})
+                       for i in range(2000)]
+            returned[t] = [a if type(a) is int else a.result(timeout=60) for a in answers]
+
+        threads = [threading.Thread(target=send, args=(t,)) for t in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    with Store(store_path) as reader:
+        events = reader.read("t")
+    assert [e.offset for e in events] == list(range(16_000))
+    for t in range(8):
+        assert returned[t] == sorted(returned[t])
+        assert [events[o].value for o in returned[t]] == [{"t": t, "seq": i} for i in range(2000)]
+
+
+def test_a_nowait_call_racing_close_is_written_or_refused_never_left_unanswered(store_path):
+    # Whichever way each call and the close interleave, a call either raises
+    # "closed" or returns a future that resolves to its stored offset.
+    sent: list[list] = [[] for _ in range(4)]
+    started = threading.Barrier(5)
+    producer = Producer(store_path)
+
+    def send(t):
+        started.wait()
+        seq = 0
+        while True:
+            try:
+                sent[t].append((producer.publish_nowait("t", f"{t}-{seq}"), f"{t}-{seq}"))
+            except StoreError as exc:
+                assert "is closed" in str(exc)
+                return
+            seq += 1
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    while producer.calls_done < 1000:  # close while the threads are still sending
+        time.sleep(0.001)
+    producer.close()
+    for thread in threads:
+        thread.join()
+    with Store(store_path) as reader:
+        stored = [e.value for e in reader.read("t")]
+    answered = [(future.result(timeout=60), value) for row in sent for future, value in row]
+    assert len(stored) == len(answered)
+    assert all(stored[offset] == value for offset, value in answered)
+
+
+def test_a_nowait_call_queued_as_the_writer_looks_last_is_still_written(store_path):
+    # The interleaving made certain: the writer finds the queue empty, and a
+    # *_nowait call is queued (without the lock, seeing a writer lead) before the
+    # writer drops the lead. The writer must look once more, or the call waits forever.
+    producer = Producer(store_path, linger_ms=0)
+    late = []
+
+    class LastLook(collections.deque):
+        armed = False
+
+        def __len__(self):
+            n = super().__len__()
+            if self.armed and threading.get_ident() == producer._writer.ident:
+                self.armed = False
+                late.append(producer.publish_nowait("t", "late"))
+            return n
+
+    producer._pending = LastLook()
+    first = producer.publish_nowait("t", "first")
+    first.add_done_callback(lambda _: setattr(producer._pending, "armed", True))
+    try:
+        assert first.result(timeout=60) == 0
+        while not late:
+            time.sleep(0.001)
+        assert late[0].result(timeout=60) == 1
+    finally:
+        producer.close()

@@ -34,7 +34,8 @@ def _messages(writer, parts: int = 2):
 @pytest.mark.slow
 def test_a_million_row_commit_holds_one_copy_of_the_batch(store_path):
     layout = SinkLayout(target="topic", value_type=TEXT, value_column="value")
-    writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t", create_store=True), layout)
+    options = SinkOptions(path=store_path, topic="t", create_store=True)
+    writer = SqliteQueueStreamWriter(options, layout)
     messages = _messages(writer)
     ipc_bytes = sum(len(m.arrow_ipc) for m in messages)
 
@@ -58,7 +59,8 @@ def test_a_million_row_commit_holds_one_copy_of_the_batch(store_path):
 
 def test_commit_of_a_replayed_stream_batch_skips_and_keeps_the_rows_once(store_path):
     layout = SinkLayout(target="topic", value_type=BYTES, value_column="value", key_column="k")
-    writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t", create_store=True), layout)
+    options = SinkOptions(path=store_path, topic="t", create_store=True)
+    writer = SqliteQueueStreamWriter(options, layout)
     batch = pa.record_batch([pa.array([b"a", b"b"]), pa.array(["x", None])], names=["value", "k"])
 
     def message():
@@ -76,7 +78,8 @@ def test_commit_of_a_replayed_stream_batch_skips_and_keeps_the_rows_once(store_p
 
 def test_a_message_from_another_batch_is_refused(store_path):
     layout = SinkLayout(target="topic", value_type=TEXT, value_column="value")
-    writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t", create_store=True), layout)
+    options = SinkOptions(path=store_path, topic="t", create_store=True)
+    writer = SqliteQueueStreamWriter(options, layout)
     m = writer._pack(iter([pa.record_batch([pa.array(["a"])], names=["value"])]))
     m.query_id, m.batch_id = "q", 4
     with pytest.raises(Exception, match="task wrote micro-batch 4 but Spark commits batch 5"):
@@ -85,7 +88,8 @@ def test_a_message_from_another_batch_is_refused(store_path):
 
 def test_abort_writes_nothing(store_path):
     layout = SinkLayout(target="topic", value_type=TEXT, value_column="value")
-    writer = SqliteQueueBatchWriter(SinkOptions(path=store_path, topic="t", create_store=True), layout)
+    options = SinkOptions(path=store_path, topic="t", create_store=True)
+    writer = SqliteQueueBatchWriter(options, layout)
     m = writer._pack(iter([pa.record_batch([pa.array(["a"])], names=["value"])]))
     writer.abort([m, None])
     with Store(store_path) as store:
@@ -105,7 +109,8 @@ def test_messages_are_compressed_only_when_it_pays(store_path):
     import os
 
     layout = SinkLayout(target="topic", value_type=TEXT, value_column="value")
-    writer = SqliteQueueStreamWriter(SinkOptions(path=store_path, topic="t", create_store=True), layout)
+    options = SinkOptions(path=store_path, topic="t", create_store=True)
+    writer = SqliteQueueStreamWriter(options, layout)
     text = [json.dumps({"id": i, "page": "/home", "event": "click"}) for i in range(20_000)]
     noise = [os.urandom(48).hex() for _ in range(20_000)]
     packed_text = writer._pack(iter([pa.record_batch([pa.array(text)], names=["value"])]))

@@ -1,12 +1,9 @@
-"""A thread-safe producer with group commit: many calling threads, few transactions.
+"""The calls a producer has waiting, and which thread writes them.
 
-A :class:`~spark_queue.store.Store` belongs to one thread and each ``publish``
-is a transaction of its own, so a service whose request threads each publish
-one event pays a whole SQLite commit per event. A :class:`Producer` may be
-called from any number of threads and writes the calls waiting together in
-ONE ``BEGIN IMMEDIATE`` transaction on a connection of its own
-(:mod:`~spark_queue.store.producer_batch`); each caller gets its offset or job
-id after that COMMIT.
+:class:`~spark_queue.store.producers.producer.Producer` builds on :class:`CallQueue`:
+the producer checks and shapes each call, the queue decides who writes the
+next batch and when (:class:`~spark_queue.store.producers.producer_batch.BatchWriter`
+writes it).
 
 - Who writes (leader/follower): a blocking call that finds no write under
   way leads: it takes every call waiting (its own included, up to
@@ -28,80 +25,39 @@ id after that COMMIT.
   blocking threads ran slower than one thread with a Store (0.8x, bench
   store); Kafka 4.0 moved its producer's ``linger.ms`` default from 0 to 5 ms
   (KIP-1030) for the same reason.
-- Durable on return: ``publish``/``enqueue`` return, and the futures of
-  ``publish_nowait``/``enqueue_nowait`` resolve, only after the commit.
-- A bad payload, key, header, name or job option raises in the calling
-  thread before the call joins a batch, so it cannot fail its neighbours;
-  the value is encoded then, and later changes to it are not seen.
-- A batch that fails in SQLite fails every call in it and writes nothing;
-  only the limits kept in the file (``max_payload_bytes``, a queue's
-  ``max_size``) fail one call alone (see :mod:`~spark_queue.store.producer_batch`).
-- One batch is written at a time, its calls in the order they were made:
-  per-thread order holds and offsets stay dense; a SIGKILL leaves all or
-  none of the batch in flight.
+- ``*_nowait`` calls queue without the lock while a writer leads
+  (:meth:`CallQueue._send`): eight threads taking one lock per call spent
+  more time handing it, and the GIL, between them than the writer spent
+  writing (bench store, threads section).
+- One batch is written at a time, its calls in the order they were queued.
 """
 
 from __future__ import annotations
 
-import os
+import itertools
 import threading
 import time
-from collections.abc import Mapping
-from concurrent.futures import Future
-from typing import Any
+from collections import deque
 
-from spark_queue import defaults
 from spark_queue.errors import StoreError
-from spark_queue.store import housekeeping
-from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.producer_batch import EVENT, JOB, BatchWriter, event_call, new_job
-from spark_queue.store.producer_replies import Ack, Reply, answer_unanswered
-from spark_queue.store.store import Store
+from spark_queue.store.producers.producer_batch import EVENT, BatchWriter
+from spark_queue.store.producers.producer_replies import Ack, Reply, answer_unanswered
 
 _get_ident = threading.get_ident
-_MAX_WAIT_MS = defaults.MAX_WAIT_MS
 
 
-class Producer:
-    """Publish and enqueue from any number of threads; calls waiting together commit together.
+class CallQueue:
+    """Calls waiting for a batch, the lead that writes them, and the writer thread."""
 
-    >>> with Producer("events.sqlite") as producer:     # doctest: +SKIP
-    ...     producer.publish("clicks", {"user": 7})     # from any thread -> offset
-    ...     producer.enqueue("emails", {"to": "a@b"})   # -> job id
-
-    The producer opens its own connection to ``path`` (``durability`` and
-    ``busy_timeout_ms`` as for :class:`~spark_queue.store.Store`); one batch
-    at a time uses it, in whichever thread leads. Like a Store it must not
-    cross a fork; open one per process. ``close()`` (or the with-block) waits
-    for every call sent and then closes the connection.
-    """
+    path: str  # the store's, for messages
 
     def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        linger_ms: int = 1,
-        max_batch: int = 1000,
-        max_pending: int = 100_000,
-        durability: str = defaults.DURABILITY,
-        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
-        create: bool = True,
+        self, batches: BatchWriter, linger_ms: int, max_batch: int, max_pending: int
     ) -> None:
-        # The linger is a thread's wait, which holds at most threading.TIMEOUT_MAX.
-        check_int(linger_ms, "linger_ms", high=_MAX_WAIT_MS, error=StoreError, owner="Producer")
-        check_int(max_batch, "max_batch", low=1, error=StoreError, owner="Producer")
-        check_int(max_pending, "max_pending", low=max_batch, error=StoreError, owner="Producer")
+        self._batches = batches
         self._linger_s = linger_ms / 1000
         self._max_batch = max_batch
         self._max_pending = max_pending
-        # Opened here so a missing or foreign file fails in the caller.
-        self._store = Store(
-            path, create=create, durability=durability, busy_timeout_ms=busy_timeout_ms
-        )
-        self.path = self._store.path
-        # Every Ack of this producer waits on one Condition (see producer_replies).
-        self._batches = BatchWriter(self._store.file, threading.Condition())
-        self._named: set[str] = set()  # topic names validated already (see event_call)
         self._lock = threading.Lock()
         self._writer_wanted = threading.Condition(self._lock)
         self._linger_cut = threading.Condition(self._lock)
@@ -111,7 +67,11 @@ class Producer:
         # as the last batch held blocking calls: their threads tend to call
         # again at once); -1 when it held none (the linger runs out).
         self._awaited = -1
-        self._pending: list[tuple] = []
+        # Appended to without the lock by *_nowait calls (see _send); taken from
+        # the left under it, so no call lands in a list a writer already took.
+        self._pending: deque[tuple] = deque()
+        self._in_flight = 0  # calls in the batch being written
+        self._lingering = False  # a leader waits out the linger (see _send)
         self._oldest_at = 0.0  # monotonic arrival of the oldest waiting call
         # The lead: held by the thread writing (or handed a batch to write)
         # whenever calls wait, so a waiting call always has a writer coming.
@@ -121,7 +81,6 @@ class Producer:
         self._flushing = 0
         self._closed = False
         self._stopping = False
-        self._sent = 0
         #: Calls written or failed so far, and the transactions that held them.
         self.calls_done = 0
         self.batches_committed = 0
@@ -129,119 +88,6 @@ class Producer:
             target=self._standby, name="spark_queue-producer", daemon=True
         )
         self._writer.start()
-        self._keeper = housekeeping.Housekeeper(path, busy_timeout_ms=busy_timeout_ms).start()
-
-    # -- calls from any thread ----------------------------------------------
-    def publish(
-        self,
-        topic: str,
-        value: Any,
-        *,
-        key: str | bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> int:
-        """Append one event with the next batch; returns its offset once committed."""
-        reply = Reply()
-        return self._call(event_call(topic, value, key, headers, reply, self._named), reply)
-
-    def publish_nowait(
-        self,
-        topic: str,
-        value: Any,
-        *,
-        key: str | bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Future[int]:
-        """Like :meth:`publish`, but return a future of the offset at once."""
-        future = Ack(self._batches.answered)
-        self._submit(event_call(topic, value, key, headers, future, self._named), future)
-        return future
-
-    def enqueue(
-        self,
-        queue: str,
-        payload: Any,
-        *,
-        priority: int = 0,
-        delay_ms: int = 0,
-        ttl_ms: int | None = None,
-        idempotency_key: str | None = None,
-        max_attempts: int | None = None,
-    ) -> int:
-        """Enqueue one job with the next batch; returns its id once committed.
-
-        Options as for :meth:`Queue.enqueue <spark_queue.store.Queue.enqueue>`.
-        A queue at its ``max_size`` fails the call with QueueFullError at once.
-        """
-        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        reply = Reply()
-        return self._call((JOB, queue, reply, job), reply)
-
-    def enqueue_nowait(
-        self,
-        queue: str,
-        payload: Any,
-        *,
-        priority: int = 0,
-        delay_ms: int = 0,
-        ttl_ms: int | None = None,
-        idempotency_key: str | None = None,
-        max_attempts: int | None = None,
-    ) -> Future[int]:
-        """Like :meth:`enqueue`, but return a future of the job id at once."""
-        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
-        future = Ack(self._batches.answered)
-        self._submit((JOB, queue, future, job), future)
-        return future
-
-    def flush(self, timeout_ms: int | None = None) -> None:
-        """Wait until every call sent before this one is committed or failed.
-
-        Cuts the linger short. Raises TimeoutError if ``timeout_ms`` passes first.
-        """
-        check_optional_int(timeout_ms, "timeout_ms", high=_MAX_WAIT_MS, owner="Producer.flush",
-                           none_means="wait as long as it takes")
-        self._not_while_writing("flush")
-        deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-        with self._lock:
-            target = self._sent
-            self._flushing += 1
-            self._linger_cut.notify_all()
-            try:
-                while self.calls_done < target:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        raise TimeoutError(
-                            f"producer for {self.path!r}: {target - self.calls_done} calls "
-                            f"still unwritten after flush(timeout_ms={timeout_ms})."
-                        )
-                    self._progress.wait(remaining)
-            finally:
-                self._flushing -= 1
-
-    def close(self) -> None:
-        """Write every call sent, stop the writer thread and close the connection; idempotent."""
-        self._not_while_writing("close")
-        with self._lock:
-            self._closed = True
-            self._linger_cut.notify_all()
-            self._has_room.notify_all()
-            while self._leading:
-                self._progress.wait()
-            self._stopping = True
-            self._writer_wanted.notify()
-        self._writer.join()
-        self._keeper.stop()
-        self._store.close()
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Producer({self.path!r})"
 
     def _submit(self, call: tuple, reply: Reply | Ack) -> None:
         """Queue the call; a blocking call that finds no one leading takes the lead."""
@@ -254,13 +100,10 @@ class Producer:
             else:
                 while len(self._pending) >= self._max_pending and not self._closed:
                     self._has_room.wait()
-            pending = self._pending  # taking a batch may have replaced the list
+            pending = self._pending
             if self._closed:
-                raise StoreError(
-                    f"producer for {self.path!r} is closed; open a new Producer to write."
-                )
+                raise _closed(self.path)
             pending.append(call)
-            self._sent += 1
             if self._linger_s and (
                 len(pending) == 1 or self._awaited > 0 or len(pending) == self._max_batch
             ):
@@ -270,6 +113,46 @@ class Producer:
             if type(reply) is Reply:
                 self._leading = reply.leads = True  # the lead, with no wake-up
             else:
+                self._leading = self._writer_leads = True
+                self._writer_wanted.notify()
+
+    def _send(self, call: tuple) -> None:
+        """Queue a ``*_nowait`` call: without the lock while a writer leads.
+
+        The deque's append is atomic; what needs the lock is rare: a full
+        queue, a linger counting calls, a producer closing, no one leading,
+        the first call of a linger, a full batch while a leader lingers. Each
+        check after the append pairs with the writer's: a leader drops the
+        lead before its last look at the queue (see :meth:`_lead`), and
+        ``close`` stops the writer only once the queue is empty, so a queued
+        call always has a writer coming, or is taken back here.
+        """
+        pending = self._pending
+        if self._closed or self._awaited > 0 or len(pending) >= self._max_pending:
+            self._submit(call, call[2])
+            return
+        pending.append(call)
+        waiting = len(pending)
+        if (
+            not self._leading
+            or self._closed
+            or (self._linger_s and (waiting == 1 or (waiting >= self._max_batch
+                                                     and self._lingering)))
+        ):
+            self._after_send(call, waiting)
+
+    def _after_send(self, call: tuple, waiting: int) -> None:
+        """The rare part of :meth:`_send`, under the lock."""
+        with self._lock:
+            if self._closed:
+                try:
+                    self._pending.remove(call)
+                except ValueError:
+                    return  # a writer took it before the close: it is answered
+                raise _closed(self.path)
+            if self._linger_s:
+                self._arrived(waiting)
+            if not self._leading and self._pending:  # else a leader took it meanwhile
                 self._leading = self._writer_leads = True
                 self._writer_wanted.notify()
 
@@ -314,6 +197,11 @@ class Producer:
                 reply.wake.acquire(False)
                 self._pass_lead()
 
+    @property
+    def _sent(self) -> int:
+        """Calls queued so far: answered, being written, or waiting."""
+        return self.calls_done + self._in_flight + len(self._pending)
+
     def _not_while_writing(self, method: str) -> None:
         if self._writing_in == _get_ident():
             raise _waits_for_itself(method)
@@ -326,6 +214,7 @@ class Producer:
             try:
                 while True:
                     batch = self._take()
+                    self._in_flight = len(batch)
                     self._writing_in = me
                     self._lock.release()
                     committed = False
@@ -336,8 +225,12 @@ class Producer:
                         self._writing_in = 0
                         self._done(batch, committed)
                     if not self._pending:
+                        # Dropped before the last look: a call queued without the
+                        # lock either sees no leader (and finds one) or is seen here.
                         self._leading = False
-                        return
+                        if not self._pending:
+                            return
+                        self._leading = True
                     if self._pass_lead(me):
                         return
             except BaseException:
@@ -352,6 +245,7 @@ class Producer:
         """Count a batch written or failed (the caller holds the lock)."""
         if not committed:
             answer_unanswered(batch)
+        self._in_flight = 0
         self.calls_done += len(batch)
         self.batches_committed += committed
         if self._flushing or self._closed:
@@ -362,23 +256,24 @@ class Producer:
         pending = self._pending
         if self._linger_s:
             deadline = self._oldest_at + self._linger_s
-            while (
-                len(pending) < self._max_batch
-                and self._awaited
-                and not self._closed
-                and not self._flushing
-                and (remaining := deadline - time.monotonic()) > 0
-            ):
-                self._linger_cut.wait(remaining)
+            self._lingering = True
+            try:
+                while (
+                    len(pending) < self._max_batch
+                    and self._awaited
+                    and not self._closed
+                    and not self._flushing
+                    and (remaining := deadline - time.monotonic()) > 0
+                ):
+                    self._linger_cut.wait(remaining)
+            finally:
+                self._lingering = False
             # What is left waited through this batch already: it goes next, no linger.
             self._oldest_at = 0.0
         if len(pending) >= self._max_pending:
             self._has_room.notify_all()
-        if len(pending) <= self._max_batch:
-            batch, self._pending = pending, []
-        else:
-            batch = pending[: self._max_batch]
-            del pending[: self._max_batch]
+        take = pending.popleft
+        batch = [take() for _ in range(min(len(pending), self._max_batch))]
         if self._linger_s:
             # Counted from now: a blocking caller cannot call again before
             # this batch answers it.
@@ -388,7 +283,9 @@ class Producer:
     def _pass_lead(self, me: int = 0) -> bool:
         """Hand the lead to the first blocking call of the next batch, else to the writer
         thread (the caller holds the lock, and calls wait). False if ``me`` keeps it."""
-        for call in self._pending[: self._max_batch]:
+        # A list first: *_nowait calls append meanwhile, and a deque changed while
+        # Python code iterates it raises.
+        for call in list(itertools.islice(self._pending, self._max_batch)):
             reply = call[2]
             if type(reply) is Reply and not reply.abandoned:
                 reply.leads = True
@@ -418,3 +315,7 @@ def _waits_for_itself(method: str) -> StoreError:
         "thread writing the producer's batch and would wait for itself; use the _nowait "
         "methods there."
     )
+
+
+def _closed(path: str) -> StoreError:
+    return StoreError(f"producer for {path!r} is closed; open a new Producer to write.")

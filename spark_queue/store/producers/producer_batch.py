@@ -7,8 +7,8 @@ job)`` with a checked :class:`NewJob`. One tuple, not a call holding a row:
 calls in flight are what the garbage collector walks, and a topic's calls
 turn into the columns :func:`~spark_queue.store.streams.event_log.write_events`
 stores with one transpose. ``reply`` is an
-:class:`~spark_queue.store.producer_replies.Ack`, a
-:class:`~spark_queue.store.producer_replies.Reply`, or anything with
+:class:`~spark_queue.store.producers.producer_replies.Ack`, a
+:class:`~spark_queue.store.producers.producer_replies.Reply`, or anything with
 ``set_result``/``set_exception``.
 
 - A failure in SQLite (disk full, busy timeout, damage) rolls the whole
@@ -36,7 +36,7 @@ from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_k
 from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.producer_replies import settle_all
+from spark_queue.store.producers.producer_replies import settle_all
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.streams import event_log
