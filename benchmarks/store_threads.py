@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from benchmarks import kafka_broker
+from benchmarks import kafka_broker, results
 from benchmarks.report import print_table
 from spark_queue.store import Producer, Store
 
@@ -172,12 +172,13 @@ def run_threads(
     for _ in range(args.repeats):  # paths take turns: load on the machine hits them alike
         for label, case in cases.items():
             rounds[label].append(case())
+    title = (f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
+             f"durability normal{pinned}")
     print_table(
-        f"store: {threads} threads x {per_thread:,} single publishes of {size} bytes, "
-        f"durability normal{pinned}, best of {args.repeats} rounds",
+        f"{title}, best of {args.repeats} rounds",
         [(label, max(rates), BASELINE) for label, rates in rounds.items()],
     )
-    _print_round_ratios(rounds, [
+    _print_round_ratios(title, rounds, [
         (f"{threads} threads: Producer.publish_nowait", KAFKA_THREADS.format(threads)),
         (ONE_NOWAIT, KAFKA_THREADS.format(1)),
         (f"{threads} threads: Producer.publish, linger_ms=1",
@@ -185,7 +186,9 @@ def run_threads(
     ])
 
 
-def _print_round_ratios(rounds: dict[str, list[float]], pairs: list[tuple[str, str]]) -> None:
+def _print_round_ratios(
+    title: str, rounds: dict[str, list[float]], pairs: list[tuple[str, str]]
+) -> None:
     """Each pair's ratio in every round (both sides of a round ran back to back)."""
     pairs = [(ours, theirs) for ours, theirs in pairs if ours in rounds and theirs in rounds]
     print("\nper round: " + "; ".join(f"[{i}] {ours} / {theirs}" for i, (ours, theirs)
@@ -195,6 +198,13 @@ def _print_round_ratios(rounds: dict[str, list[float]], pairs: list[tuple[str, s
                  f"{rounds[ours][n] / rounds[theirs][n]:.2f}x" for i, (ours, theirs)
                  in enumerate(pairs)]
         print(f"round {n}: " + "   ".join(cells))
+    figures: dict[str, results.Figure] = {}
+    for ours, theirs in pairs:
+        figures[f"{ours} / {theirs}, per round"] = [
+            round(a / b, 2) for a, b in zip(rounds[ours], rounds[theirs], strict=True)]
+        figures[f"{ours} /s, per round"] = [round(a) for a in rounds[ours]]
+        figures[f"{theirs} /s, per round"] = [round(b) for b in rounds[theirs]]
+    results.record(title + ", per round", figures)
 
 
 def _kafka_threads(kafka: kafka_broker.Kafka, values: list[list[str]]) -> float:
