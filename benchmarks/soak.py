@@ -87,7 +87,6 @@ def run(args: argparse.Namespace) -> int:
     path = os.path.join(workdir, "soak.sqlite")
     with Store(path) as store:
         store.create_topic("soak")
-        store.queue("soak-jobs")
     stop = threading.Event()
     published = [0]
 
@@ -113,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
         .trigger(processingTime="1 second").start()
     )
     worker = subprocess.Popen(
-        [sys.executable, "-m", "spark_queue", "worker", path,
-         "benchmarks.soak:noop_handler", "--queue", "soak-jobs", "--batch-size", "64"],
+        # --create: the queue exists once the sink's first batch lands, after the worker starts.
+        [sys.executable, "-m", "spark_queue", "worker", path, "benchmarks.soak:noop_handler",
+         "--queue", "soak-jobs", "--create", "--batch-size", "64"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     producer = threading.Thread(target=produce, daemon=True)
