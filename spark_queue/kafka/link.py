@@ -29,13 +29,14 @@ from spark_queue.kafka.client_config import (
     as_kafka_settings,
     redact,
 )
+from spark_queue.kafka.deliveries import Delivered, TopicDeliveries, refused_record
 from spark_queue.kafka.link_types import (
     NO_BROKER_ERRORS,
     SETTLING_ERRORS,
     TRANSIENT_ERRORS,
     DeliveryFailure,
     KafkaTopic,
-    OnDelivery,
+    LogEnds,
     Watermarks,
 )
 from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka
@@ -81,6 +82,7 @@ class KafkaLink:
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
+        self._deliveries: dict[str, TopicDeliveries] = {}  # by topic, from its first produce
         self._closed = False
         # The last error a client reported (librdkafka's error_cb) and when: a broker that
         # refuses the credentials looks like one that does not answer, save for this text.
@@ -226,11 +228,11 @@ class KafkaLink:
         return sorted(found.partitions)
 
     def describe_topic(self, topic: str) -> KafkaTopic | None:
-        """``topic``'s partitions, partition 0's watermarks and its settings; None if absent."""
+        """``topic``'s partitions and its settings; None if absent."""
         found = self.partitions(topic)
         if found is None:
             return None
-        return KafkaTopic(topic, found, self.watermarks(topic), self.topic_config(topic))
+        return KafkaTopic(topic, found, self.topic_config(topic))
 
     def create_topic(self, topic: str, config: Mapping[str, str], partitions: int = 1,
                      replication_factor: int | None = None) -> KafkaTopic:
@@ -254,7 +256,7 @@ class KafkaLink:
             if time.monotonic() > deadline:
                 raise self.unavailable(f"waiting for new topic {topic!r}")
             time.sleep(0.05)
-        return KafkaTopic(topic, found, self.watermarks(topic), self.topic_config(topic))
+        return KafkaTopic(topic, found, self.topic_config(topic))
 
     def delete_topic(self, topic: str) -> None:
         future = self._admin_client().delete_topics(
@@ -297,8 +299,7 @@ class KafkaLink:
                 time.sleep(0.05)
 
     def offset_for_time(self, topic: str, partition: int, time_ms: int) -> int | None:
-        """The first offset stamped at or after ``time_ms`` (Kafka's time index); None if
-        no record is."""
+        """The first offset stamped at or after ``time_ms`` (Kafka's time index), or None."""
         kafka = _confluent()
         try:
             [found] = self._consumer_client().offsets_for_times(
@@ -383,61 +384,61 @@ class KafkaLink:
         finally:
             reader.unassign()
 
-    def produce(self, topic: str, contents: Iterable[Content], on_delivery: OnDelivery | None
-                = None, *, partition: int = 0, name: Callable[[int], str] | None = None) -> int:
-        """Hand ``contents`` to the producer; returns how many. Each one's answer goes to
-        ``on_delivery`` (during :meth:`flush`, at the latest). A record the client refuses
-        (too large, ...) is a KafkaError naming it (``name(i)``, the ``i``-th of this call);
+    def log_ends(self, topic: str, count: int, floor: int = 0) -> LogEnds:
+        """Partition 0's watermarks and its records in the last ``count`` offsets of
+        ``[max(low, floor), high)`` and, before them if any are left, in its first ``count``."""
+        low, high = marks = self.watermarks(topic)
+        lower = min(high, max(low, floor))
+        bounds = [(max(lower, high - count), high)]
+        if lower < bounds[0][0]:
+            bounds.insert(0, (lower, min(lower + count, bounds[0][0])))
+        return LogEnds(marks, [(start, end, list(self.read_messages(topic, 0, start, end)))
+                               for start, end in bounds])
+
+    def produce(self, topic: str, contents: Iterable[Content], *, at: int,
+                name: str = "record", numbered_from: int = 0) -> Delivered:
+        """Hand ``contents`` to the producer for partition 0, the first meant for offset ``at``;
+        returns what Kafka answered of ``topic`` so far (:mod:`~spark_queue.kafka.deliveries`). A
+        record the client refuses is a KafkaError naming it ``name N`` (N from ``numbered_from``);
         whatever ends the call early, the records before it are delivered first."""
         producer = self._producer_client()
         refused = _confluent().KafkaException
-        report = None if on_delivery is None else self._reporter(on_delivery)
-        sent = 0
+        track = self._deliveries.setdefault(topic, TopicDeliveries(at))
+        track.sent = at
+
+        def report(error: LibrdkafkaError | None, msg: Message) -> None:
+            track.answered(msg.offset() or 0, None if error is None else DeliveryFailure(
+                self.settings.redact(error.str()), self._transient(error)))
+
         try:
             for content in contents:
                 while True:
                     try:
                         producer.produce(topic, value=content.value, key=content.key,
-                                         partition=partition, timestamp=content.timestamp_ms,
+                                         partition=0, timestamp=content.timestamp_ms,
                                          headers=headers_for_kafka(content), on_delivery=report)
                         break
                     except BufferError:
                         producer.poll(0.05)  # the producer's queue is full: let it drain
                     except refused as exc:  # refused before sending: too large, ...
-                        size = len(content.value or b"") + len(content.key or b"")
-                        what = f"record {sent}" if name is None else name(sent)
-                        raise KafkaError(
-                            f"Kafka's client refused {what} ({size:,} bytes of key and value): "
-                            f"{self.settings.redact(error_text(exc.args[0]))}. Events before it "
-                            "are in Kafka; for large events raise the topic's max.message.bytes "
-                            "and pass --kafka-config message.max.bytes=N, then rerun."
-                        ) from exc
+                        raise refused_record(f"{name} {numbered_from + track.sent - at}", content,
+                                             self.settings.redact(error_text(exc.args[0]))
+                                             ) from exc
                 producer.poll(0)
-                sent += 1
+                track.sent += 1
         except Exception:
             producer.flush(self.settings.timeout_s)  # what came before goes in
             raise
-        return sent
+        return track.now()
 
-    def _reporter(self, on_delivery: OnDelivery) -> Callable[[LibrdkafkaError | None, Message],
-                                                             None]:
-        def report(error: LibrdkafkaError | None, msg: Message) -> None:
-            if error is None:
-                on_delivery(msg.offset() or 0, None)
-            else:
-                on_delivery(-1, DeliveryFailure(self.settings.redact(error.str()),
-                                                self._transient(error)))
-
-        return report
-
-    def flush(self) -> None:
-        """Wait until Kafka answered every produced record (each to its ``on_delivery``);
-        KafkaUnavailableError if some are unanswered after the delivery timeout."""
-        if self._producer is None:
-            return
-        left = self._producer.flush(self.settings.delivery_timeout_s + 5)
-        if left:
-            raise self.unavailable(f"delivering {left} records")
+    def flush(self) -> dict[str, Delivered]:
+        """Wait until Kafka answered every produced record; each topic's answers. Unanswered ones
+        after the delivery timeout are a KafkaUnavailableError unless an answer broke an order."""
+        if self._producer is not None:
+            left = self._producer.flush(self.settings.delivery_timeout_s + 5)
+            if left and not any(track.now().stopped for track in self._deliveries.values()):
+                raise self.unavailable(f"delivering {left} records")
+        return {topic: track.now() for topic, track in self._deliveries.items()}
 
 
 def _record(msg: Message, topic: str, partition: int, offset: int) -> KafkaRecord:
