@@ -293,7 +293,8 @@ class Exporter:
         earliest, _ = self.store.bounds(topic)
         # Both logs hold [floor, high): Kafka's retention or the store's may have cut a head.
         floor = earliest - target.shift
-        (low, high), windows = self._kafka_ends(target.kafka_topic, SAMPLE_EVENTS, floor, floor)
+        (low, high), windows = self._kafka_ends(target.kafka_topic, SAMPLE_EVENTS,
+                                                    held_from=floor, floor=floor)
         where = f"Kafka topic {target.kafka_topic!r}"
         if high != target.delivered.sent:
             raise KafkaTargetMismatchError(

@@ -4,8 +4,9 @@ A :class:`KafkaLink` holds a command's admin client, producer and consumer, each
 first use, all closed once (``close``, or ``with``). The one module that loads confluent-kafka
 (the ``kafka`` extra, never at module level: if missing, KafkaClientMissingError names it),
 waits on the admin client's futures and turns librdkafka's errors into ours; it answers with
-plain data (:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`).
-Every wait is bounded by ``timeout_s``: past it, a KafkaUnavailableError names the servers.
+plain data (:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`),
+and checks its producer's answers itself (:mod:`~spark_queue.kafka.deliveries`). Every wait is
+bounded by ``timeout_s``: past it, a KafkaUnavailableError names the servers.
 """
 
 from __future__ import annotations
@@ -230,9 +231,7 @@ class KafkaLink:
     def describe_topic(self, topic: str) -> KafkaTopic | None:
         """``topic``'s partitions and its settings; None if absent."""
         found = self.partitions(topic)
-        if found is None:
-            return None
-        return KafkaTopic(topic, found, self.topic_config(topic))
+        return None if found is None else KafkaTopic(topic, found, self.topic_config(topic))
 
     def create_topic(self, topic: str, config: Mapping[str, str], partitions: int = 1,
                      replication_factor: int | None = None) -> KafkaTopic:
