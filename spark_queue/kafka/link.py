@@ -143,7 +143,7 @@ class KafkaLink:
 
     def _producer_client(self) -> Producer:
         """Idempotent, acks=all: per partition no duplicate, no reorder; an error that would leave
-        a gap is fatal (gapless guarantee), and the export checks each delivery's offset."""
+        a gap is fatal (gapless guarantee), and :meth:`produce` checks each delivery's offset."""
         if self._producer is None:
             self._producer = self._built(_confluent().Producer, self.client_config(**{
                 "enable.idempotence": True, "enable.gapless.guarantee": True, "acks": "all",
