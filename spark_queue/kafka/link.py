@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from spark_queue.errors import (
     KafkaClientMissingError,
@@ -40,7 +40,7 @@ from spark_queue.kafka.link_types import (
     LogEnds,
     Watermarks,
 )
-from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka
+from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka, record_of
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Message, Producer
@@ -377,7 +377,7 @@ class KafkaLink:
                 if offset >= end:
                     return
                 if offset >= start:
-                    yield _record(msg, topic, partition, offset)
+                    yield record_of(msg, topic, partition, offset)
                 if offset >= end - 1:
                     return
         finally:
@@ -394,16 +394,24 @@ class KafkaLink:
         return LogEnds(marks, [(start, end, list(self.read_messages(topic, 0, start, end)))
                                for start, end in bounds])
 
-    def produce(self, topic: str, contents: Iterable[Content], *, at: int,
-                name: str = "record", numbered_from: int = 0) -> Delivered:
-        """Hand ``contents`` to the producer for partition 0, the first meant for offset ``at``;
-        returns what Kafka answered of ``topic`` so far (:mod:`~spark_queue.kafka.deliveries`). A
-        record the client refuses is a KafkaError naming it ``name N`` (N from ``numbered_from``);
+    @overload
+    def produce(self, topic: str, contents: Iterable[Content], *, at: int, partition: int = 0,
+                name: str = ..., numbered_from: int = ...) -> Delivered: ...
+    @overload
+    def produce(self, topic: str, contents: Iterable[Content], *, at: None = None,
+                partition: int = 0, name: str = ..., numbered_from: int = ...) -> None: ...
+    def produce(self, topic: str, contents: Iterable[Content], *, at: int | None = None,
+                partition: int = 0, name: str = "record", numbered_from: int = 0
+                ) -> Delivered | None:
+        """Hand ``contents`` to the producer, the first meant for offset ``at``: if given, each
+        answer is checked (:mod:`~spark_queue.kafka.deliveries`) and the call returns ``topic``'s
+        so far. A refused record is a KafkaError naming it ``name N`` (N from ``numbered_from``);
         whatever ends the call early, the records before it are delivered first."""
         producer = self._producer_client()
         refused = _confluent().KafkaException
-        track = self._deliveries.setdefault(topic, TopicDeliveries(at))
-        track.sent = at
+        track = TopicDeliveries(0) if at is None else self._deliveries.setdefault(
+            topic, TopicDeliveries(at))
+        track.sent = first = at or 0
 
         def report(error: LibrdkafkaError | None, msg: Message) -> None:
             track.answered(msg.offset() or 0, None if error is None else DeliveryFailure(
@@ -414,21 +422,22 @@ class KafkaLink:
                 while True:
                     try:
                         producer.produce(topic, value=content.value, key=content.key,
-                                         partition=0, timestamp=content.timestamp_ms,
-                                         headers=headers_for_kafka(content), on_delivery=report)
+                                         partition=partition, timestamp=content.timestamp_ms,
+                                         headers=headers_for_kafka(content),
+                                         on_delivery=None if at is None else report)
                         break
                     except BufferError:
                         producer.poll(0.05)  # the producer's queue is full: let it drain
                     except refused as exc:  # refused before sending: too large, ...
-                        raise refused_record(f"{name} {numbered_from + track.sent - at}", content,
-                                             self.settings.redact(error_text(exc.args[0]))
-                                             ) from exc
+                        what = f"{name} {numbered_from + track.sent - first}"
+                        raise refused_record(what, content, self.settings.redact(
+                            error_text(exc.args[0]))) from exc
                 producer.poll(0)
                 track.sent += 1
         except Exception:
             producer.flush(self.settings.timeout_s)  # what came before goes in
             raise
-        return track.now()
+        return None if at is None else track.now()
 
     def flush(self) -> dict[str, Delivered]:
         """Wait until Kafka answered every produced record; each topic's answers. Unanswered ones
@@ -439,11 +448,3 @@ class KafkaLink:
                 raise self.unavailable(f"delivering {left} records")
         return {topic: track.now() for topic, track in self._deliveries.items()}
 
-
-def _record(msg: Message, topic: str, partition: int, offset: int) -> KafkaRecord:
-    kind, stamp = msg.timestamp()
-    found = msg.headers()  # a consumer's are a list; the client's type allows a dict too
-    pairs = found.items() if isinstance(found, dict) else found or ()
-    headers = [(name, value.encode() if isinstance(value, str) else value)
-               for name, value in pairs] or None
-    return KafkaRecord(topic, partition, offset, msg.key(), msg.value(), headers, kind, stamp)

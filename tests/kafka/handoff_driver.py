@@ -84,7 +84,7 @@ def main(workdir: str, bootstrap: str) -> None:
 
     with KafkaLink(bootstrap) as link:  # producers moved to Kafka; 0 ms: stamped when sent
         link.produce("clicks", [Content(None, json.dumps({"id": i}).encode(), (), 0)
-                                for i in range(450, 600)], at=link.watermarks("clicks").high)
+                                for i in range(450, 600)])
         link.flush()
     exec(compile(second, f"{PAGE} Python block 2", "exec"), {"spark": spark})
 
