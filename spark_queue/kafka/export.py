@@ -42,6 +42,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from spark_queue.errors import (
     KafkaError,
@@ -240,9 +241,9 @@ class Exporter:
             rows = self.store.read_arrow(
                 topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
-            # A row that cannot be exported (a reserved header) ends the send; the link
-            # delivers the events before it first.
-            contents = (from_store_row(row, topic) for row in rows.to_pylist())
+            # Converted as the link takes them (records.py's, not called back here): a row that
+            # cannot be exported (a reserved header) ends the send after those before it.
+            contents = map(from_store_row, rows.to_pylist(), repeat(topic))
             target.delivered = self.link.produce(
                 target.kafka_topic, contents, at=target.delivered.sent,
                 name=f"store topic {topic!r}'s event", numbered_from=chunk_start)
