@@ -42,6 +42,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from spark_queue.errors import (
     KafkaError,
@@ -51,9 +52,16 @@ from spark_queue.errors import (
 )
 from spark_queue.kafka import mirror, topic_checks
 from spark_queue.kafka.client_config import KafkaSettings, as_kafka_settings
+from spark_queue.kafka.deliveries import Delivered
 from spark_queue.kafka.link import KafkaLink
-from spark_queue.kafka.link_types import DeliveryFailure, KafkaTopic
-from spark_queue.kafka.records import Content, checksum, from_message, from_store_row
+from spark_queue.kafka.link_types import KafkaTopic, Watermarks
+from spark_queue.kafka.records import (
+    Content,
+    KafkaRecord,
+    checksum,
+    from_message,
+    from_store_row,
+)
 from spark_queue.store import Housekeeper, Store, hold_name
 
 CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
@@ -89,40 +97,16 @@ class ExportResult:
 
 
 class _Target:
-    """One store topic's Kafka copy during a run: where the next event lands, and the
-    delivery reports that say it did."""
+    """One store topic's Kafka copy during a run: where this run's records start, what Kafka
+    answered of them (the link checks each lands at its offset), and what the hold names."""
 
     def __init__(self, topic: str, kafka_topic: str, shift: int, next_kafka: int) -> None:
         self.topic = topic
         self.kafka_topic = kafka_topic
         self.shift = shift
-        self.sent_upto = next_kafka  # the Kafka offset of the next event to send
-        self.delivered_upto = next_kafka  # the Kafka offset the next report must name
+        self.start = next_kafka  # Kafka's end when the copy was opened
+        self.delivered = Delivered(next_kafka, next_kafka)  # the link's last answer
         self.saved_upto = next_kafka  # the Kafka offset the store's hold names
-        self.written = 0
-        self.failure: str | None = None
-        self.transient = False  # the failure ends once the broker is back
-
-    def event_name(self, sent: int) -> str:
-        """The store event ``sent`` events past the next one to send, for an error."""
-        return f"store topic {self.topic!r}'s event {self.sent_upto + self.shift + sent}"
-
-    def delivered(self, offset: int, failure: DeliveryFailure | None) -> None:
-        if self.failure is not None:
-            return
-        if failure is not None:
-            self.failure = f"Kafka did not take offset {self.delivered_upto}: {failure.text}"
-            self.transient = failure.transient
-            return
-        if offset != self.delivered_upto:
-            self.failure = (
-                f"the record meant for offset {self.delivered_upto} landed at {offset}: another "
-                "producer writes this topic (docs/outgrowing.md, Cutover: stop the store's "
-                "producers before Kafka's start)"
-            )
-            return
-        self.delivered_upto += 1
-        self.written += 1
 
 
 class Exporter:
@@ -163,11 +147,10 @@ class Exporter:
                 f"one partition whose offsets are store topic {topic!r}'s: export to a new "
                 "topic (--prefix) or delete it."
             )
-        low, high = found.watermarks
         earliest, latest = self.store.bounds(topic)
         recorded = self.store.mirror_shift(topic)
         shift = earliest if recorded is None else recorded
-        self._check_overlap(topic, kafka_topic, shift, (low, high), (earliest, latest))
+        high = self._check_overlap(topic, kafka_topic, shift, (earliest, latest))
         # As the broker applies them, whoever created it (a created topic passes: checked above).
         self._check_settings(topic, kafka_topic, high + shift, found.config)
         shift = self.store.fix_mirror_shift(topic, shift)
@@ -198,15 +181,12 @@ class Exporter:
         for problem in found:
             log.warning("Kafka topic %r: %s; exporting anyway (--force)", kafka_topic, problem)
 
-    def _check_overlap(
-        self,
-        topic: str,
-        kafka_topic: str,
-        shift: int,
-        kafka: tuple[int, int],
-        store: tuple[int, int],
-    ) -> None:
-        (low, high), (earliest, latest) = kafka, store
+    def _check_overlap(self, topic: str, kafka_topic: str, shift: int, store: tuple[int, int]
+                       ) -> int:
+        """Refuse a Kafka topic that is not a prefix of the store's copy, comparing the
+        records both sides hold at Kafka's first and last offsets; returns Kafka's end."""
+        earliest, latest = store
+        (_, high), windows = self._kafka_ends(kafka_topic, 1, held_from=earliest - shift)
         where = f"Kafka topic {kafka_topic!r} at {self.link.settings.bootstrap}"
         if high + shift > latest:
             raise KafkaTargetMismatchError(
@@ -223,26 +203,31 @@ class Exporter:
                 f"events up to {earliest - 1} (shift {shift}): the copy cannot be continued "
                 "without a gap. Export to a new Kafka topic (--prefix)."
             )
-        for offset in sorted({low, high - 1}):
-            if low <= offset < high and offset + shift >= earliest:
-                mine = self._store_contents(topic, offset + shift, offset + shift + 1)
-                theirs = self._kafka_contents(kafka_topic, offset, offset + 1)
-                if mine != theirs:
-                    raise KafkaTargetMismatchError(
-                        f"{where} holds other records: its offset {offset} is not store topic "
-                        f"{topic!r}'s offset {offset + shift} (key, value, headers or "
-                        "timestamp differ). Nothing was written to it. If producers write it "
-                        "while the store's go on, the cutover's order was broken "
-                        "(docs/outgrowing.md, Cutover); else export to a new Kafka topic "
-                        "(--prefix) or delete that one."
-                    )
+        for offset, end, records in windows:
+            mine = self._store_contents(topic, offset + shift, end + shift)
+            if mine != [from_message(m) for m in records]:
+                raise KafkaTargetMismatchError(
+                    f"{where} holds other records: its offset {offset} is not store topic "
+                    f"{topic!r}'s offset {offset + shift} (key, value, headers or "
+                    "timestamp differ). Nothing was written to it. If producers write it "
+                    "while the store's go on, the cutover's order was broken "
+                    "(docs/outgrowing.md, Cutover); else export to a new Kafka topic "
+                    "(--prefix) or delete that one."
+                )
+        return high
 
     def _store_contents(self, topic: str, start: int, end: int) -> list[Content]:
         table = self.store.read_arrow(topic, start, end)
         return [from_store_row(row, topic) for row in table.to_pylist()]
 
-    def _kafka_contents(self, kafka_topic: str, start: int, end: int) -> list[Content]:
-        return [from_message(m) for m in self.link.read_messages(kafka_topic, 0, start, end)]
+    def _kafka_ends(self, kafka_topic: str, count: int, held_from: int, floor: int = 0
+                    ) -> tuple[Watermarks, list[tuple[int, int, list[KafkaRecord]]]]:
+        """Kafka's watermarks and, for each window at the ends of its log from ``floor`` on
+        (:meth:`KafkaLink.log_ends`) that is not empty and starts at ``held_from`` or later
+        (the store no longer holds what lies before), ``(start, end, Kafka's records)``."""
+        ends = self.link.log_ends(kafka_topic, count, floor)
+        return ends.watermarks, [(start, end, records) for start, end, records in ends.windows
+                                 if held_from <= start < end]
 
     # -- sending ---------------------------------------------------------------
     def send(self, topic: str) -> int:
@@ -250,17 +235,18 @@ class Exporter:
         returns how many were handed to the producer (delivered once :meth:`flush` returns)."""
         target = self.target(topic)
         latest = self.store.latest_offset(topic)
-        start = target.sent_upto + target.shift
+        start = target.delivered.sent + target.shift
         total = max(0, latest - start)
         for chunk_start in range(start, latest, CHUNK_EVENTS):
             rows = self.store.read_arrow(
                 topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
-            # A row that cannot be exported (a reserved header) ends the send; the link
-            # delivers the events before it first.
-            contents = (from_store_row(row, topic) for row in rows.to_pylist())
-            target.sent_upto += self.link.produce(target.kafka_topic, contents,
-                                                  target.delivered, name=target.event_name)
+            # Converted as the link takes them (records.py's, not called back here): a row that
+            # cannot be exported (a reserved header) ends the send after those before it.
+            contents = map(from_store_row, rows.to_pylist(), repeat(topic))
+            target.delivered = self.link.produce(
+                target.kafka_topic, contents, at=target.delivered.sent,
+                name=f"store topic {topic!r}'s event", numbered_from=chunk_start)
             self._raise_failure(target)
             if self.progress is not None:
                 self.progress(topic, min(latest, chunk_start + CHUNK_EVENTS) - start, total)
@@ -269,56 +255,60 @@ class Exporter:
     def flush(self) -> None:
         """Wait for every record handed to the producer, then save the positions delivered
         (the holds) in one transaction."""
-        try:
-            self.link.flush()
-        except KafkaUnavailableError:
-            for target in self.targets.values():
-                self._raise_failure(target)  # a record's own failure says more
-            raise
+        delivered = self.link.flush()  # KafkaUnavailableError: records unanswered, none failed
         for target in self.targets.values():
+            target.delivered = delivered.get(target.kafka_topic, target.delivered)
             self._raise_failure(target)
-        moved = {t.topic: t for t in self.targets.values() if t.delivered_upto > t.saved_upto}
+        moved = {t.topic: t for t in self.targets.values() if t.delivered.upto > t.saved_upto}
         if moved:
             self.store.commit_offsets(
-                self.hold, {name: t.delivered_upto + t.shift for name, t in moved.items()})
+                self.hold, {name: t.delivered.upto + t.shift for name, t in moved.items()})
             for target in moved.values():
-                target.saved_upto = target.delivered_upto
+                target.saved_upto = target.delivered.upto
 
     def _raise_failure(self, target: _Target) -> None:
-        if target.failure is not None:
-            # A delivery that timed out or lost its broker ends with the outage: the mirror
-            # waits it out (KafkaUnavailableError); the others are the export's to report.
-            kind = KafkaUnavailableError if target.transient else KafkaError
-            raise kind(
-                f"export of store topic {target.topic!r} to Kafka topic {target.kafka_topic!r} "
-                f"stopped: {target.failure}. Kafka holds a prefix of the "
-                "store up to there; rerun the export to continue."
-            )
+        delivered = target.delivered
+        if delivered.failure is not None:
+            why = f"Kafka did not take offset {delivered.upto}: {delivered.failure.text}"
+        elif delivered.landed_at is not None:
+            why = (f"the record meant for offset {delivered.upto} landed at {delivered.landed_at}"
+                   ": another producer writes this topic (docs/outgrowing.md, Cutover: stop the "
+                   "store's producers before Kafka's start)")
+        else:
+            return
+        # A delivery that timed out or lost its broker ends with the outage: the mirror
+        # waits it out (KafkaUnavailableError); the others are the export's to report.
+        transient = delivered.failure is not None and delivered.failure.transient
+        kind = KafkaUnavailableError if transient else KafkaError
+        raise kind(
+            f"export of store topic {target.topic!r} to Kafka topic {target.kafka_topic!r} "
+            f"stopped: {why}. Kafka holds a prefix of the "
+            "store up to there; rerun the export to continue."
+        )
 
     # -- the end ---------------------------------------------------------------
     def verify(self, topic: str) -> ExportResult:
         """Compare Kafka's end offset with the store's, then the first and last records of
         both logs; KafkaTargetMismatchError names the first difference."""
         target = self.targets[topic]
-        low, high = self.link.watermarks(target.kafka_topic)
         earliest, _ = self.store.bounds(topic)
+        # Both logs hold [floor, high): Kafka's retention or the store's may have cut a head.
+        floor = earliest - target.shift
+        (low, high), windows = self._kafka_ends(target.kafka_topic, SAMPLE_EVENTS,
+                                                    held_from=floor, floor=floor)
         where = f"Kafka topic {target.kafka_topic!r}"
-        if high != target.sent_upto:
+        if high != target.delivered.sent:
             raise KafkaTargetMismatchError(
-                f"{where} ends at offset {high} after the export, expected {target.sent_upto}: "
+                f"{where} ends at offset {high} after the export, expected "
+                f"{target.delivered.sent}: "
                 "another producer writes it. Stop the store's producers before Kafka's start "
                 "(docs/outgrowing.md, Cutover)."
             )
-        # Both logs hold [lower, high): Kafka's retention or the store's may have cut a head.
-        lower = min(high, max(low, earliest - target.shift))
-        windows = [(max(lower, high - SAMPLE_EVENTS), high)]
-        if lower < windows[0][0]:
-            windows.insert(0, (lower, min(lower + SAMPLE_EVENTS, windows[0][0])))
         mine: list[Content] = []
         theirs: list[Content] = []
-        for start, end in windows:
+        for start, end, records in windows:
             mine += self._store_contents(topic, start + target.shift, end + target.shift)
-            theirs += self._kafka_contents(target.kafka_topic, start, end)
+            theirs += [from_message(m) for m in records]
         if mine != theirs:
             first = next(
                 (i for i, pair in enumerate(zip(mine, theirs, strict=False)) if pair[0] != pair[1]),
@@ -333,7 +323,7 @@ class Exporter:
             topic,
             target.kafka_topic,
             target.shift,
-            target.written,
+            target.delivered.upto - target.start,
             low,
             high,
             len(mine),

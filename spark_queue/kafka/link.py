@@ -4,8 +4,9 @@ A :class:`KafkaLink` holds a command's admin client, producer and consumer, each
 first use, all closed once (``close``, or ``with``). The one module that loads confluent-kafka
 (the ``kafka`` extra, never at module level: if missing, KafkaClientMissingError names it),
 waits on the admin client's futures and turns librdkafka's errors into ours; it answers with
-plain data (:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`).
-Every wait is bounded by ``timeout_s``: past it, a KafkaUnavailableError names the servers.
+plain data (:mod:`~spark_queue.kafka.link_types`, :class:`~spark_queue.kafka.records.KafkaRecord`),
+and checks its producer's answers itself (:mod:`~spark_queue.kafka.deliveries`). Every wait is
+bounded by ``timeout_s``: past it, a KafkaUnavailableError names the servers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from spark_queue.errors import (
     KafkaClientMissingError,
@@ -29,16 +30,17 @@ from spark_queue.kafka.client_config import (
     as_kafka_settings,
     redact,
 )
+from spark_queue.kafka.deliveries import Delivered, TopicDeliveries, refused_record
 from spark_queue.kafka.link_types import (
     NO_BROKER_ERRORS,
     SETTLING_ERRORS,
     TRANSIENT_ERRORS,
     DeliveryFailure,
     KafkaTopic,
-    OnDelivery,
+    LogEnds,
     Watermarks,
 )
-from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka
+from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka, record_of
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Message, Producer
@@ -81,6 +83,7 @@ class KafkaLink:
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
+        self._deliveries: dict[str, TopicDeliveries] = {}  # by topic, from its first produce
         self._closed = False
         # The last error a client reported (librdkafka's error_cb) and when: a broker that
         # refuses the credentials looks like one that does not answer, save for this text.
@@ -140,7 +143,7 @@ class KafkaLink:
 
     def _producer_client(self) -> Producer:
         """Idempotent, acks=all: per partition no duplicate, no reorder; an error that would leave
-        a gap is fatal (gapless guarantee), and the export checks each delivery's offset."""
+        a gap is fatal (gapless guarantee), and :meth:`produce` checks each delivery's offset."""
         if self._producer is None:
             self._producer = self._built(_confluent().Producer, self.client_config(**{
                 "enable.idempotence": True, "enable.gapless.guarantee": True, "acks": "all",
@@ -226,11 +229,9 @@ class KafkaLink:
         return sorted(found.partitions)
 
     def describe_topic(self, topic: str) -> KafkaTopic | None:
-        """``topic``'s partitions, partition 0's watermarks and its settings; None if absent."""
+        """``topic``'s partitions and its settings; None if absent."""
         found = self.partitions(topic)
-        if found is None:
-            return None
-        return KafkaTopic(topic, found, self.watermarks(topic), self.topic_config(topic))
+        return None if found is None else KafkaTopic(topic, found, self.topic_config(topic))
 
     def create_topic(self, topic: str, config: Mapping[str, str], partitions: int = 1,
                      replication_factor: int | None = None) -> KafkaTopic:
@@ -254,7 +255,7 @@ class KafkaLink:
             if time.monotonic() > deadline:
                 raise self.unavailable(f"waiting for new topic {topic!r}")
             time.sleep(0.05)
-        return KafkaTopic(topic, found, self.watermarks(topic), self.topic_config(topic))
+        return KafkaTopic(topic, found, self.topic_config(topic))
 
     def delete_topic(self, topic: str) -> None:
         future = self._admin_client().delete_topics(
@@ -297,8 +298,7 @@ class KafkaLink:
                 time.sleep(0.05)
 
     def offset_for_time(self, topic: str, partition: int, time_ms: int) -> int | None:
-        """The first offset stamped at or after ``time_ms`` (Kafka's time index); None if
-        no record is."""
+        """The first offset stamped at or after ``time_ms`` (Kafka's time index), or None."""
         kafka = _confluent()
         try:
             [found] = self._consumer_client().offsets_for_times(
@@ -377,73 +377,74 @@ class KafkaLink:
                 if offset >= end:
                     return
                 if offset >= start:
-                    yield _record(msg, topic, partition, offset)
+                    yield record_of(msg, topic, partition, offset)
                 if offset >= end - 1:
                     return
         finally:
             reader.unassign()
 
-    def produce(self, topic: str, contents: Iterable[Content], on_delivery: OnDelivery | None
-                = None, *, partition: int = 0, name: Callable[[int], str] | None = None) -> int:
-        """Hand ``contents`` to the producer; returns how many. Each one's answer goes to
-        ``on_delivery`` (during :meth:`flush`, at the latest). A record the client refuses
-        (too large, ...) is a KafkaError naming it (``name(i)``, the ``i``-th of this call);
+    def log_ends(self, topic: str, count: int, floor: int = 0) -> LogEnds:
+        """Partition 0's watermarks and its records in the last ``count`` offsets of
+        ``[max(low, floor), high)`` and, before them if any are left, in its first ``count``."""
+        low, high = marks = self.watermarks(topic)
+        lower = min(high, max(low, floor))
+        bounds = [(max(lower, high - count), high)]
+        if lower < bounds[0][0]:
+            bounds.insert(0, (lower, min(lower + count, bounds[0][0])))
+        return LogEnds(marks, [(start, end, list(self.read_messages(topic, 0, start, end)))
+                               for start, end in bounds])
+
+    @overload
+    def produce(self, topic: str, contents: Iterable[Content], *, at: int, partition: int = 0,
+                name: str = ..., numbered_from: int = ...) -> Delivered: ...
+    @overload
+    def produce(self, topic: str, contents: Iterable[Content], *, at: None = None,
+                partition: int = 0, name: str = ..., numbered_from: int = ...) -> None: ...
+    def produce(self, topic: str, contents: Iterable[Content], *, at: int | None = None,
+                partition: int = 0, name: str = "record", numbered_from: int = 0
+                ) -> Delivered | None:
+        """Hand ``contents`` to the producer, the first meant for offset ``at``: if given, each
+        answer is checked (:mod:`~spark_queue.kafka.deliveries`) and the call returns ``topic``'s
+        so far. A refused record is a KafkaError naming it ``name N`` (N from ``numbered_from``);
         whatever ends the call early, the records before it are delivered first."""
         producer = self._producer_client()
         refused = _confluent().KafkaException
-        report = None if on_delivery is None else self._reporter(on_delivery)
-        sent = 0
+        track = TopicDeliveries(0) if at is None else self._deliveries.setdefault(
+            topic, TopicDeliveries(at))
+        track.sent = first = at or 0
+
+        def report(error: LibrdkafkaError | None, msg: Message) -> None:
+            track.answered(msg.offset() or 0, None if error is None else DeliveryFailure(
+                self.settings.redact(error.str()), self._transient(error)))
+
         try:
             for content in contents:
                 while True:
                     try:
                         producer.produce(topic, value=content.value, key=content.key,
                                          partition=partition, timestamp=content.timestamp_ms,
-                                         headers=headers_for_kafka(content), on_delivery=report)
+                                         headers=headers_for_kafka(content),
+                                         on_delivery=None if at is None else report)
                         break
                     except BufferError:
                         producer.poll(0.05)  # the producer's queue is full: let it drain
                     except refused as exc:  # refused before sending: too large, ...
-                        size = len(content.value or b"") + len(content.key or b"")
-                        what = f"record {sent}" if name is None else name(sent)
-                        raise KafkaError(
-                            f"Kafka's client refused {what} ({size:,} bytes of key and value): "
-                            f"{self.settings.redact(error_text(exc.args[0]))}. Events before it "
-                            "are in Kafka; for large events raise the topic's max.message.bytes "
-                            "and pass --kafka-config message.max.bytes=N, then rerun."
-                        ) from exc
+                        what = f"{name} {numbered_from + track.sent - first}"
+                        raise refused_record(what, content, self.settings.redact(
+                            error_text(exc.args[0]))) from exc
                 producer.poll(0)
-                sent += 1
+                track.sent += 1
         except Exception:
             producer.flush(self.settings.timeout_s)  # what came before goes in
             raise
-        return sent
+        return None if at is None else track.now()
 
-    def _reporter(self, on_delivery: OnDelivery) -> Callable[[LibrdkafkaError | None, Message],
-                                                             None]:
-        def report(error: LibrdkafkaError | None, msg: Message) -> None:
-            if error is None:
-                on_delivery(msg.offset() or 0, None)
-            else:
-                on_delivery(-1, DeliveryFailure(self.settings.redact(error.str()),
-                                                self._transient(error)))
+    def flush(self) -> dict[str, Delivered]:
+        """Wait until Kafka answered every produced record; each topic's answers. Unanswered ones
+        after the delivery timeout are a KafkaUnavailableError unless an answer broke an order."""
+        if self._producer is not None:
+            left = self._producer.flush(self.settings.delivery_timeout_s + 5)
+            if left and not any(track.now().stopped for track in self._deliveries.values()):
+                raise self.unavailable(f"delivering {left} records")
+        return {topic: track.now() for topic, track in self._deliveries.items()}
 
-        return report
-
-    def flush(self) -> None:
-        """Wait until Kafka answered every produced record (each to its ``on_delivery``);
-        KafkaUnavailableError if some are unanswered after the delivery timeout."""
-        if self._producer is None:
-            return
-        left = self._producer.flush(self.settings.delivery_timeout_s + 5)
-        if left:
-            raise self.unavailable(f"delivering {left} records")
-
-
-def _record(msg: Message, topic: str, partition: int, offset: int) -> KafkaRecord:
-    kind, stamp = msg.timestamp()
-    found = msg.headers()  # a consumer's are a list; the client's type allows a dict too
-    pairs = found.items() if isinstance(found, dict) else found or ()
-    headers = [(name, value.encode() if isinstance(value, str) else value)
-               for name, value in pairs] or None
-    return KafkaRecord(topic, partition, offset, msg.key(), msg.value(), headers, kind, stamp)

@@ -3,9 +3,10 @@ names by meaning (:mod:`~spark_queue.kafka.link` turns the names into the client
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from spark_queue.kafka.records import KafkaRecord
 
 # librdkafka's errors that end when the broker or the network is back: a mirror waits them
 # out. The idempotent producer's own fatal errors are among them: a new producer resumes
@@ -38,7 +39,6 @@ class KafkaTopic:
 
     name: str
     partitions: list[int]
-    watermarks: Watermarks  # of partition 0
     config: dict[str, str]  # its settings as the broker applies them (its own and defaults)
 
 
@@ -50,5 +50,11 @@ class DeliveryFailure:
     transient: bool  # it ends once the broker is back
 
 
-#: A produced record's answer: ``(offset, None)`` once Kafka holds it, ``(-1, failure)`` if not.
-OnDelivery = Callable[[int, DeliveryFailure | None], None]
+@dataclass(frozen=True)
+class LogEnds:
+    """A partition's watermarks and its records in a window at each end, from one answer of
+    the watermarks (:meth:`~spark_queue.kafka.link.KafkaLink.log_ends`)."""
+
+    watermarks: Watermarks
+    # (start, end, the records of [start, end)), the head's first; one window if they meet
+    windows: list[tuple[int, int, list[KafkaRecord]]]
