@@ -171,8 +171,15 @@ def test_metrics_serve_runs_until_interrupted(store_path):
     import sys
 
     Store(store_path).close()
+    # Ctrl-C given back first: a suite started in the background (`make test &`) hands its
+    # children SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
+    serve = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv = ['sqliteq', *sys.argv[1:]]; runpy.run_module('spark_queue', "
+        "run_name='__main__')"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "spark_queue", "metrics", store_path, "--serve", "0"],
+        [sys.executable, "-c", serve, "metrics", store_path, "--serve", "0"],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -184,9 +191,14 @@ def test_metrics_serve_runs_until_interrupted(store_path):
             assert b"# TYPE sqliteq_queue_jobs gauge" in response.read()
     finally:
         proc.send_signal(signal.SIGINT)
-        # A bound for a stuck process, not a speed check: on a loaded machine the exit
-        # (the housekeeping thread's current step, the interpreter's teardown) took >10 s.
-        assert proc.wait(120) == 130
+        try:
+            # A bound for a stuck process, not a speed check: on a loaded machine the exit
+            # (the housekeeping thread's current step, the interpreter's teardown) took >10 s.
+            assert proc.wait(120) == 130
+        finally:
+            if proc.poll() is None:  # never leave a server behind
+                proc.kill()
+                proc.wait()
 
 
 def test_queue_controls_are_set_shown_and_switched_off_from_the_cli(capsys, store_path):
