@@ -164,7 +164,7 @@ class CallQueue:
             self._awaited -= 1
             if self._awaited == 0:
                 self._linger_cut.notify()
-        if waiting == self._max_batch:
+        if waiting >= self._max_batch:  # *_nowait calls may pass it before one looks
             self._linger_cut.notify()
 
     def _call(self, call: tuple, reply: Reply) -> int:
