@@ -54,6 +54,17 @@ class ReadOnlyStoreError(StoreError, PermissionError):
     """A write to a store opened read-only, or whose file or directory cannot be written."""
 
 
+class TransactionOpenError(StoreError):
+    """A Store or Queue call that writes was made while a transaction is open on the same
+    connection (``store.transaction()``, ``store.write()``, a handler's ``job.transaction``);
+    inside one, write through the transaction's own methods."""
+
+
+class TransactionClosedError(StoreError):
+    """A transaction's method was called after its block ended (committed or rolled back),
+    or the block's transaction was ended by SQL of its own (``COMMIT``, ``ROLLBACK``)."""
+
+
 class CorruptStoreError(StoreError):
     """SQLite found the file damaged; ``sqliteq check`` and a backup restore are the way out."""
 

@@ -43,6 +43,7 @@ from spark_queue.store.streams import (
 )
 from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
+from spark_queue.store.transaction import Transaction
 
 
 @translated
@@ -105,6 +106,13 @@ class Store:
         """One write transaction (BEGIN IMMEDIATE) around the block: all of it commits or none."""
         with self.file.write() as conn:
             yield conn
+
+    def transaction(self) -> Transaction:
+        """``with store.transaction() as tx:`` one write transaction (BEGIN IMMEDIATE) for the
+        caller's SQL (``tx.execute``) and ``tx.publish``, ``tx.publish_many``, ``tx.enqueue``,
+        ``tx.commit_offsets``: all of it commits at the block's end, or none of it if an
+        exception leaves the block (docs/transactions.md)."""
+        return Transaction(self.file, self._one)
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Store]:

@@ -32,6 +32,7 @@ from spark_queue.errors import (
     StoreError,
     StoreFullError,
     StoreNotFoundError,
+    TransactionOpenError,
 )
 from spark_queue.store.file import filesystem
 from spark_queue.store.file.arguments import check_int
@@ -282,6 +283,16 @@ def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[
             f"({type(exc).__name__}: {exc}): the file may have been removed, moved or its disk "
             "failed. Nothing of this transaction was written; check the file and reopen it."
         ) from exc
+    except apsw.SQLError as exc:
+        if _NESTED not in str(exc):
+            raise
+        raise TransactionOpenError(
+            f"store{'' if path is None else f' {path!r}'} has a transaction open on this "
+            "connection (store.transaction(), store.write() or a worker handler's "
+            "job.transaction), and this call starts one of its own. Inside the block, write "
+            "through the transaction: tx.execute, tx.publish, tx.publish_many, tx.enqueue, "
+            "tx.commit_offsets (docs/transactions.md); or make the call after the block."
+        ) from exc
     except UnicodeEncodeError as exc:
         # A str the codec did not see (an idempotency key, a name in a read) with a lone
         # surrogate: apsw binds text as UTF-8. Payloads are checked earlier, by name.
@@ -290,6 +301,10 @@ def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[
             f"{exc.start} ({exc.reason}): SQLite keeps text as UTF-8, which cannot hold it. "
             "Nothing of this transaction was written; fix the string."
         ) from exc
+
+
+# What SQLite says when BEGIN meets an open transaction (a Store call inside one).
+_NESTED = "cannot start a transaction within a transaction"
 
 
 def now_ms() -> int:

@@ -71,3 +71,34 @@ class OnePublisher:
         offset = log.next_offset
         write_events(conn, log, values, value_type, ts_ms, keys, headers)
         return offset
+
+    # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
+    def publish_in(
+        self, conn: apsw.Connection, topic: str, value: Any, key: str | bytes | None,
+        headers: Mapping[str, str] | None, timestamp_ms: int | None,
+    ) -> int:
+        """:meth:`publish` inside the caller's open write transaction; its offset.
+
+        The kept row is trusted as :meth:`publish` trusts it (the file unchanged since our
+        last commit). The caller's own SQL in the same transaction may have written the
+        topic (``INSERT INTO sq_publish``, a trigger): the kept ``next_offset`` is then
+        behind, the INSERT collides (or names a topic id that is gone) and fails whole,
+        and the row is read again once (``tests/store/test_transaction.py``).
+        """
+        stored, value_type = encode_value(value)
+        keys = None if key is None else (encode_key(key),)
+        stored_headers = None if headers is None else (encode_headers(headers),)
+        ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
+        try:
+            return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
+        except apsw.ConstraintError:
+            self._logs.clear()
+        return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
+
+    def forget(self) -> None:
+        """Drop every kept row: the transaction rolled back, or wrote topics another way."""
+        self._logs.clear()
+
+    def committed(self, conn: apsw.Connection) -> None:
+        """The caller's transaction, with :meth:`publish_in`'s events, committed."""
+        self._version = conn.data_version()
