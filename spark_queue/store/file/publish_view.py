@@ -68,3 +68,92 @@ BEGIN
     UPDATE sq_topics SET next_offset = next_offset + 1 WHERE name = NEW.topic;
 END;
 """
+
+
+# ``sq_enqueue`` (schema version 9): the same for queues. The queue must exist (a typo must
+# not make a queue no worker reads); its settings apply as Queue.enqueue applies them
+# (spark_queue/store/queues/queue_jobs.py, enqueue_rows): max_payload_bytes, max_size, and
+# the idempotency key, remembered for idempotency_window_ms or while its job lives, whose
+# duplicate inserts nothing and does NOT fail: a retried request must not roll back the
+# caller's transaction. A TEXT payload is JSON unless payload_type says 1 (plain text): a
+# job's payload is usually an object. Each refusal names its column; RAISE(ABORT) undoes the
+# statement and leaves the caller's transaction open (docs/file-format.md). A plain literal
+# (no CTEs: SQLite has none in triggers). 4611686018427387903 is defaults.MAX_STORED
+# (2**62 - 1), so now + delay_ms stays a 64-bit integer.
+ENQUEUE_VIEW_SQL = """
+CREATE VIEW sq_enqueue (queue, id, payload, payload_type, priority, delay_ms, ttl_ms,
+                        idempotency_key, max_attempts) AS
+SELECT q.name, j.id, j.value, j.value_type, j.priority,
+       max(j.available_at - j.enqueued_ms, 0), j.expires_at - j.enqueued_ms,
+       j.idempotency_key, j.max_attempts
+FROM sq_jobs j JOIN sq_queues q ON q.id = j.queue_id;
+
+CREATE TRIGGER sq_enqueue_insert INSTEAD OF INSERT ON sq_enqueue
+BEGIN
+    SELECT RAISE(ABORT, 'sq_enqueue: queue is not a queue of this store; create it first (Store.queue(name).configure() or sqliteq queue create PATH NAME), then enqueue')
+    WHERE NOT EXISTS (SELECT 1 FROM sq_queues WHERE name = NEW.queue);
+    SELECT RAISE(ABORT, 'sq_enqueue: id is assigned by the store; leave it NULL')
+    WHERE NEW.id IS NOT NULL;
+    SELECT RAISE(ABORT, 'sq_enqueue: payload_type must be NULL, 0 (bytes), 1 (text) or 2 (JSON text)')
+    WHERE NEW.payload_type IS NOT NULL
+      AND (typeof(NEW.payload_type) != 'integer' OR NEW.payload_type NOT IN (0, 1, 2));
+    SELECT RAISE(ABORT, 'sq_enqueue: payload is not valid JSON text (a TEXT payload is JSON unless payload_type is 1; bytes go as a BLOB)')
+    WHERE coalesce(NEW.payload_type, CASE typeof(NEW.payload) WHEN 'blob' THEN 0
+                                     WHEN 'null' THEN 0 ELSE 2 END) = 2
+      AND (typeof(NEW.payload) != 'text' OR NOT json_valid(NEW.payload));
+    SELECT RAISE(ABORT, 'sq_enqueue: payload does not fit payload_type (0: BLOB or NULL, 1: TEXT or NULL)')
+    WHERE (NEW.payload_type = 0 AND typeof(NEW.payload) NOT IN ('blob', 'null'))
+       OR (NEW.payload_type = 1 AND typeof(NEW.payload) NOT IN ('text', 'null'));
+    SELECT RAISE(ABORT, 'sq_enqueue: payload is larger than the queue''s max_payload_bytes (bytes as stored, UTF-8 for text); enqueue a smaller payload, or raise the limit: sqliteq queue config PATH NAME --max-payload-bytes N')
+    FROM sq_queues q WHERE q.name = NEW.queue AND q.max_payload_bytes IS NOT NULL
+      AND coalesce(length(CAST(NEW.payload AS BLOB)), 0) > q.max_payload_bytes;
+    SELECT RAISE(ABORT, 'sq_enqueue: priority must be an INTEGER from -(2^62 - 1) to 2^62 - 1, or NULL for 0')
+    WHERE NEW.priority IS NOT NULL AND (typeof(NEW.priority) != 'integer'
+        OR NEW.priority NOT BETWEEN -4611686018427387903 AND 4611686018427387903);
+    SELECT RAISE(ABORT, 'sq_enqueue: delay_ms must be a non-negative INTEGER of milliseconds (at most 2^62 - 1), or NULL for 0')
+    WHERE NEW.delay_ms IS NOT NULL AND (typeof(NEW.delay_ms) != 'integer'
+        OR NEW.delay_ms NOT BETWEEN 0 AND 4611686018427387903);
+    SELECT RAISE(ABORT, 'sq_enqueue: ttl_ms must be a positive INTEGER of milliseconds (at most 2^62 - 1), or NULL for no TTL')
+    WHERE NEW.ttl_ms IS NOT NULL AND (typeof(NEW.ttl_ms) != 'integer'
+        OR NEW.ttl_ms NOT BETWEEN 1 AND 4611686018427387903);
+    SELECT RAISE(ABORT, 'sq_enqueue: max_attempts must be a positive INTEGER, or NULL for the queue''s setting')
+    WHERE NEW.max_attempts IS NOT NULL AND (typeof(NEW.max_attempts) != 'integer'
+        OR NEW.max_attempts NOT BETWEEN 1 AND 4611686018427387903);
+    SELECT RAISE(ABORT, 'sq_enqueue: idempotency_key must be non-empty TEXT, or NULL')
+    WHERE NEW.idempotency_key IS NOT NULL
+      AND (typeof(NEW.idempotency_key) != 'text' OR NEW.idempotency_key = '');
+    SELECT RAISE(ABORT, 'sq_enqueue: queue is full (its max_size); let workers drain it and retry, or raise max_size: sqliteq queue config PATH NAME --max-size N')
+    FROM sq_queues q WHERE q.name = NEW.queue AND q.max_size IS NOT NULL
+      AND (SELECT count(*) FROM sq_jobs WHERE queue_id = q.id) >= q.max_size;
+    INSERT INTO sq_jobs (queue_id, priority, available_at, max_attempts, expires_at,
+                         idempotency_key, enqueued_ms, value, value_type)
+    SELECT q.id, coalesce(NEW.priority, 0),
+           CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+               + coalesce(NEW.delay_ms, 0),
+           NEW.max_attempts,
+           CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + NEW.ttl_ms,
+           NEW.idempotency_key,
+           CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER),
+           NEW.payload,
+           coalesce(NEW.payload_type, CASE typeof(NEW.payload) WHEN 'blob' THEN 0
+                                      WHEN 'null' THEN 0 ELSE 2 END)
+    FROM sq_queues q WHERE q.name = NEW.queue
+      AND NOT (NEW.idempotency_key IS NOT NULL AND EXISTS (
+          SELECT 1 FROM sq_job_keys k WHERE k.queue_id = q.id
+             AND k.idempotency_key = NEW.idempotency_key
+             AND (k.created_ms > CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+                                 - q.idempotency_window_ms
+                  OR EXISTS (SELECT 1 FROM sq_jobs WHERE id = k.job_id)
+                  OR EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = k.job_id))));
+    -- The key now names the job the INSERT above made, if it made one: last_insert_rowid()
+    -- is that job's id while the trigger runs (else the id of the connection's last insert
+    -- before it, which a key row that already names it, or another key, tells apart).
+    INSERT OR REPLACE INTO sq_job_keys (queue_id, idempotency_key, job_id, created_ms)
+    SELECT j.queue_id, j.idempotency_key, j.id, j.enqueued_ms
+    FROM sq_jobs j JOIN sq_queues q ON q.id = j.queue_id
+    WHERE NEW.idempotency_key IS NOT NULL AND q.name = NEW.queue
+      AND j.id = last_insert_rowid() AND j.idempotency_key = NEW.idempotency_key
+      AND NOT EXISTS (SELECT 1 FROM sq_job_keys k WHERE k.queue_id = q.id
+                      AND k.idempotency_key = NEW.idempotency_key AND k.job_id = j.id);
+END;
+"""

@@ -29,6 +29,7 @@ from spark_queue.store.file.connection import (
     read_transaction,
     write_transaction,
 )
+from spark_queue.store.file.publish_view import ENQUEUE_VIEW_SQL as _V9_ENQUEUE_VIEW
 from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
@@ -250,7 +251,7 @@ ALTER TABLE sq_queues ADD COLUMN dead_retention_rows INTEGER
 
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
-    _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION,
+    _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW,
 ]
 
 
