@@ -33,6 +33,7 @@ from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
+from spark_queue.store.transaction import Transaction
 
 __all__ = [
     "BYTES",
@@ -70,6 +71,7 @@ __all__ = [
     "Store",
     "TopicDeleted",
     "TopicInfo",
+    "Transaction",
     "WorkerInfo",
     "backup_file",
     "check_file",

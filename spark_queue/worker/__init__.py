@@ -25,7 +25,10 @@ retention, the TTL sweep and the WAL bound when they are due, one process of the
 at a time (docs/operations.md).
 
 Delivery is at-least-once: a job whose worker dies is claimed again after its
-lease expires. Handlers should be idempotent.
+lease expires. Handlers should be idempotent. A handler whose effects live in the
+store's file writes them through ``job.transaction`` (:class:`WorkerJob`): they commit
+with the job's ack in one transaction, exactly once, and a handler whose lease was lost
+commits nothing (:mod:`.job_transaction`, docs/transactions.md).
 
 Idle slots wait by watching ``PRAGMA data_version`` (it changes when any
 other connection commits) with a back-off from 1 ms to 50 ms, and claim at
@@ -71,6 +74,7 @@ Modules: :mod:`.loop` (the threads), :mod:`.task` (one job's outcome),
 from __future__ import annotations
 
 from spark_queue.worker.handlers import load_handler
+from spark_queue.worker.job_transaction import WorkerJob
 from spark_queue.worker.loop import Worker
 from spark_queue.worker.settings import MAX_BATCH_SIZE, MAX_LEASE_MS, MAX_WAIT_MS
 from spark_queue.worker.stats import WorkerStats
@@ -82,6 +86,7 @@ __all__ = [
     "MAX_WAIT_MS",
     "Handler",
     "Worker",
+    "WorkerJob",
     "WorkerStats",
     "load_handler",
     "run_task",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from spark_queue.store import Job, QueueStats
 from spark_queue.worker.inflight import InFlight
+from spark_queue.worker.job_transaction import HeldTransaction
 from spark_queue.worker.queue_link import QueueLink
 from spark_queue.worker.stats import Tally
 from spark_queue.worker.task import Action, Handler, held_at_stop, outcome_text, task_action
@@ -62,7 +63,13 @@ class Slot:
                     self.carry_out(link, jobs[position:], held_at_stop("claimed", ""))
                     break
                 self.inflight.mark(job, "running")
-                action = task_action(self.handler, job)
+                held = HeldTransaction(link.store)
+                action = task_action(self.handler, held.job(job))
+                if held.tx is not None:  # the handler took job.transaction
+                    if action.kind == "ack":
+                        self._commit_with_ack(held, job)
+                        continue
+                    held.roll_back()
                 if action.kind == "ack":  # with the rest of the batch, below
                     self.inflight.mark(job, "finished")
                     done.append(job)
@@ -116,6 +123,18 @@ class Slot:
                 "lost the lease of jobs %s before ack: they will run again", result.rejected
             )
         return claimed
+
+    def _commit_with_ack(self, held: HeldTransaction, job: Job) -> None:
+        """Ack ``job`` in the transaction its handler took, committing both (one job, one
+        commit: spark_queue/worker/job_transaction.py); a lost lease commits nothing."""
+        acked = held.commit_with_ack(self.queue, job)
+        self.inflight.discard([job])
+        self.tally.count(acked=int(acked), lost=int(not acked))
+        if not acked:
+            log.warning(
+                "lost the lease of job %d before its transaction committed: nothing its "
+                "handler wrote was kept, and it will run again", job.id,
+            )
 
     def _queue_drained(self, link: QueueLink) -> bool:
         stats = link.stats()

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - a trigger's RAISE message is one SQL string literal, on one line.
 """``sq_publish``: a view through which any SQLite client publishes correctly.
 
 A foreign writer that inserts into ``sq_events`` itself must read

@@ -87,7 +87,8 @@ class OnePublisher:
         """
         stored, value_type = encode_value(value)
         keys = None if key is None else (encode_key(key),)
-        stored_headers = None if headers is None else (encode_headers(headers),)
+        encoded = None if headers is None else encode_headers(headers)
+        stored_headers = None if encoded is None else (encoded,)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
         try:
             return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)

@@ -1,0 +1,126 @@
+"""Publish, enqueue and save offsets in YOUR transaction, from Python's standard ``sqlite3``
+or SQLAlchemy (a Flask, FastAPI or Django service's own connection to the store's file).
+
+These helpers run the SQL protocol of docs/file-format.md (the ``sq_publish`` and
+``sq_enqueue`` views, whose triggers check every row) on the connection you pass, so an
+event or a job commits or rolls back with your business rows::
+
+    import sqlite3
+    from spark_queue import outbox
+
+    conn = sqlite3.connect("app.sqlite", timeout=5)
+    with conn:                                    # one transaction: commit, or roll back
+        conn.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (7, 120))
+        outbox.publish(conn, "orders", {"id": 7, "total": 120})
+        outbox.enqueue(conn, "emails", {"order": 7}, idempotency_key="order-7")
+
+``conn`` is a ``sqlite3.Connection`` or cursor, a SQLAlchemy ``Connection`` or an ORM
+``Session`` (its current connection). This module imports only the standard library,
+never apsw or SQLAlchemy: load it in processes that use another SQLite library, and never
+load that library in a process holding apsw connections (docs/transactions.md).
+Claiming and acknowledging jobs stay in Python (``spark_queue.Worker``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+_PUBLISH = ("INSERT INTO sq_publish (topic, key, value, value_type, headers, ts_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?)")
+_LAST_OFFSET = "SELECT next_offset - 1 FROM sq_topics WHERE name = ?"
+_ENQUEUE = ("INSERT INTO sq_enqueue (queue, payload, payload_type, priority, delay_ms, ttl_ms, "
+            "idempotency_key, max_attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_JOB_BY_KEY = ("SELECT k.job_id FROM sq_job_keys k JOIN sq_queues q ON q.id = k.queue_id "
+               "WHERE q.name = ? AND k.idempotency_key = ?")
+_LAST_JOB = "SELECT seq FROM sqlite_sequence WHERE name = 'sq_jobs'"
+# docs/file-format.md, "Save a consumer offset": never back, never past the topic's latest.
+_SAVE_OFFSET = (
+    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
+    "SELECT ?, id, ?, ? FROM sq_topics WHERE name = ? AND ? <= next_offset "
+    "ON CONFLICT (consumer, topic_id) DO UPDATE "
+    "SET next_offset = max(next_offset, excluded.next_offset), updated_ms = excluded.updated_ms"
+)
+_SAVED = ("SELECT c.next_offset FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id "
+          "WHERE c.consumer = ? AND t.name = ?")
+
+
+def publish(
+    conn: Any, topic: str, value: Any, *, key: str | bytes | None = None,
+    headers: Mapping[str, str] | None = None, timestamp_ms: int | None = None,
+) -> int:
+    """Append one event to ``topic`` (created if new) in ``conn``'s transaction; its offset.
+
+    ``value`` is stored as ``Store.publish`` stores it: str as text, bytes (or None) as
+    bytes, anything else as JSON. The offset is exact inside a transaction (the INSERT took
+    the write lock, which it holds until your commit); in autocommit mode it may name a
+    later event. A row breaking a rule raises your library's error with a message starting
+    ``sq_publish:``.
+    """
+    stored, value_type = _encode(value, text_type=1)
+    stored_headers = None if headers is None else _dumps(dict(headers))
+    _run(conn, _PUBLISH, (topic, key, stored, value_type, stored_headers, timestamp_ms))
+    return int(_one(conn, _LAST_OFFSET, (topic,)))
+
+
+def enqueue(
+    conn: Any, queue: str, payload: Any, *, priority: int = 0, delay_ms: int = 0,
+    ttl_ms: int | None = None, idempotency_key: str | None = None,
+    max_attempts: int | None = None,
+) -> int:
+    """Enqueue one job into the existing ``queue`` in ``conn``'s transaction; its id.
+
+    The payload is stored as ``Queue.enqueue`` stores it (str as text, bytes or None as
+    bytes, anything else as JSON); the queue's settings apply (``max_payload_bytes``,
+    ``max_size``). A duplicate ``idempotency_key`` inserts nothing, does not fail your
+    transaction, and returns the original job's id. A refusal (unknown queue, a payload
+    over the limit, a negative delay, ...) raises your library's error with a message
+    starting ``sq_enqueue:`` and naming the field; nothing of the call is written.
+    """
+    stored, payload_type = _encode(payload, text_type=1)
+    _run(conn, _ENQUEUE, (queue, stored, payload_type, priority, delay_ms, ttl_ms,
+                          idempotency_key, max_attempts))
+    if idempotency_key is not None:
+        return int(_one(conn, _JOB_BY_KEY, (queue, idempotency_key)))
+    return int(_one(conn, _LAST_JOB, ()))
+
+
+def commit_offsets(
+    conn: Any, consumer: str, offsets: Mapping[str, int]
+) -> dict[str, int | None]:
+    """Save ``consumer``'s next offsets in ``conn``'s transaction (never back, never past a
+    topic's latest: such an offset is not written); the saved values (None: nothing saved)."""
+    now_ms = time.time_ns() // 1_000_000
+    saved: dict[str, int | None] = {}
+    for topic, offset in offsets.items():
+        _run(conn, _SAVE_OFFSET, (consumer, offset, now_ms, topic, offset))
+        saved[topic] = _one(conn, _SAVED, (consumer, topic))
+    return saved
+
+
+def _encode(value: Any, *, text_type: int) -> tuple[Any, int]:
+    if isinstance(value, str):
+        return value, text_type
+    if value is None:
+        return None, 0
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value), 0
+    return _dumps(value), 2
+
+
+def _run(conn: Any, sql: str, params: tuple) -> Any:
+    """``sql`` on a sqlite3 connection or cursor, a SQLAlchemy Connection, or a Session."""
+    if hasattr(conn, "exec_driver_sql"):  # SQLAlchemy Connection: the DB-API's ? style
+        return conn.exec_driver_sql(sql, params)
+    if hasattr(conn, "get_bind") and hasattr(conn, "connection"):  # SQLAlchemy Session
+        return conn.connection().exec_driver_sql(sql, params)
+    return conn.execute(sql, params)  # sqlite3 (and any DB-API 2 connection with ? style)
+
+
+def _one(conn: Any, sql: str, params: tuple) -> Any:
+    row = _run(conn, sql, params).fetchone()
+    return None if row is None else row[0]
