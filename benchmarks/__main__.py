@@ -1,5 +1,5 @@
 """``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
-latency, sink, soak, drain, prune, unattended).
+latency, sink, soak, drain, prune, unattended, crashes).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -23,6 +23,7 @@ BENCHMARKS = {
     "drain": "a backlog in bounded availableNow batches (run_available_now) vs one batch",
     "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
     "unattended": "an edge box with no prune command: retention, file, WAL, Delta exactly once",
+    "crashes": "consume->produce and job.transaction handlers SIGKILLed at random: exactly once",
 }
 # A module per benchmark, named after it, except where that name is a module's or a
 # package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,

@@ -30,13 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from spark_queue.store import Job, NackResult
+from spark_queue.store import NackResult
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import Phase
+from spark_queue.worker.job_transaction import WorkerJob
 
 log = logging.getLogger("spark_queue.worker")
 
-Handler = Callable[[Job], Any]
+# A handler gets a WorkerJob (a Job with ``transaction``): one annotated ``job: Job`` fits too.
+Handler = Callable[[WorkerJob], Any]
 
 # Enough for any real traceback; a message of megabytes would bloat every read of the job.
 MAX_ERROR_CHARS = 64 * 1024
@@ -71,7 +73,7 @@ class Failure:
     line: str
 
 
-def run_task(handler: Handler, job: Job) -> Failure | None:
+def run_task(handler: Handler, job: WorkerJob) -> Failure | None:
     """Call ``handler(job)``; None if it returned, else what it raised, ready to store.
 
     Catches every :class:`BaseException`: in a worker's slot thread nothing a handler
@@ -84,7 +86,7 @@ def run_task(handler: Handler, job: Job) -> Failure | None:
     return None
 
 
-def task_action(handler: Handler, job: Job) -> Action:
+def task_action(handler: Handler, job: WorkerJob) -> Action:
     """:func:`run_task`'s outcome as the action: ``ack`` if the handler returned, else a
     ``nack`` with what it raised."""
     failure = run_task(handler, job)
