@@ -9,6 +9,9 @@ one thread, ``--single-events`` events of ``--value-bytes`` text each:
   apsw and nothing else in Python (BEGIN IMMEDIATE, read the topic's
   ``next_offset``, INSERT the event, UPDATE ``next_offset``, COMMIT);
 - ``Store.publish(topic, value)``;
+- ``store.transaction()`` holding one business INSERT (a row of an ``orders`` table) and
+  one ``tx.publish``: the outbox's transaction, against ``Store.publish`` alone
+  (docs/transactions.md; #50 asks for at least 0.9x);
 - honker's ``Stream.publish`` (if installed: the ``bench`` extra), in a
   subprocess, since it brings its own SQLite library, which must not share a
   process with apsw connections. Its rate is timed inside that process, so
@@ -33,6 +36,7 @@ from spark_queue.store import TEXT, Store
 
 RAW = "raw: 4 statements, 1 tx per event"
 OURS = "Store.publish, 1 tx per event"
+OUTBOX = "transaction: 1 INSERT + tx.publish"
 HONKER = "honker Stream.publish, 1 tx each"
 
 HONKER_SCRIPT = textwrap.dedent(
@@ -95,7 +99,20 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
             _check(store, n)
         return n / elapsed
 
-    cases: dict[str, Callable[[], float]] = {RAW: raw, OURS: ours}
+    def outbox() -> float:
+        with Store(path()) as store:
+            store.create_topic("bench")
+            store.conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)")
+            started = time.perf_counter()
+            for number, value in enumerate(values):
+                with store.transaction() as tx:
+                    tx.execute("INSERT INTO orders (id, note) VALUES (?, ?)", (number, "new"))
+                    tx.publish("bench", value)
+            elapsed = time.perf_counter() - started
+            _check(store, n)
+        return n / elapsed
+
+    cases: dict[str, Callable[[], float]] = {RAW: raw, OURS: ours, OUTBOX: outbox}
     if not args.no_honker and importlib.util.find_spec("honker") is not None:
         cases[HONKER] = lambda: _honker(path(), n, size)
     best = dict.fromkeys(cases, 0.0)
@@ -103,6 +120,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
         for label, case in cases.items():
             best[label] = max(best[label], case())
     rows = [(label, rate, RAW) for label, rate in best.items()]
+    rows.append(("transaction (against Store.publish)", best[OUTBOX], OURS))
     if HONKER in best:
         rows.append(("Store.publish (against honker)", best[OURS], HONKER))
     load = os.getloadavg()[0]

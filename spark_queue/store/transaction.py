@@ -31,6 +31,7 @@ from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic_reads import Event
 
 _Result = TypeVar("_Result")
+_SQLITE_ERRORS = (apsw.Error, OverflowError, UnicodeEncodeError)  # what translate_errors names
 
 
 @translated
@@ -58,40 +59,51 @@ class Transaction:
         return f"Transaction({self.file.path!r}, {'open' if self._open else 'closed'})"
 
     # -- the block ---------------------------------------------------------------------
+    # try/except, not translate_errors' with-block: free when nothing is raised (a one-event
+    # transaction is a few statements; `python -m benchmarks store --section single`).
     def __enter__(self) -> Transaction:
         if self._open:
             raise TransactionClosedError("this transaction is already open; open a new one "
                                          "with store.transaction().")
-        with translate_errors(self.file.path):
+        try:
             self.file.conn.execute("BEGIN IMMEDIATE")
+        except _SQLITE_ERRORS:
+            with translate_errors(self.file.path):
+                raise
         self._open = True
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self._open = False
-        conn = self.file.conn
-        with translate_errors(self.file.path):
-            if kind is not None:
-                self._one.forget()
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
-                return
-            if conn.getautocommit():
-                self._one.forget()
-                raise TransactionClosedError(
-                    "the transaction was ended inside its block by SQL of its own (COMMIT or "
-                    "ROLLBACK through tx.execute), so the block is not all or nothing; let the "
-                    "block's end commit, and raise to roll back."
-                )
-            try:
-                conn.execute("COMMIT")
-            except BaseException:
-                self._one.forget()
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+        try:
+            self._end(kind is None)
+        except _SQLITE_ERRORS:
+            with translate_errors(self.file.path):
                 raise
-            self._one.committed(conn)
+
+    def _end(self, commit: bool) -> None:
+        conn = self.file.conn
+        if not commit:
+            self._one.forget()
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            return
+        if conn.getautocommit():
+            self._one.forget()
+            raise TransactionClosedError(
+                "the transaction was ended inside its block by SQL of its own (COMMIT or "
+                "ROLLBACK through tx.execute), so the block is not all or nothing; let the "
+                "block's end commit, and raise to roll back."
+            )
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self._one.forget()
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            raise
+        self._one.committed(conn)
 
     def _conn(self) -> apsw.Connection:
         if not self._open:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import apsw
 import pytest
+
+from benchmarks import crashes
 
 from spark_queue.errors import (
     PayloadTooLargeError,
@@ -153,3 +157,11 @@ def test_user_sql_errors_come_as_sqlite_raises_them(shop):
             tx.execute("INSERT INTO orders VALUES (1, 1)")
             tx.execute("INSERT INTO orders VALUES (1, 1)")
     assert everything(shop)[0] == 0
+
+
+@pytest.mark.slow
+def test_consume_transform_produce_sigkilled_at_random_is_exactly_once(tmp_path):
+    # docs/transactions.md's recipe; the acceptance run (10,000 inputs, 50 kills) is
+    # `python -m benchmarks crashes`.
+    result = crashes.run_consume(str(tmp_path / "c.sqlite"), 400, 5, 10, random.Random(3), 20.0)
+    assert result["duplicates"] == 0 and result["kills"] >= 1
