@@ -92,7 +92,7 @@ def main(mode: str, path: str, count: int) -> list[tuple[int, int]]:
         engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": 60})
         with Session(engine) as session:
             box = Outbox(session, lambda sql, params: session.execute(
-                text(sql.replace("(?, ?)", "(:a, :b)")), dict(zip("ab", params))))
+                text(sql.replace("(?, ?)", "(:a, :b)")), dict(zip("ab", params, strict=True))))
             for i in range(count):
                 if i % 10 == 5:
                     try:

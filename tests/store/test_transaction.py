@@ -8,7 +8,6 @@ import apsw
 import pytest
 
 from benchmarks import crashes
-
 from spark_queue.errors import (
     PayloadTooLargeError,
     QueueConfigError,
@@ -38,15 +37,14 @@ def everything(store: Store) -> tuple:
 
 def test_a_rollback_drops_business_rows_events_jobs_and_offsets_together(shop):
     before = everything(shop)
-    with pytest.raises(KeyError):
-        with shop.transaction() as tx:
-            tx.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (1, 120))
-            tx.publish("orders", {"id": 1})
-            tx.publish_many("orders", [{"id": 1, "line": n} for n in range(3)])
-            tx.enqueue("emails", {"order": 1})
-            tx.commit_offsets("billing", {"inputs": 4})
-            assert everything(shop) == (1, (0, 4), 1, {"inputs": 4})  # the block sees its own
-            raise KeyError("payment declined")
+    with pytest.raises(KeyError), shop.transaction() as tx:
+        tx.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (1, 120))
+        tx.publish("orders", {"id": 1})
+        tx.publish_many("orders", [{"id": 1, "line": n} for n in range(3)])
+        tx.enqueue("emails", {"order": 1})
+        tx.commit_offsets("billing", {"inputs": 4})
+        assert everything(shop) == (1, (0, 4), 1, {"inputs": 4})  # the block sees its own
+        raise KeyError("payment declined")
     assert everything(shop) == before == (0, None, 0, {})
     # The kept topic rows were forgotten with the rollback: offsets start at 0 again.
     assert shop.publish("orders", "first") == 0
@@ -84,9 +82,8 @@ def test_a_store_call_inside_an_open_transaction_is_named_and_points_to_the_api(
             with pytest.raises(TransactionOpenError, match=r"tx\.publish.*tx\.enqueue"):
                 call()
         assert shop.read("orders") and shop.bounds("orders") == (0, 1)  # reads see the block
-    with pytest.raises(TransactionOpenError, match="store.transaction"):
-        with shop.write():
-            shop.publish("orders", 3)
+    with pytest.raises(TransactionOpenError, match="store.transaction"), shop.write():
+        shop.publish("orders", 3)
     assert shop.bounds("orders") == (0, 1)
 
 
@@ -115,11 +112,11 @@ def test_an_ended_transaction_refuses_every_call_and_sql_cannot_end_it_early(sho
         tx.execute("INSERT INTO orders VALUES (1, 1)")
     with pytest.raises(TransactionClosedError, match="has ended"):
         tx.publish("orders", 1)
-    with pytest.raises(TransactionClosedError, match="ended inside its block by SQL"):
-        with shop.transaction() as tx:
-            tx.execute("INSERT INTO orders VALUES (2, 2)")
-            tx.execute("COMMIT")
-            tx.execute("INSERT INTO orders VALUES (3, 3)")  # autocommit: the reason it fails
+    ended = pytest.raises(TransactionClosedError, match="ended inside its block by SQL")
+    with ended, shop.transaction() as tx:
+        tx.execute("INSERT INTO orders VALUES (2, 2)")
+        tx.execute("COMMIT")
+        tx.execute("INSERT INTO orders VALUES (3, 3)")  # autocommit: the reason it fails
     assert shop.conn.getautocommit()
 
 
@@ -142,20 +139,18 @@ def test_an_ack_in_a_transaction_commits_with_it_and_a_stale_lease_commits_nothi
     q.release([second])
     stale = second
     q.claim(1)  # another worker now holds it, under another token
-    with pytest.raises(StaleLeaseError, match="rolls back"):
-        with shop.transaction() as tx:
-            tx.execute("INSERT INTO orders VALUES (2, 2)")
-            tx.publish("orders", "from a stale handler")
-            tx.ack("work", stale)
+    with pytest.raises(StaleLeaseError, match="rolls back"), shop.transaction() as tx:
+        tx.execute("INSERT INTO orders VALUES (2, 2)")
+        tx.publish("orders", "from a stale handler")
+        tx.ack("work", stale)
     assert everything(shop)[:2] == (1, None)
     assert q.stats().leased == 1 and q.counters().acked == 1
 
 
 def test_user_sql_errors_come_as_sqlite_raises_them(shop):
-    with pytest.raises(apsw.ConstraintError):
-        with shop.transaction() as tx:
-            tx.execute("INSERT INTO orders VALUES (1, 1)")
-            tx.execute("INSERT INTO orders VALUES (1, 1)")
+    with pytest.raises(apsw.ConstraintError), shop.transaction() as tx:
+        tx.execute("INSERT INTO orders VALUES (1, 1)")
+        tx.execute("INSERT INTO orders VALUES (1, 1)")
     assert everything(shop)[0] == 0
 
 
