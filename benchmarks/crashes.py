@@ -37,7 +37,7 @@ from spark_queue.store import Store
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONSUMER, INPUTS, OUTPUTS, FOLLOWUPS, JOBS = "xform", "inputs", "outputs", "followups", "jobs"
 # The worker's lease: short, so a killed child's jobs come back soon.
-LEASE_MS = 300
+CHILD_LEASE_MS = 300
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -145,7 +145,7 @@ def worker_child(path: str, transaction: bool) -> None:
         def handler(job: WorkerJob) -> None:
             own.conn.execute("INSERT INTO done (job) VALUES (?)", (job.id,))
 
-    Worker(path, JOBS, handler, visibility_timeout_ms=LEASE_MS, idle_poll_max_ms=20,
+    Worker(path, JOBS, handler, visibility_timeout_ms=CHILD_LEASE_MS, idle_poll_max_ms=20,
            until_empty=True, batch_size=10).run()
 
 

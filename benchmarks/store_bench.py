@@ -1,7 +1,7 @@
 """Store benchmark: publish-many and range reads against raw apsw; single publishes.
 
 ``python -m benchmarks store [--events N] [--threads N] [--thread-events N]
-[--section all|bulk|single|threads] [--single-events N] [--no-honker] [--one-cpu]``
+[--section all|bulk|single|outbox|threads] [--single-events N] [--no-honker] [--one-cpu]``
 
 Bulk: the raw side is the limit: for writes, one ``INSERT ... SELECT ...
 FROM carray(?)`` per 10,000 rows over the values bound as one array (SQLite's
@@ -74,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thread-events", type=int, default=5_000, help="single publishes per thread"
     )
-    parser.add_argument("--section", choices=("all", "bulk", "single", "threads"), default="all")
+    parser.add_argument("--section", choices=("all", "bulk", "single", "outbox", "threads"),
+                        default="all")
     parser.add_argument("--no-honker", action="store_true", help="skip honker's rows")
     parser.add_argument(
         "--one-cpu", action="store_true",
@@ -94,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                 _run_kafka(args, workdir, kafka)
         if args.section in ("all", "single"):
             single_publish.run_single(args, workdir)
+        if args.section in ("all", "outbox"):
+            single_publish.run_outbox(args, workdir)
         if args.section in ("all", "threads"):
             run_threads(args, workdir, kafka)
         return 0

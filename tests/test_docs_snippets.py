@@ -151,8 +151,21 @@ def check_operations_page(workdir: Path, outputs: list[str]) -> None:
         assert store.housekeeping_status().last_run is not None
 
 
+def check_transactions_page(workdir: Path, outputs: list[str]) -> None:
+    assert outputs[0].splitlines() == ["0 1", "(0, 1)"]
+    assert outputs[3] == "{'orders': 3}\n" and outputs[4] == "3\n"
+    with Store(workdir / "shop.sqlite", create=False) as store:
+        # Orders 1 (store.transaction), 3 (sqlite3) and 4 (SQLAlchemy); 2 rolled back.
+        ids = [row[0] for row in store.conn.execute("SELECT id FROM orders ORDER BY id")]
+        assert ids == [1, 3, 4] and store.bounds("orders") == (0, 3)
+        assert store.bounds("revenue-updates") == (0, 3) and store.bounds("receipts") == (0, 3)
+        assert store.conn.execute("SELECT count(*) FROM receipts").fetchall() == [(3,)]
+        assert store.queue("emails").stats()[1:5] == (0, 0, 0, 0)
+
+
 PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,
-                 "docs/operations.md": check_operations_page}
+                 "docs/operations.md": check_operations_page,
+                 "docs/transactions.md": check_transactions_page}
 
 
 def test_every_page_with_python_snippets_has_its_check():

@@ -98,7 +98,8 @@ def produce(path: str, mode: str, producer: int, count: int, batch: int, release
 
 
 def protocol(path: str) -> None:
-    """Create a topic, read a range and save consumer offsets, all with the page's SQL."""
+    """Create a topic, read a range, save consumer offsets and enqueue (a duplicate key
+    skipped), all with the page's SQL."""
     conn = connect(path)
     [create] = protocol_sql("create a topic")
     conn.execute(create, {"topic": "fresh", "now_ms": now_ms()})
@@ -113,11 +114,17 @@ def protocol(path: str) -> None:
         conn.execute(save, {"consumer": "foreign", "topic": TOPIC, "next_offset": offset,
                             "now_ms": now_ms()})
         saved.append(conn.execute("SELECT next_offset FROM sq_consumers").fetchone()[0])
+    [enqueue] = protocol_sql("enqueue through the view")
+    for payload, key in (('{"n": 1}', "once"), ('{"n": 2}', "once"), ('{"n": 3}', None)):
+        conn.execute(enqueue, {"queue": "jobs", "payload": payload, "priority": None,
+                               "delay_ms": None, "ttl_ms": 60_000, "idempotency_key": key,
+                               "max_attempts": None})
+    jobs = [json.loads(r[0]) for r in conn.execute("SELECT payload FROM sq_enqueue ORDER BY id")]
     topics = [r[0] for r in conn.execute("SELECT name FROM sq_topics ORDER BY name")]
     shown = [[r[0], {"blob": r[3].hex()} if isinstance(r[3], bytes) else r[3], r[4], r[5]]
              for r in rows]
     print(json.dumps({"latest": latest, "rows": shown,
-                      "saved": saved, "topics": topics}))
+                      "saved": saved, "topics": topics, "jobs": jobs}))
 
 
 if __name__ == "__main__":

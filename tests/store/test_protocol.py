@@ -49,14 +49,17 @@ def test_view_and_hand_written_sql_publish_alongside_publish_many_with_dense_off
 def test_the_documented_sql_creates_reads_and_saves_consumer_offsets_within_the_rules(store_path):
     with Store(store_path) as store:
         store.publish_many("mixed", [{"n": 0}, Record("text", key="k", headers={"h": "v"}), b"b"])
+        store.queue("jobs").configure()
     proc = foreign(store_path, "protocol")
     result = json.loads(proc.communicate(timeout=60)[0])
     assert result["latest"] == 3
     assert result["rows"] == [[1, "text", 1, '{"h":"v"}'], [2, {"blob": "62"}, 0, None]]
     assert result["saved"] == [2, 2, 2]  # never back, never past latest
     assert result["topics"] == ["fresh", "mixed"]
+    assert result["jobs"] == [{"n": 1}, {"n": 3}]  # the duplicate key inserted nothing
     with Store(store_path) as store:
         assert store.committed_offsets("foreign") == {"mixed": 2}
+        assert [j.payload for j in store.queue("jobs").claim(5)] == [{"n": 1}, {"n": 3}]
         assert store.check().ok
 
 
