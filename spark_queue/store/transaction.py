@@ -48,12 +48,13 @@ class Transaction:
     :class:`~spark_queue.errors.TransactionOpenError`.
     """
 
-    __slots__ = ("file", "_one", "_open")
+    __slots__ = ("file", "_one", "_open", "_joined")
 
     def __init__(self, file: StoreConnection, one: OnePublisher) -> None:
         self.file = file
         self._one = one  # the Store's kept topic rows, shared with Store.publish
         self._open = False
+        self._joined = 0  # blocks entered on the open transaction: they join it
 
     def __repr__(self) -> str:
         return f"Transaction({self.file.path!r}, {'open' if self._open else 'closed'})"
@@ -63,8 +64,10 @@ class Transaction:
     # transaction is a few statements; `python -m benchmarks store --section single`).
     def __enter__(self) -> Transaction:
         if self._open:
-            raise TransactionClosedError("this transaction is already open; open a new one "
-                                         "with store.transaction().")
+            # `with tx:` on an open transaction (a handler's `with job.transaction as tx:`)
+            # joins it: the outermost block commits or rolls back.
+            self._joined += 1
+            return self
         try:
             self.file.conn.execute("BEGIN IMMEDIATE")
         except _SQLITE_ERRORS:
@@ -75,6 +78,9 @@ class Transaction:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self._joined:
+            self._joined -= 1
+            return
         self._open = False
         try:
             self._end(kind is None)

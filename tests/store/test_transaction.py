@@ -160,3 +160,16 @@ def test_consume_transform_produce_sigkilled_at_random_is_exactly_once(tmp_path)
     # `python -m benchmarks crashes`.
     result = crashes.run_consume(str(tmp_path / "c.sqlite"), 400, 5, 10, random.Random(3), 20.0)
     assert result["duplicates"] == 0 and result["kills"] >= 1
+
+
+def test_entering_an_open_transaction_again_joins_it(shop):
+    with shop.transaction() as tx:
+        with tx as inner:
+            assert inner is tx
+            inner.execute("INSERT INTO orders VALUES (1, 1)")
+        tx.publish("orders", 1)  # still open: the outer block commits
+    assert everything(shop)[:2] == (1, (0, 1))
+    with pytest.raises(KeyError), shop.transaction() as tx, tx:
+        tx.execute("INSERT INTO orders VALUES (2, 2)")
+        raise KeyError("rolls back the whole transaction")
+    assert everything(shop)[:2] == (1, (0, 1))

@@ -102,3 +102,14 @@ def test_a_worker_sigkilled_at_random_writes_exactly_one_row_per_job(tmp_path):
     result = crashes.run_worker(str(tmp_path / "w.sqlite"), 300, 4, random.Random(7), 20.0,
                                 transaction=True)
     assert result["duplicates"] == 0 and result["kills"] >= 1
+
+
+def test_a_handler_may_use_job_transaction_as_a_block(done_table, store_path):
+    done_table.queue("q").enqueue_many(range(3))
+
+    def handler(job: WorkerJob) -> None:
+        with job.transaction as tx:
+            tx.execute("INSERT INTO done VALUES (?, ?)", (job.id, job.attempts))
+
+    assert Worker(store_path, "q", handler, until_empty=True).run().acked == 3
+    assert rows(done_table) == [(1, 1), (2, 1), (3, 1)]
