@@ -74,6 +74,7 @@ STORE_NO_INTEGER = {
     "retention_held_back": lambda s: s.retention_held_back(),
     "write": lambda s: s.write().__enter__(),
     "snapshot": lambda s: s.snapshot().__enter__(),
+    "transaction": lambda s: s.transaction().__enter__(),
 }
 QUEUE_CALLS = {
     "configure": lambda s, q, n: q.configure(visibility_timeout_ms=n),
