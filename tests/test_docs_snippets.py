@@ -48,6 +48,8 @@ SHELL = {
     ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
     ("docs/pipelines.md", "mkdir -p /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
     ("docs/pipelines.md", "cd /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
+    ("docs/operations.md", "scripts/promtool test rules"):
+        "tests/test_metrics.py::test_every_alert_rule_has_a_promtool_case_and_every_case_passes",
     ("docs/operations.md", "STORE=${STORE:-/var/lib/app/app.sqlite}"):
         "tests/test_docs_snippets.py::test_the_operations_backup_and_restore_run_as_written",
 }
