@@ -258,3 +258,8 @@ def test_jobs_waiting_after_the_worker_stops_fire_nobody_working(store, store_pa
     path.write_text(yaml.safe_dump(case))
     done_run = promtool("test", "rules", str(path))
     assert done_run.returncode == 0, done_run.stdout + done_run.stderr
+
+
+def test_the_scrape_config_example_with_its_rules_is_valid():
+    done = promtool("check", "config", str(ROOT / "conf" / "prometheus" / "prometheus.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
