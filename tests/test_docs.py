@@ -199,3 +199,16 @@ def test_every_shipped_unit_passes_systemd_analyze_verify(tmp_path):
     done = subprocess.run(["systemd-analyze", "verify", "--man=no", *names], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_no_page_installs_spark_queue_from_an_index_it_is_not_on():
+    # spark-queue is not on PyPI: `pip install spark-queue` fails today and would install
+    # whatever someone later registers under the name. Pages install a checkout or a wheel.
+    from_index = re.compile(r"pip install\b[^`\n]*?(?<![\w./\[-])spark[-_]queue\b(?![\w.-]*\.whl)")
+    found = [f"{page}: {line.strip()}" for page in pages()
+             for line in (ROOT / page).read_text(encoding="utf-8").splitlines()
+             if from_index.search(line)]
+    assert found == []
+    extras = re.search(r'pip install "dist/spark_queue-[\d.]+-py3-none-any\.whl\[(\w+)\]"',
+                       text("docs/pipelines.md"))
+    assert extras and f"\n{extras.group(1)} = [" in (ROOT / "pyproject.toml").read_text()
