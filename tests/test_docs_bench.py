@@ -246,3 +246,35 @@ def test_no_page_dates_a_figure_by_tonight_or_an_issues_target():
     for page in PAGES[:1] + PAGES[2:]:  # README and docs/ (CHANGELOG names its issues)
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"\btonight\b|#\d+'s target", text), page.name
+
+
+# -- the pictures (docs/img/), drawn from benchmarks/results.json by benchmarks/plots.py ----
+
+def test_every_plot_is_drawn_from_the_results_as_they_are_now():
+    from benchmarks import plots
+
+    recorded = plots.results()
+    stale = [name for name, sections in plots.DRAWN.items()
+             if plots.png_text(plots.IMG / name).get(plots.HASH_KEY)
+             != plots.sections_hash(sections, recorded)]
+    assert stale == [], f"rerun `python -m benchmarks.plots`: {stale} drew older results"
+
+
+def test_the_staleness_check_sees_a_changed_result():
+    from benchmarks import plots
+
+    recorded = plots.results()
+    recorded["soak"] = dict(recorded["soak"], date="another run")
+    assert plots.sections_hash(("soak",), recorded) != plots.png_text(
+        plots.IMG / "soak.png")[plots.HASH_KEY]
+
+
+def test_readme_and_the_docs_show_the_architecture_and_the_soak_and_edge_box_plots():
+    shown = set()
+    for page in PAGES + [ROOT / "BENCHMARKS.md"]:
+        shown |= {pathlib.Path(target).name for target in
+                  re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page.read_text(encoding="utf-8"))}
+    from benchmarks import plots
+
+    assert shown == set(plots.DRAWN)
+    assert "architecture.png" in README and "soak.png" in README and "edge-box.png" in README
