@@ -68,12 +68,25 @@ def refuse_or_warn(failures: dict[str, str], *, editable: bool, environ) -> None
 
 def builds(root: str):
     """columnar_builds.BUILDS, loaded by path: the package is not importable while it builds."""
+    return _columnar_builds(root).BUILDS
+
+
+def _python_read_slower(root: str) -> str:
+    """defaults.PYTHON_READ_SLOWER, loaded by path (defaults.py imports nothing)."""
+    path = os.path.join(root, "spark_queue", "defaults.py")
+    spec = importlib.util.spec_from_file_location("_spark_queue_defaults", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PYTHON_READ_SLOWER
+
+
+def _columnar_builds(root: str):
     path = os.path.join(root, PACKAGE_DIR, "columnar_builds.py")
     spec = importlib.util.spec_from_file_location("_spark_queue_columnar_builds", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # NamedTuple needs its module while the class is built
     spec.loader.exec_module(module)
-    return module.BUILDS
+    return module
 
 
 def compile_all(root: str) -> tuple[list[str], dict[str, str]]:
@@ -136,10 +149,11 @@ def _sqlite_headers() -> str | None:
 
 def _failure_message(failures: dict[str, str]) -> str:
     lines = "; ".join(f"{tag}: {why}" for tag, why in failures.items())
+    slower = _python_read_slower(os.path.dirname(os.path.abspath(__file__)))
     return (
         f"spark-queue: the compiled Arrow reader ({SOURCE}) could not be built for "
         f"{', '.join(failures)} ({lines}). Reads on those machine types would build Arrow "
-        f"in Python, 2-3x slower. Fix the cause and build again, or set "
+        f"in Python, {slower}. Fix the cause and build again, or set "
         f"{ALLOW_PYTHON_READ}=1 to build without them on purpose (`sqliteq doctor` then "
         "names the read path on each machine)."
     )

@@ -63,3 +63,10 @@ KAFKA_TIMEOUT_MS = 10_000
 #: The longest wait a Kafka command accepts: an hour, past any broker restart; a larger
 #: value is a unit mistake (seconds given as milliseconds).
 KAFKA_TIMEOUT_MAX_MS = 3_600_000
+
+#: How much slower a range read is where no compiled build loads and reads build Arrow in
+#: Python, said once for `sqliteq doctor`, the runtime warning and a failing wheel build
+#: (hatch_build.py loads this file by path) and checked against the docs
+#: (tests/test_docs_bench.py): BENCHMARKS.md's `read_partition` in process, 4.76× the rows
+#: path the Python fallback reads at.
+PYTHON_READ_SLOWER = "4.8x slower"

@@ -46,7 +46,11 @@ The operator's gauges of the store itself (:func:`_store_health`; docs/operation
   ``sqliteq_retention_last_run_deleted_dead_letters{store}``: the last housekeeping run;
   ``sqliteq_housekeeping_interval_seconds{store}``: how often it is due (0: off)
 - ``sqliteq_worker_heartbeat_age_seconds{queue, worker, host, pid}``: since each
-  registered worker's last heartbeat
+  registered worker's last heartbeat; a worker that died without stopping (its
+  registration expired: 3 heartbeat intervals, at least 1 s, after its last heartbeat)
+  leaves the scrape :data:`LOST_WORKER_SCRAPED_MS` (10 minutes) after that, so an alert on
+  its age ends within that bound while its replacement works (``sqliteq queue workers``
+  still lists it for a day)
 """
 
 from __future__ import annotations
@@ -116,6 +120,16 @@ _STORE_HELP = {
 _HELP.update(_STORE_HELP)
 
 
+#: How long a lost worker's heartbeat series stays in the scrape after its registration
+#: expired: long enough for SqliteqWorkerSilent (age > 120 s) to fire and be seen, short
+#: enough that a worker replaced by systemd's Restart=always stops alerting within it.
+LOST_WORKER_SCRAPED_MS = 600_000
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 def _store_health(samples: dict[str, list[str]], store: Store) -> None:
     """The store's own gauges (file, WAL, disk, retention, heartbeats), in ``samples``."""
     where = {"store": store.path}
@@ -142,9 +156,11 @@ def _store_health(samples: dict[str, list[str]], store: Store) -> None:
             _sample("sqliteq_topic_retention_held_events", labels, held.events))
         samples["sqliteq_topic_retention_held_seconds"].append(
             _sample("sqliteq_topic_retention_held_seconds", labels, held.held_ms / 1000))
-    now_ms = time.time_ns() // 1_000_000
+    now_ms = _now_ms()
     for config in store.queues():
         for worker in store.queue(config.name).workers():
+            if now_ms > worker.expires_ms + LOST_WORKER_SCRAPED_MS:
+                continue  # lost long ago: its replacement, or the queue's alerts, speak now
             labels = {"queue": worker.queue, "worker": str(worker.id), "host": worker.host,
                       "pid": str(worker.pid)}
             samples["sqliteq_worker_heartbeat_age_seconds"].append(_sample(

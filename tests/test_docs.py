@@ -6,12 +6,15 @@ import argparse
 import pathlib
 import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from spark_queue.cli import build_parser
 from spark_queue.metrics import _HELP
-from tests.docs_pages import blocks, section, text
+from tests.docs_pages import blocks, pages, section, text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = text("README.md")
@@ -125,15 +128,20 @@ def test_readme_docs_and_notebooks_import_the_users_nouns_from_the_front_door():
     assert long_way == []
 
 
-# docs/operations.md: the alert rules it shows are conf/prometheus/sqliteq-alerts.yml and
-# name only metrics `sqliteq metrics` has; the timer's and cron's commands parse.
+# docs/operations.md: the alert rules, the scrape config and the systemd units it shows are
+# the files in conf/ as they are; the rules name only metrics `sqliteq metrics` has; every
+# unit's and cron's command parses; every unit passes `systemd-analyze verify`.
 OPERATIONS = "docs/operations.md"
 ALERTS = ROOT / "conf" / "prometheus" / "sqliteq-alerts.yml"
+SCRAPE = ROOT / "conf" / "prometheus" / "prometheus.yml"
+UNITS = sorted((ROOT / "conf" / "systemd").iterdir())
+INSTALLED = "/opt/app/venv/bin/sqliteq"  # the one install path of every page and unit
 
 
-def test_the_page_shows_the_alert_rules_file_as_it_is():
-    [block] = blocks(OPERATIONS, "yaml")
-    assert block.code == ALERTS.read_text(encoding="utf-8")
+def test_the_page_shows_the_alert_rules_and_the_scrape_config_as_they_are():
+    shown = [block.code for block in blocks(OPERATIONS, "yaml")]
+    assert sorted(shown) == sorted([ALERTS.read_text(encoding="utf-8"),
+                                   SCRAPE.read_text(encoding="utf-8")])
 
 
 def test_every_metric_an_alert_rule_names_is_one_sqliteq_metrics_shows():
@@ -141,14 +149,66 @@ def test_every_metric_an_alert_rule_names_is_one_sqliteq_metrics_shows():
     assert named and named <= set(_HELP), named - set(_HELP)
 
 
-def test_the_timers_commands_are_sqliteq_commands_that_parse():
-    commands = [line.split("=", 1)[1] for line in blocks(OPERATIONS, "ini")[0].code.splitlines()
+def test_the_page_shows_every_shipped_unit_file_as_it_is():
+    assert {p.name for p in UNITS} == {
+        "sqliteq-housekeeping.service", "sqliteq-housekeeping.timer",
+        "sqliteq-worker@.service", "sqliteq-metrics.service"}
+    shown = sorted(block.code for block in blocks(OPERATIONS, "ini"))
+    assert shown == sorted(p.read_text(encoding="utf-8") for p in UNITS)
+
+
+def test_the_units_and_crons_commands_are_sqliteq_commands_that_parse():
+    expected = {"sqliteq-housekeeping.service": "cmd_housekeeping",
+                "sqliteq-worker@.service": "cmd_worker", "sqliteq-metrics.service": "cmd_metrics"}
+    commands = [(p.name, line.split("=", 1)[1]) for p in UNITS
+                for line in p.read_text(encoding="utf-8").splitlines()
                 if line.startswith("ExecStart=")]
-    commands += [line.split(None, 5)[5].split(">")[0] for line in blocks(OPERATIONS, "text")[0].code
-                 .splitlines()]
-    assert len(commands) == 2
-    for command in commands:
+    cron = blocks(OPERATIONS, "text")[0].code.splitlines()
+    commands += [("sqliteq-housekeeping.service", line.split(None, 5)[5].split(">")[0])
+                 for line in cron]
+    cron_too = [*expected, "sqliteq-housekeeping.service"]
+    assert sorted(name for name, _ in commands) == sorted(cron_too)
+    for name, command in commands:
         words = shlex.split(command)
-        assert words[0].endswith("/sqliteq")
+        assert words[0] == INSTALLED
         args = build_parser(words[1]).parse_args(words[1:])
-        assert (args.func.__name__, args.run) == ("cmd_housekeeping", True)
+        assert args.func.__name__ == expected[name]
+        if name.startswith("sqliteq-housekeeping"):
+            assert args.run
+
+
+def test_every_page_installs_the_command_at_one_path():
+    paths = set()
+    for page in pages():
+        paths |= set(re.findall(r"(/[\w./-]+/bin/sqliteq)\b", (ROOT / page).read_text("utf-8")))
+    assert paths == {INSTALLED}
+
+
+def test_every_shipped_unit_passes_systemd_analyze_verify(tmp_path):
+    # verify wants each ExecStart's program to exist: the units as copied, pointed at this
+    # venv's sqliteq (and a folder that exists) instead of /opt/app.
+    here = str(Path(sys.executable).parent / "sqliteq")
+    for unit in UNITS:
+        text = unit.read_text(encoding="utf-8").replace(INSTALLED, here)
+        (tmp_path / unit.name).write_text(text.replace("WorkingDirectory=/opt/app",
+                                                       f"WorkingDirectory={tmp_path}"))
+    names = [u.name.replace("@.", "@1.") for u in UNITS]
+    for name in names:
+        if "@1." in name:
+            (tmp_path / name).symlink_to(tmp_path / name.replace("@1.", "@."))
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", *names], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_no_page_installs_spark_queue_from_an_index_it_is_not_on():
+    # spark-queue is not on PyPI: `pip install spark-queue` fails today and would install
+    # whatever someone later registers under the name. Pages install a checkout or a wheel.
+    from_index = re.compile(r"pip install\b[^`\n]*?(?<![\w./\[-])spark[-_]queue\b(?![\w.-]*\.whl)")
+    found = [f"{page}: {line.strip()}" for page in pages()
+             for line in (ROOT / page).read_text(encoding="utf-8").splitlines()
+             if from_index.search(line)]
+    assert found == []
+    extras = re.search(r'pip install "dist/spark_queue-[\d.]+-py3-none-any\.whl\[(\w+)\]"',
+                       text("docs/pipelines.md"))
+    assert extras and f"\n{extras.group(1)} = [" in (ROOT / "pyproject.toml").read_text()

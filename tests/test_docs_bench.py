@@ -77,7 +77,7 @@ def test_the_kafka_comparisons_are_documented_with_the_broker_script():
 
 # -- the figures README.md and docs/*.md quote are the benchmarks' (benchmarks/results.json) --
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 TO = r"(?:\s*[–-]\s*|\s+to\s+)"  # a range: 1.03–1.18×, 260,000 to 400,000
 #: A ratio (0.47×, 1.03–1.18×), a rate (148k jobs/s, 2.0M rows/s, 400,000 ... a second),
@@ -210,3 +210,71 @@ def test_a_benchmark_run_records_its_tables_with_date_load_and_command(tmp_path,
     assert section["figures"] == {"raw /s": 10, "ours /s": 5, "ours / raw": 0.5}
     assert section["command"] == "python -m benchmarks store --section bulk"
     assert len(section["load_average"]) == 3 and section["date"].endswith("UTC")
+
+
+# -- one fact, one figure: a fact quoted in several places says the same thing in each ----
+
+SLOWER = re.compile(r"(\d+(?:\.\d+)?(?:[-–]\d+(?:\.\d+)?)?)\s*(?:x|×)\s+slower")
+
+
+def test_the_python_fallback_read_is_one_figure_in_the_docs_and_the_code():
+    from spark_queue.defaults import PYTHON_READ_SLOWER
+
+    [said] = SLOWER.findall(PYTHON_READ_SLOWER)
+    # The fact's places: a page's clauses and the code's lines that speak of Python's read.
+    places = [(page, clause) for page in PAGES
+              for clause in clauses(page.read_text(encoding="utf-8"))]
+    places += [(path, line) for path in [ROOT / "hatch_build.py",
+                                         *sorted((ROOT / "spark_queue").rglob("*.py"))]
+               for line in path.read_text(encoding="utf-8").splitlines()]
+    quoted = {f"{path.relative_to(ROOT)}: {m.group(0)}" for path, place in places
+              if "Python" in place for m in SLOWER.finditer(place) if m.group(1) != said}
+    assert quoted == set()
+    low, high = float(said) - 0.05, float(said) + 0.05  # the recorded ratio, rounded
+    assert any(low <= v <= high for v in recorded_values())
+
+
+def test_the_source_against_kafkas_once_running_is_never_quoted_without_the_wall_clock():
+    # 2.14× in-batch and 1.00× from start(): one figure alone misleads a scheduled job.
+    for page in PAGES:
+        for clause in clauses(page.read_text(encoding="utf-8")):
+            if "Kafka" in clause and "once running" in clause and "×" in clause:
+                assert "start()" in clause and "1.00×" in clause, (page.name, clause)
+
+
+def test_no_page_dates_a_figure_by_tonight_or_an_issues_target():
+    for page in PAGES[:1] + PAGES[2:]:  # README and docs/ (CHANGELOG names its issues)
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"\btonight\b|#\d+'s target", text), page.name
+
+
+# -- the pictures (docs/img/), drawn from benchmarks/results.json by benchmarks/plots.py ----
+
+def test_every_plot_is_drawn_from_the_results_as_they_are_now():
+    from benchmarks import plots
+
+    recorded = plots.results()
+    stale = [name for name, sections in plots.DRAWN.items()
+             if plots.png_text(plots.IMG / name).get(plots.HASH_KEY)
+             != plots.sections_hash(sections, recorded)]
+    assert stale == [], f"rerun `python -m benchmarks.plots`: {stale} drew older results"
+
+
+def test_the_staleness_check_sees_a_changed_result():
+    from benchmarks import plots
+
+    recorded = plots.results()
+    recorded["soak"] = dict(recorded["soak"], date="another run")
+    assert plots.sections_hash(("soak",), recorded) != plots.png_text(
+        plots.IMG / "soak.png")[plots.HASH_KEY]
+
+
+def test_readme_and_the_docs_show_the_architecture_and_the_soak_and_edge_box_plots():
+    shown = set()
+    for page in PAGES + [ROOT / "BENCHMARKS.md"]:
+        shown |= {pathlib.Path(target).name for target in
+                  re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", page.read_text(encoding="utf-8"))}
+    from benchmarks import plots
+
+    assert shown == set(plots.DRAWN)
+    assert "architecture.png" in README and "soak.png" in README and "edge-box.png" in README

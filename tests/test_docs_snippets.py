@@ -48,6 +48,8 @@ SHELL = {
     ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
     ("docs/pipelines.md", "mkdir -p /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
     ("docs/pipelines.md", "cd /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
+    ("docs/operations.md", "scripts/promtool test rules"):
+        "tests/test_metrics.py::test_every_alert_rule_has_a_promtool_case_and_every_case_passes",
     ("docs/operations.md", "STORE=${STORE:-/var/lib/app/app.sqlite}"):
         "tests/test_docs_snippets.py::test_the_operations_backup_and_restore_run_as_written",
 }
@@ -57,11 +59,11 @@ SHELL = {
 # file), by page and language: the test that checks each.
 CHECKED = {
     ("docs/operations.md", "ini"):
-        "tests/test_docs.py::test_the_timers_commands_are_sqliteq_commands_that_parse",
+        "tests/test_docs.py::test_every_shipped_unit_passes_systemd_analyze_verify",
     ("docs/operations.md", "text"):
-        "tests/test_docs.py::test_the_timers_commands_are_sqliteq_commands_that_parse",
+        "tests/test_docs.py::test_the_units_and_crons_commands_are_sqliteq_commands_that_parse",
     ("docs/operations.md", "yaml"):
-        "tests/test_docs.py::test_the_page_shows_the_alert_rules_file_as_it_is",
+        "tests/test_docs.py::test_the_page_shows_the_alert_rules_and_the_scrape_config_as_they_are",
 }
 
 

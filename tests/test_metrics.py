@@ -5,10 +5,16 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
+import yaml
+
+from spark_queue import metrics
 from spark_queue.metrics import render
 from spark_queue.store import Store
+from spark_queue.worker import Worker
 
 _SAMPLE = re.compile(r'^[a-z_]+\{([a-z_]+="(?:[^"\\]|\\.)*",?)+\} -?[0-9.e+]+$')
 
@@ -159,3 +165,101 @@ def test_a_workers_heartbeat_age_grows_until_its_next_heartbeat(store):
     q.worker_heartbeat(worker_id, jobs_held=0, ttl_ms=60_000)
     age = gauge(render(store), "sqliteq_worker_heartbeat_age_seconds", **labels)
     assert age <= time.monotonic() - beat + 0.002  # counted from the new heartbeat (ms clock)
+
+
+# -- the alert rules (conf/prometheus), run by promtool (scripts/promtool fetches it) -----
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "conf" / "prometheus" / "sqliteq-alerts.yml"
+RULE_TESTS = ROOT / "conf" / "prometheus" / "sqliteq-alerts.test.yml"
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROOT / "scripts" / "promtool"), *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_every_alert_rule_has_a_promtool_case_and_every_case_passes():
+    rules = {r["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]}
+    cases = yaml.safe_load(RULE_TESTS.read_text())["tests"]
+    tested = {t["alertname"] for case in cases for t in case["alert_rule_test"]
+              if any(t.get("exp_alerts") or [])}
+    assert tested == rules, rules ^ tested
+    done = promtool("test", "rules", str(RULE_TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_lost_workers_series_leaves_the_scrape_within_the_bound(store, monkeypatch):
+    q = store.queue("q")
+    q.enqueue("x")  # creates the queue
+    lost = q.register_worker(host="h", pid=10, concurrency=1, ttl_ms=1_000)  # then SIGKILLed
+    replacement = q.register_worker(host="h", pid=11, concurrency=1, ttl_ms=60_000)
+    expires_ms = next(w.expires_ms for w in q.workers() if w.id == lost)
+
+    def workers_scraped() -> set[str]:
+        return set(re.findall(r'sqliteq_worker_heartbeat_age_seconds\{queue="q",worker="(\d+)"',
+                              render(store)))
+
+    assert workers_scraped() == {str(lost), str(replacement)}
+    monkeypatch.setattr(metrics, "_now_ms", lambda: expires_ms + metrics.LOST_WORKER_SCRAPED_MS)
+    assert workers_scraped() == {str(lost), str(replacement)}  # still alerting: it is news
+    monkeypatch.setattr(metrics, "_now_ms",
+                        lambda: expires_ms + metrics.LOST_WORKER_SCRAPED_MS + 1)
+    assert workers_scraped() == {str(replacement)}
+    assert {w.id for w in q.workers()} == {lost, replacement}  # still listed for the operator
+
+
+def test_jobs_waiting_after_the_worker_stops_fire_nobody_working(store, store_path, tmp_path):
+    done = threading.Event()
+    worker = Worker(store_path, "q", lambda job: done.set(), create_queue=True,
+                    idle_poll_max_ms=50)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        store.queue("q").enqueue("first")
+        assert done.wait(30)
+        deadline = time.monotonic() + 30
+        while gauge(render(store), "sqliteq_queue_workers", queue="q") != 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        working = render(store)
+    finally:
+        worker.stop()
+        thread.join(30)
+    store.queue("q").enqueue_many(["waits"] * 3)
+    stopped = render(store)
+    assert gauge(stopped, "sqliteq_queue_workers", queue="q") == 0
+    # Each scrape as promtool's series, a scrape a minute: the working one for 3 minutes,
+    # then the stopped one, its oldest job a minute older at each (nobody claims it).
+    age = "sqliteq_queue_oldest_ready_age_seconds"
+    ages = ([gauge(working, age, queue="q")] * 3
+            + [gauge(stopped, age, queue="q") + 60 * k for k in range(10)])
+    workers = [gauge(working, "sqliteq_queue_workers", queue="q")] * 3 + [0.0] * 10
+    case = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": f'{age}{{queue="q"}}', "values": " ".join(map(str, ages))},
+                {"series": 'sqliteq_queue_workers{queue="q"}',
+                 "values": " ".join(map(str, workers))},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "SqliteqQueueNobodyWorking", "exp_alerts": []},
+                {"eval_time": "8m", "alertname": "SqliteqQueueNobodyWorking", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "queue": "q"},
+                    "exp_annotations": {"summary": "Jobs of queue q wait and no worker is alive"},
+                }]},
+            ],
+        }],
+    }
+    path = tmp_path / "stopped.test.yml"
+    path.write_text(yaml.safe_dump(case))
+    done_run = promtool("test", "rules", str(path))
+    assert done_run.returncode == 0, done_run.stdout + done_run.stderr
+
+
+def test_the_scrape_config_example_with_its_rules_is_valid():
+    done = promtool("check", "config", str(ROOT / "conf" / "prometheus" / "prometheus.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spark_queue.defaults import PYTHON_READ_SLOWER
+
 EXIT_PYTHON_READ = 1
 
 
@@ -15,7 +17,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         description="Report the versions and the read path of this install on this machine: "
         "the compiled Arrow reader loaded, missing for this platform, or failed to load, "
         "with the reason. Exit 0 when the compiled reader loads, 1 when reads build Arrow "
-        "in Python (2-3x slower).",
+        f"in Python ({PYTHON_READ_SLOWER}).",
     )
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=cmd_doctor)
@@ -47,7 +49,7 @@ def doctor(*, as_json: bool) -> int:
         print(path)
         print(f"builds in this install: {', '.join(path.builds) or 'none'}")
     if not path.compiled:
-        print("sqliteq doctor: reads build Arrow in Python on this machine, 2-3x slower: "
+        print(f"sqliteq doctor: reads build Arrow in Python on this machine, {PYTHON_READ_SLOWER}: "
               f"{path.reason}", file=sys.stderr)
         return EXIT_PYTHON_READ
     return 0

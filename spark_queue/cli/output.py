@@ -28,30 +28,35 @@ DURATION_FIELDS = frozenset(
 )
 
 
-def emit(rows: Sequence[Mapping[str, Any]], *, as_json: bool, columns: Sequence[str]) -> None:
-    """Print ``rows`` as one JSON array, or as a table with ``columns`` in that order."""
+def emit(rows: Sequence[Mapping[str, Any]], *, as_json: bool, columns: Sequence[str],
+         durations: frozenset[str] = frozenset(), times: frozenset[str] = frozenset()) -> None:
+    """Print ``rows`` as one JSON array, or as a table with ``columns`` in that order;
+    ``durations`` and ``times`` name this command's own span and time fields, shown as
+    those of :data:`DURATION_FIELDS` and :data:`TIME_FIELDS` are."""
     if as_json:
         print(json.dumps(list(rows), default=_jsonable, ensure_ascii=False))
         return
     if not rows:
         print("(none)")
         return
-    cells = [[_cell(col, row.get(col)) for col in columns] for row in rows]
-    headers = [header(col) for col in columns]
+    cells = [[_cell(col, row.get(col), durations, times) for col in columns] for row in rows]
+    headers = [header(col, durations, times) for col in columns]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
 
 
-def emit_object(obj: Mapping[str, Any], *, as_json: bool) -> None:
-    """Print one record: JSON, or ``key: value`` lines."""
+def emit_object(obj: Mapping[str, Any], *, as_json: bool, durations: frozenset[str] = frozenset(),
+                times: frozenset[str] = frozenset()) -> None:
+    """Print one record: JSON, or ``key: value`` lines (``durations``, ``times``: as emit's)."""
     if as_json:
         print(json.dumps(obj, default=_jsonable, ensure_ascii=False))
         return
-    width = max((len(header(k)) for k in obj), default=0)
+    width = max((len(header(k, durations, times)) for k in obj), default=0)
     for key, value in obj.items():
-        print(f"{header(key).ljust(width)}  {_cell(key, value)}")
+        print(f"{header(key, durations, times).ljust(width)}  "
+              f"{_cell(key, value, durations, times)}")
 
 
 def emit_line(obj: Any) -> None:
@@ -67,19 +72,21 @@ def show_time(millis: int | None) -> str:
     return "-" if millis is None else format_time_ms(millis)
 
 
-def header(field: str) -> str:
+def header(field: str, durations: frozenset[str] = frozenset(),
+           times: frozenset[str] = frozenset()) -> str:
     """A table's name for ``field``: time fields say they are UTC (``updated_utc``),
     durations lose the ``_ms`` their cells no longer need (``retention``)."""
-    if field in TIME_FIELDS:
+    if field in TIME_FIELDS or field in times:
         return field[: -len("_ms")] + "_utc"
-    return field[: -len("_ms")] if field in DURATION_FIELDS else field
+    return field[: -len("_ms")] if field in DURATION_FIELDS or field in durations else field
 
 
-def _cell(field: str, value: Any) -> str:
+def _cell(field: str, value: Any, durations: frozenset[str] = frozenset(),
+          times: frozenset[str] = frozenset()) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
-        if field in TIME_FIELDS:
+        if field in TIME_FIELDS or field in times:
             return show_time(value)
-        if field in DURATION_FIELDS:
+        if field in DURATION_FIELDS or field in durations:
             from spark_queue.times import format_duration_ms
 
             return format_duration_ms(value)

@@ -15,7 +15,7 @@ from spark_queue.errors import OptionError
 class DemoConfig:
     dir: str = "spark_queue_demo"
     events: int = 30_000
-    events_per_second: int = 2000
+    events_per_second: int = 500
     batch_size: int = 100
     devices: int = 50
     topic: str = "readings"

@@ -199,7 +199,7 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
     if os.path.isdir(path):
         return CheckReport(False, [f"{path!r} is a directory, not a store file."])
     try:
-        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+        conn = _looking_connection(path)
     except apsw.Error as exc:
         return CheckReport(False, [f"cannot open {path!r}: {exc}"])
     try:
@@ -218,6 +218,25 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
         return CheckReport(False, [f"{path!r}: {exc}"])
     finally:
         conn.close()
+
+
+def _looking_connection(path: str) -> apsw.Connection:
+    """A connection that writes nothing and leaves nothing beside the file.
+
+    As :class:`BackupSource`: read-write but ``query_only``, since a SQLITE_OPEN_READONLY
+    connection to a WAL file leaves -wal and -shm files behind it, while this one, the last
+    connection, lets SQLite remove them on close (``tests/cli/test_read_only_commands.py``).
+    A file or folder this process may not write is opened read-only instead."""
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.CantOpenError:
+        return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.execute("PRAGMA query_only=ON")
+    except apsw.Error:
+        conn.close()
+        raise
+    return conn
 
 
 def check(conn: apsw.Connection) -> CheckReport:

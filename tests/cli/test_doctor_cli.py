@@ -52,7 +52,7 @@ def test_a_machine_type_without_a_build_reads_in_python_and_doctor_says_why(
     fresh_reader.setattr(columnar, "LIBRARY", None)
     code, out, err = run(capsys, "doctor")
     assert code == 1
-    assert "read path: Python (2-3x slower)" in out
+    assert "read path: Python (4.8x slower)" in out
     assert "missing for this platform: spark-queue builds it for manylinux_2_17_x86_64" in out
     assert err.startswith("sqliteq doctor: reads build Arrow in Python") and err.count("\n") == 1
 

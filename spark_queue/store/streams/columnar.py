@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import apsw
 import pyarrow as pa
 
+from spark_queue import defaults
 from spark_queue.store.streams import columnar_builds
 
 log = logging.getLogger("spark_queue.store")
@@ -59,7 +60,8 @@ class ReadPath:
     builds: tuple[str, ...]
 
     def __str__(self) -> str:
-        path = "compiled (C)" if self.compiled else "Python (2-3x slower)"
+        path = ("compiled (C)" if self.compiled
+                else f"Python ({defaults.PYTHON_READ_SLOWER})")
         return f"read path: {path} on {self.machine}: {self.reason}"
 
 
@@ -99,9 +101,9 @@ def load(conn: apsw.Connection, warn: bool = True) -> bool:
     if warn and not _warned:
         _warned.append(True)
         log.warning("spark_queue: the compiled Arrow reader cannot load on %s (%s); range "
-                    "reads build Arrow in Python, ~2-3x slower. `sqliteq doctor` says "
+                    "reads build Arrow in Python, %s. `sqliteq doctor` says "
                     "which read path runs and why.", columnar_builds.machine_name(),
-                    _unavailable[0])
+                    _unavailable[0], defaults.PYTHON_READ_SLOWER)
     return False
 
 
