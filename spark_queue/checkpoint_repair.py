@@ -257,7 +257,8 @@ def plan_repair(checkpoint: str | os.PathLike[str]) -> _Plan:
 
 
 def repair_checkpoint(
-    checkpoint: str | os.PathLike[str], *, query_id: str | None = None, dry_run: bool = False
+    checkpoint: str | os.PathLike[str], *, query_id: str | None = None, dry_run: bool = False,
+    missing_ok: bool = False,
 ) -> CheckpointRepair:
     """Remove the torn tail of the Spark checkpoint at ``checkpoint`` (a path or a ``file:``
     URI) and say what was removed; a checkpoint that is not torn is left as it is.
@@ -266,7 +267,10 @@ def repair_checkpoint(
     cut cannot have left (see the module's docstring). A torn ``metadata`` loses the query's
     id: give ``query_id`` (the id a sqliteq sink's ledger and Spark's log name) to write it
     back, else Spark gives the query a new one on restart. ``dry_run`` only says.
+    ``missing_ok``: a checkpoint not made yet (a query's first start) has nothing to repair.
     """
+    if missing_ok and not local_path(checkpoint).exists():
+        return CheckpointRepair(str(local_path(checkpoint)))
     plan = plan_repair(checkpoint)
     rewritten: list[str] = []
     if query_id is not None:
