@@ -16,14 +16,17 @@ Spark then replays the last batch it planned, and a sink with a ledger (``sqlite
 skips the batch it already committed: docs/semantics.md#after-a-power-cut says when
 that is exact.
 
-The formats (Spark 4.0-4.3): ``offsets/N`` is a version line (``v1``), a JSON line of the
+The formats (observed on Spark 4.2): ``offsets/N`` is a version line (``v1``), a JSON line of the
 batch's metadata, then one line per source (its offset JSON, or ``-``); ``commits/N`` is
 ``v1`` and one JSON line; ``metadata`` is one JSON line holding the query's ``id``. A
 checksum file ``.NAME.crc`` is ``crc\\0``, the bytes per checksum (4 bytes, big-endian),
 then a CRC-32 of each chunk.
 
 Reads local checkpoints only (a path, or a ``file:`` URI); imports neither pyspark nor
-the store, so the CLI, a notebook and the sink can all call it at start.
+the store, so the CLI, the demo and the notebooks call it at start. A query cannot
+call it for itself: Spark reads the checkpoint (``metadata`` at ``start()``, the logs
+when its thread starts) before any of the connector's code runs, the sink's DataSource
+included (built at the first micro-batch; observed on Spark 4.2).
 """
 
 from __future__ import annotations
