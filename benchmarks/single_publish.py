@@ -59,6 +59,10 @@ HONKER_SCRIPT = textwrap.dedent(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--durability", choices=("full", "normal", "off"), default="normal",
+        help="the stores' durability (full: an fsync per commit; docs/operations.md)",
+    )
+    parser.add_argument(
         "--single-events", type=int, default=5_000,
         help="single section: events published one per transaction, per path and repeat",
     )
@@ -77,7 +81,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
         return os.path.join(workdir, f"single{next(counter)}.sqlite")
 
     def raw() -> float:
-        with Store(path()) as store:
+        with Store(path(), durability=args.durability) as store:
             store.create_topic("bench")
             tid = store.conn.execute("SELECT id FROM sq_topics").fetchall()[0][0]
             conn = store.conn
@@ -98,7 +102,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
         return n / elapsed
 
     def ours() -> float:
-        with Store(path()) as store:
+        with Store(path(), durability=args.durability) as store:
             store.create_topic("bench")
             started = time.perf_counter()
             for value in values:
@@ -119,7 +123,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
         rows.append(("Store.publish (against honker)", best[OURS], HONKER))
     load = os.getloadavg()[0]
     print_table(
-        f"store: {n:,} single publishes of {size} bytes, one thread, durability normal, "
+        f"store: {n:,} single publishes of {size} bytes, one thread, durability {args.durability}, "
         f"best of {args.repeats} rounds (load average {load:.1f})",
         rows,
     )

@@ -54,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3, help="rounds; best round per path")
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the input")
+    parser.add_argument("--durability", choices=("full", "normal", "off"), default="normal",
+                        help="the sink's durability option (full: an fsync per commit)")
     kafka_broker.add_argument(parser)
 
 
@@ -167,7 +169,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
         started = time.perf_counter()
         spark.read.parquet(input_dir).write.format("sqliteq").mode("append").option(
             "topic", "bench"
-        ).option("createStore", "true").save(path)
+        ).option("createStore", "true").option("durability", args.durability).save(path)
         elapsed = time.perf_counter() - started
         _check(path, n)
         return elapsed
@@ -184,6 +186,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
             .option("path", path)
             .option("createStore", "true")
             .option("topic", "bench")
+            .option("durability", args.durability)
             .option("checkpointLocation", os.path.join(workdir, f"ck{i}-{next(counter)}"))
             .trigger(availableNow=True)
             .start()
@@ -213,7 +216,8 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
 
     base = "raw one INSERT ... FROM carray per 10,000"
     print_table(
-        f"sink: {n:,} rows of {size} bytes into one topic (best of {args.repeats})",
+        f"sink: {n:,} rows of {size} bytes into one topic, durability {args.durability} "
+        f"(best of {args.repeats})",
         [
             (base, n / limit_s, base),
             ("raw apsw executemany (pre-built tuples)", n / raw_s, base),

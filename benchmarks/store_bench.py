@@ -112,7 +112,8 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     counter = iter(range(1_000_000))
 
     def fresh() -> Store:
-        return Store(os.path.join(workdir, f"s{next(counter)}.sqlite"))
+        return Store(os.path.join(workdir, f"s{next(counter)}.sqlite"),
+                     durability=args.durability)
 
     def ours_publish(store: Store) -> int:
         with store:
@@ -184,7 +185,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     raw_w, raw_r = "raw apsw executemany (pre-built tuples)", "raw apsw SELECT fetchall (tuples)"
     raw_l = f"raw one INSERT ... FROM carray per {PACKED_CHUNK:,}"
     print_table(
-        f"store: {n:,} events of {args.value_bytes} bytes",
+        f"store: {n:,} events of {args.value_bytes} bytes, durability {args.durability}",
         [
             (raw_l, raw_limit, raw_l),
             (raw_w, raw_write, raw_l),

@@ -44,6 +44,7 @@
 import os
 
 from spark_queue import Record, Store, register
+from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.spark import driver_uri, run_available_now, store_table, tables_dir, work_dir
 from spark_queue.spark.query_progress import offsets
 
@@ -60,6 +61,10 @@ directory = work_dir("quickstart", globals().get("dbutils"))
 store_path = os.path.join(directory, "quickstart.sqlite")
 store_uri = driver_uri(store_path)  # what Spark is given: the driver's disk, never DBFS
 checkpoint = driver_uri(os.path.join(directory, "checkpoints", "orders"))
+# A power cut can leave Spark's newest checkpoint files empty: remove exactly those.
+repaired = repair_checkpoint(checkpoint, missing_ok=True)
+if repaired.torn:
+    print(repaired)
 print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 
 # COMMAND ----------

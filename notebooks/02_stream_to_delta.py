@@ -37,6 +37,7 @@
 import os
 
 from spark_queue import Store, register
+from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.spark import (
     driver_uri,
     run_available_now,
@@ -58,6 +59,10 @@ show = globals().get("display") or (lambda df: df.show(truncate=False))
 directory = work_dir("stream_to_delta", globals().get("dbutils"))
 store_path = os.path.join(directory, "sensors.sqlite")
 checkpoint = driver_uri(os.path.join(directory, "checkpoints", "readings"))
+# A power cut can leave Spark's newest checkpoint files empty: remove exactly those.
+repaired = repair_checkpoint(checkpoint, missing_ok=True)
+if repaired.torn:
+    print(repaired)
 fmt = table_format(spark)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from spark_queue import __version__
 from spark_queue.cli import (
+    checkpoint_command,
     demo_command,
     doctor_command,
     kafka_commands,
@@ -32,7 +33,7 @@ EXIT_INTERRUPTED = 130
 
 COMMAND_MODULES = [
     store_commands, topic_commands, tail_command, queue_commands, worker_command,
-    metrics_command, kafka_commands, demo_command, doctor_command,
+    metrics_command, kafka_commands, demo_command, doctor_command, checkpoint_command,
 ]
 
 

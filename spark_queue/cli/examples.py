@@ -71,6 +71,7 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
                     "--since 1h",
     "demo": "sqliteq demo --events 20000",
     "doctor": "sqliteq doctor --json",
+    "checkpoint repair": "sqliteq checkpoint repair /data/checkpoints/orders --dry-run",
 }
 
 

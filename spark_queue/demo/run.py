@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.demo.config import DemoConfig
 from spark_queue.demo.sensor_producer import SensorProducer
 from spark_queue.demo.status import BronzeStatus, has_checkpoint
@@ -56,6 +57,11 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     fmt = table_format(spark)
     if fmt != "delta":
         out("this session has no Delta Lake (delta-spark is not installed): bronze is Parquet")
+    for checkpoint in (config.bronze_checkpoint(fmt), config.checkpoint("alerts")):
+        # A power cut can leave Spark's newest checkpoint files empty: remove exactly those.
+        repaired = repair_checkpoint(checkpoint, missing_ok=True)
+        if repaired.torn:
+            out(str(repaired))
     status = BronzeStatus(config.topic, resuming=has_checkpoint(config.bronze_checkpoint(fmt)))
     bronze = start_bronze(spark, config, fmt)
     alerts = start_alerts(spark, config)

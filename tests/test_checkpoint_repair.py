@@ -1,0 +1,143 @@
+"""The repair of a Spark checkpoint a power cut tore (spark_queue/checkpoint_repair.py).
+
+The checkpoints here are written as Spark 4.2 writes them (offsets, commits, metadata, and
+Hadoop's ``.crc`` files); tests/end_to_end/test_checkpoint_power_cut.py runs a real query.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+
+import pytest
+
+from spark_queue.checkpoint_repair import repair_checkpoint
+from spark_queue.errors import CheckpointError
+from tests.cli.cli_run import run
+
+QUERY_ID = "89bd31fd-29fc-4248-9414-e48c22217529"
+
+
+def _write(path, text: str) -> None:
+    data = text.encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    sums = b"".join(struct.pack(">I", zlib.crc32(data[i:i + 512]))
+                    for i in range(0, len(data), 512))
+    path.with_name(f".{path.name}.crc").write_bytes(b"crc\0" + struct.pack(">i", 512) + sums)
+
+
+def make_checkpoint(root, batches: int = 4, committed: int | None = None):
+    _write(root / "metadata", json.dumps({"id": QUERY_ID}))
+    conf = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {"a": "1"}})
+    for batch in range(batches):
+        _write(root / "offsets" / str(batch), f'v1\n{conf}\n{{"in":{(batch + 1) * 4}}}')
+    for batch in range(batches if committed is None else committed):
+        _write(root / "commits" / str(batch), 'v1\n{"nextBatchWatermarkMs":0}')
+    return root
+
+
+def _files(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_whole_checkpoint_is_left_as_it_is(tmp_path):
+    root = make_checkpoint(tmp_path / "ckpt")
+    before = _files(root)
+    done = repair_checkpoint(root)
+    assert not done.torn and done.removed == () and _files(root) == before
+    assert "nothing to repair" in str(done)
+
+
+@pytest.mark.parametrize(("torn", "committed"), [
+    (["offsets/3"], 3), (["commits/3"], 4), (["offsets/3", "commits/3"], 4),
+    (["commits/2", "commits/3"], 4), (["metadata"], 4), (["offsets/3", "metadata"], 3),
+])
+def test_the_empty_newest_files_and_their_checksums_are_removed_and_nothing_else(
+    tmp_path, torn, committed
+):
+    root = make_checkpoint(tmp_path / "ckpt", committed=committed)
+    for name in torn:
+        (root / name).write_bytes(b"")
+    before = _files(root)
+    done = repair_checkpoint(root)
+    crcs = [f"{name.rsplit('/', 1)[0]}/.{name.rsplit('/', 1)[1]}.crc" if "/" in name
+            else f".{name}.crc" for name in torn]
+    assert sorted(done.removed) == sorted(torn + crcs)
+    assert set(_files(root)) == set(before) - set(torn) - set(crcs)
+    assert all(name in str(done) for name in torn)
+
+
+@pytest.mark.parametrize("content", ["v1\n{\"batchWatermarkMs\":0,\"batch", "v1", "{}", "\0\0\0"])
+def test_an_unparsable_or_cut_short_newest_offsets_entry_is_torn(tmp_path, content):
+    root = make_checkpoint(tmp_path / "ckpt", committed=3)
+    (root / "offsets" / "3").write_text(content)
+    assert "offsets/3" in repair_checkpoint(root).removed
+
+
+def test_a_newest_entry_that_parses_but_fails_its_checksum_is_torn(tmp_path):
+    root = make_checkpoint(tmp_path / "ckpt", committed=3)
+    # one source line where the entries before it hold one: a whole-looking file, other bytes
+    text = (root / "offsets" / "3").read_text().replace('"in":16', '"in":99')
+    (root / "offsets" / "3").write_text(text)
+    assert "offsets/3" in repair_checkpoint(root).removed
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("offsets/1", "later entry"),  # a torn entry below a whole one
+    ("gap", "gap"),
+    ("state", "state/"),
+    ("commit without offsets", "offsets of that batch"),
+])
+def test_what_a_power_cut_cannot_leave_is_refused_and_nothing_changes(tmp_path, damage, says):
+    root = make_checkpoint(tmp_path / "ckpt", committed=4 if damage.startswith("commit") else 3)
+    (root / "offsets" / "3").write_bytes(b"")  # a torn tail that would be repaired
+    if damage == "offsets/1":
+        (root / "offsets" / "1").write_bytes(b"")
+    elif damage == "gap":
+        (root / "offsets" / "2").unlink()
+    elif damage == "state":
+        (root / "state" / "0" / "0").mkdir(parents=True)
+        (root / "state" / "0" / "0" / "4.delta").write_bytes(b"")
+    before = _files(root)
+    with pytest.raises(CheckpointError, match=says):
+        repair_checkpoint(root)
+    assert _files(root) == before
+
+
+def test_a_torn_metadata_gets_the_query_id_back_when_given(tmp_path):
+    root = make_checkpoint(tmp_path / "ckpt")
+    (root / "metadata").write_bytes(b"")
+    done = repair_checkpoint(root, query_id=QUERY_ID)
+    assert json.loads((root / "metadata").read_text()) == {"id": QUERY_ID}
+    assert done.rewritten == ("metadata",)
+    with pytest.raises(CheckpointError, match="UUID"):
+        repair_checkpoint(root, query_id="not-an-id")
+    with pytest.raises(CheckpointError, match="whole"):
+        repair_checkpoint(root, query_id=QUERY_ID)
+
+
+def test_a_file_uri_is_a_local_checkpoint_and_another_scheme_is_refused(tmp_path):
+    root = make_checkpoint(tmp_path / "ckpt")
+    (root / "commits" / "3").write_bytes(b"")
+    assert repair_checkpoint(f"file:{root}", dry_run=True).removed
+    assert (root / "commits" / "3").exists()  # a dry run changes nothing
+    assert repair_checkpoint(f"file://{root}").removed
+    with pytest.raises(CheckpointError, match="local"):
+        repair_checkpoint("dbfs:/tmp/ckpt")
+
+
+def test_the_cli_says_what_it_removed_and_refuses_with_exit_1(tmp_path, capsys):
+    root = make_checkpoint(tmp_path / "ckpt", committed=3)
+    (root / "offsets" / "3").write_bytes(b"")
+    code, out, _ = run(capsys, "checkpoint", "repair", str(root), "--dry-run")
+    assert code == 0 and "would remove: offsets/3" in out
+    code, out, _ = run(capsys, "checkpoint", "repair", str(root), "--json")
+    assert code == 0 and "offsets/3" in json.loads(out)["removed"]
+    code, out, _ = run(capsys, "checkpoint", "repair", str(root))
+    assert code == 0 and out.strip().endswith("nothing to repair.")
+    (root / "offsets" / "1").write_bytes(b"")
+    code, out, err = run(capsys, "checkpoint", "repair", str(root), "--query-id", QUERY_ID)
+    assert code == 1 and err.startswith("sqliteq checkpoint repair:") and out == ""
