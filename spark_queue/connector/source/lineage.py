@@ -133,21 +133,31 @@ def rewritten_message(
 ) -> str:
     """The store holds another event where the checkpoint's fingerprint was taken;
     ``first_after`` is the first offset stamped after the event the query read."""
+    hint = example = ""
+    if first_after < latest:  # an event stamped later: likely the first one since the restore
+        hint = (f" (the first event stamped after the one it read is at offset {first_after}, "
+                "likely where the copy ended)")
+        example = f" (e.g. {{\"{topic}\": {first_after}}})"
     return (
         f"{FORMAT_NAME} source: the checkpoint read offset {mark.offset} of topic {topic!r} "
-        f"as an event stamped {format_time_ms(mark.ts_ms)}, but {options.path!r} holds "
-        f"another event there (stamped {format_time_ms(now.ts_ms)}): the store was put back "
-        f"to a copy older than the checkpoint (a restored backup or replica; or the topic was "
-        f"deleted and created anew) and has grown past the checkpoint's position {position} "
-        f"since (latest offset {latest}), so offsets below {position} may name events this "
-        f"query never read (the first event stamped after the one it read is at offset "
-        f"{first_after}, likely where the copy ended). Ways out: put back a copy no older "
-        f"than the checkpoint (a newer backup, the replica) and restart; or give the query a "
-        f"new checkpointLocation with startingOffsets (e.g. {{\"{topic}\": {first_after}}}) "
-        f"or startingTimestamp (when the store was restored) to read what was published "
-        f"since; or set failOnDataLoss=false to go on from offset {position}, skipping what "
-        f"was published below it ({WAYS_OUT_DOC})."
+        f"as an event stamped {_stamp(mark.ts_ms)}, but {options.path!r} holds another event "
+        f"there (stamped {_stamp(now.ts_ms)}): the store was put back to a copy older than "
+        f"the checkpoint (a restored backup or replica; or the topic was deleted and created "
+        f"anew) and has grown past the checkpoint's position {position} since (latest offset "
+        f"{latest}), so offsets below {position} may name events this query never read"
+        f"{hint}. Ways out: put back a copy no older than the checkpoint (a newer backup, the "
+        f"replica) and restart; or give the query a new checkpointLocation with "
+        f"startingOffsets{example} or startingTimestamp (when the store was restored) to read "
+        f"what was published since; or set failOnDataLoss=false to go on from offset "
+        f"{position}, skipping what was published below it ({WAYS_OUT_DOC})."
     )
+
+
+def _stamp(ts_ms: int) -> str:
+    try:
+        return format_time_ms(ts_ms)
+    except (OverflowError, ValueError, OSError):  # a time a producer gave, out of range
+        return f"{ts_ms} ms"
 
 
 class HistoryGuard:
