@@ -155,6 +155,13 @@ class CheckpointError(SparkQueueError, ValueError):
     another source's offsets, several sqliteq sources where one was asked for)."""
 
 
+class StoreRewoundError(CheckpointError, OffsetRangeError):
+    """The store went back in time under a Spark query: it was restored from a copy older
+    than the query's checkpoint (the source) or than what the sink committed (the sink's
+    ledger), and perhaps grew again since, so offsets or batch ids name other events than
+    the query's. An OffsetRangeError too, which the source raised for it before."""
+
+
 class KafkaError(SparkQueueError):
     """Kafka could not be used as asked (``spark_queue.kafka``, ``sqliteq kafka ...``)."""
 

@@ -134,7 +134,11 @@ class SqliteQueueDataSource(DataSource):
     - ``failOnDataLoss`` (default ``true``): when retention removed offsets a
       query still needs, fail naming the topic, the requested and the
       earliest offsets; ``false`` logs a warning and continues from the
-      earliest offset.
+      earliest offset. The same for a store that went back in time under the
+      checkpoint (a restored copy older than it; ``StoreRewoundError``):
+      ``false`` goes on from the store's end, or from the checkpoint once the
+      store has grown past it (docs/operations.md, "A store older than a
+      checkpoint").
     - ``includeHeaders`` (default ``false``): add Kafka's ``headers`` column,
       ``array<struct<key: string, value: binary>>``.
     - ``keyFormat`` / ``valueFormat`` (default ``binary``, as Kafka):
@@ -199,7 +203,11 @@ class SqliteQueueDataSource(DataSource):
 
     Guarantees: offsets are ``{topic: next_offset}`` in Spark's checkpoint;
     a replayed micro-batch reads exactly the same rows (offsets are dense
-    and immutable; only retention removes them, see ``failOnDataLoss``).
+    and immutable; only retention removes them, see ``failOnDataLoss``). The
+    offsets also carry the store's identity (``@store``) and the fingerprint
+    of the last event read per topic (``@last``): a store put back to an
+    older copy stops the query instead of being read from positions it no
+    longer holds.
     ``availableNow`` reads what existed when the query started, in batches
     that respect ``maxRowsPerTrigger``. ``StreamingQueryProgress`` reports
     the latest offsets per topic (``sources[0].latestOffset``), so lag is
@@ -279,7 +287,10 @@ class SqliteQueueDataSource(DataSource):
     in ONE SQLite transaction, so readers see all of a batch or none of it.
     A streaming batch whose id is at or below ``last_batch_id`` (a replay
     after a crash between the sink's commit and Spark's commit log) is
-    skipped: exactly once into the file. Aborted batches write nothing. A
+    skipped: exactly once into the file. One past ``last_batch_id + 1`` is
+    refused, writing nothing (``StoreRewoundError``: the store was put back to
+    a copy older than the checkpoint; Spark's batch ids never skip a sink).
+    Aborted batches write nothing. A
     batch write commits the whole job in one transaction. Every micro-batch
     passes through driver memory once (one copy, as Arrow): size batches
     with the source's rate limit and ``spark.driver.maxResultSize``.

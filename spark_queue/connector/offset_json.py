@@ -24,14 +24,24 @@ PARTITION = 0  # the one partition of every topic
 #: No topic can be named so (topic names are letters, digits, ``_``, ``.`` and ``-``).
 #: Checkpoints written before version 7 of the file format have no such key.
 STORE_KEY = "@store"
+#: The key of a streaming source's offsets that holds, per topic, the fingerprint of the
+#: last event the query read, ``[offset, ts_ms, digest]`` (``spark_queue.store.
+#: event_fingerprints``): ``{"@last": {"clicks": [41, 1764300000000, "9c1d0e..."]}}``. At a
+#: restart the source checks that the store still holds those very events (a store put
+#: back to an older copy may have grown again: :mod:`spark_queue.connector.source.lineage`).
+#: Checkpoints written before it have no such key.
+LAST_READ_KEY = "@last"
+#: Keys of the source's offsets that are not topics; every other key is a topic.
+RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY})
 
 
 def split_store(offsets: dict) -> tuple[object, dict]:
-    """``(the recorded store identity or None, the offsets without it)``; values unchecked."""
-    if STORE_KEY not in offsets:
+    """``(the recorded store identity or None, the topics' offsets)``: the identity and
+    the last-read fingerprints (:data:`LAST_READ_KEY`) left out; values unchecked."""
+    if not RESERVED_KEYS.intersection(offsets):
         return None, offsets
-    rest = dict(offsets)
-    return rest.pop(STORE_KEY), rest
+    rest = {key: value for key, value in offsets.items() if key not in RESERVED_KEYS}
+    return offsets.get(STORE_KEY), rest
 
 
 def _loads_object(name: str, raw: str, allowed: str) -> dict:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from spark_queue.connector.offset_json import STORE_KEY
+from spark_queue.connector.offset_json import RESERVED_KEYS
 
 
 def offsets(value: Any) -> dict[str, int]:
@@ -21,8 +21,8 @@ def offsets(value: Any) -> dict[str, int]:
     ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
     or JSON ``null`` (no offset yet: a new query's first batch starts from nothing) for an
     empty mapping. A topic whose offset is null (``latestOffset`` of a named topic that does
-    not exist yet) has no offset and is left out, and so is the store's identity (``@store``,
-    which the source records beside the topics)."""
+    not exist yet) has no offset and is left out, and so are the store's identity (``@store``)
+    and the last events' fingerprints (``@last``), which the source records beside the topics."""
     if value is None:
         return {}
     parsed = value
@@ -37,7 +37,7 @@ def offsets(value: Any) -> dict[str, int]:
     if parsed is None:
         return {}
     if isinstance(parsed, Mapping):
-        parsed = {topic: offset for topic, offset in parsed.items() if topic != STORE_KEY}
+        parsed = {topic: offset for topic, offset in parsed.items() if topic not in RESERVED_KEYS}
     if not isinstance(parsed, Mapping) or not all(
         offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
         for offset in parsed.values()

@@ -28,6 +28,7 @@ from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprints
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
@@ -50,6 +51,7 @@ __all__ = [
     "Encoded",
     "EncodedChunk",
     "Event",
+    "Fingerprint",
     "HeldBack",
     "Housekeeper",
     "HousekeepingRun",
@@ -76,6 +78,7 @@ __all__ = [
     "backup_file",
     "check_file",
     "check_int",
+    "event_fingerprints",
     "hold_name",
     "hold_prefix",
     "keep_housekept",

@@ -384,6 +384,7 @@ class Store:
         queue: str | None = None,
         chunks: Iterable[topic_log.EncodedChunk] = (),
         jobs: Iterable[queue_jobs.NewJob] = (),
+        contiguous: bool = False,
     ) -> sinks.SinkCommit:
         """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
         write transaction; a batch id at or below the sink's last one writes nothing.
@@ -392,11 +393,13 @@ class Store:
         missing); otherwise it is pre-encoded ``chunks`` appended to ``topic``,
         or, without a topic, each row to the topic its chunk names. With
         ``sink_id`` and ``batch_id`` both None the rows are written once with no
-        ledger entry. The iterables are consumed inside the transaction.
+        ledger entry. The iterables are consumed inside the transaction. With
+        ``contiguous`` (a writer whose ids never skip, as Spark's micro-batches) a
+        batch id past the ledger's next one raises StoreRewoundError, writing nothing.
         """
         with translate_errors():
             return sinks.commit_rows(self.conn, sink_id, batch_id, topic=topic, queue=queue,
-                                     chunks=chunks, jobs=jobs)
+                                     chunks=chunks, jobs=jobs, contiguous=contiguous)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""

@@ -156,3 +156,18 @@ def test_a_checkpoint_recording_the_store_s_identity_reads_and_another_store_is_
     other = write_checkpoint(tmp_path / "other", {0: ['{"@store": "0123abcd", "t": 4}']}, [0])
     with pytest.raises(CheckpointError, match="positions in store 0123abcd, but .* another file"):
         kafka_starting_offsets(other, store_path)
+
+
+def test_a_checkpoint_with_the_last_events_fingerprints_reads_as_its_topics(
+    store, store_path, tmp_path
+):
+    from spark_queue.store import store_id
+
+    store.publish_many("t", range(5))
+    store.fix_mirror_shift("t", 0)
+    logged = json.dumps({"@store": store_id(store), "@last": {"t": [3, 1, "00ff00ff00ff00ff"]},
+                         "t": 4})
+    start = kafka_starting_offsets(write_checkpoint(tmp_path / "chk", {0: [logged]}, [0]),
+                                   store_path)
+    assert (json.loads(start.starting_offsets), start.store_offsets) == ({"t": {"0": 4}},
+                                                                         {"t": 4})

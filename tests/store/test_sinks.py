@@ -146,3 +146,35 @@ def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
     with pytest.raises((PayloadError, InvalidNameError)), store.write() as conn:
         topic_log.append_routed(conn, [topic_log.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
     assert not store.has_topic("a")
+
+
+def test_a_contiguous_writer_s_batch_past_the_ledger_s_next_is_refused_and_writes_nothing(
+    store,
+):
+    from spark_queue.errors import StoreRewoundError
+
+    for batch in range(5):
+        sinks.commit_batch(store.conn, "s", batch, lambda c: publish(c, "t", ["x"]),
+                           contiguous=True)
+    called = []
+    with pytest.raises(StoreRewoundError, match=r"commits batch 10, but the ledger .* ends at "
+                                                r"batch 4: batches 5 to 9"):
+        sinks.commit_batch(store.conn, "s", 10, lambda c: called.append(1) or 1,
+                           contiguous=True)
+    assert not called
+    assert sinks.ledger_entry(store.conn, "s").last_batch_id == 4
+    assert store.bounds("t") == (0, 5)
+    # Without contiguous (a user's own ids, foreachBatch) a gap is fine.
+    assert not sinks.commit_batch(store.conn, "s", 10, lambda c: publish(c, "t", ["y"])).skipped
+
+
+def test_a_contiguous_writer_s_first_batch_may_be_any_id(store, caplog):
+    with caplog.at_level("WARNING", logger="spark_queue.store"):
+        result = sinks.commit_batch(store.conn, "s", 7, lambda c: publish(c, "t", ["x"]),
+                                    contiguous=True)
+    assert (result.skipped, result.last_batch_id) == (False, 7)
+    assert "batches 0 to 6 are missing" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="spark_queue.store"):
+        sinks.commit_batch(store.conn, "t0", 0, lambda c: 0, contiguous=True)
+    assert caplog.text == ""

@@ -12,7 +12,12 @@ Which process runs what (pyspark 4.2):
   started for that commit (no state survives between batches). It opens the
   store, writes every row of every message and the sink-ledger entry in ONE
   transaction (:func:`spark_queue.store.sinks.commit_batch`), and closes it.
-  A batch id already in the ledger for this sink is skipped.
+  A batch id already in the ledger for this sink is skipped; a streaming batch id
+  past the ledger's next one is refused (the store went back in time under the
+  query: a copy older than its checkpoint put back), writing nothing. Spark's
+  batch ids never skip a sink: every batch it runs reaches ``commit``, one with
+  no rows too (a write of no partitions still runs one task, which reports the
+  query id), and a restart replays only batches at or below the ledger's.
 - ``abort`` writes nothing: rows only ever reach the file in ``commit``.
 
 Writers hold parsed options and the column layout only (both picklable).
@@ -132,6 +137,9 @@ class _SinkWriter:
         sink_id: str | None,
         batch_id: int | None,
     ) -> SinkCommit:
+        # Spark's micro-batch ids never skip (see the module's docstring); batch ids a user
+        # gives a batch write (foreachBatch) may.
+        contiguous = self.streaming
         present = [m for m in messages if m is not None]
         started = time.monotonic()
         store = Store(
@@ -144,12 +152,14 @@ class _SinkWriter:
         try:
             if self.layout.target == "queue":
                 result = store.commit_sink_batch(
-                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout)
+                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout),
+                    contiguous=contiguous,
                 )
             else:
                 chunks = (_chunk(batch, self.layout.value_type) for batch in batches)
                 result = store.commit_sink_batch(
-                    sink_id, batch_id, topic=self.options.topic, chunks=chunks
+                    sink_id, batch_id, topic=self.options.topic, chunks=chunks,
+                    contiguous=contiguous,
                 )
         finally:
             store.close()

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from spark_queue.connector.source.lineage import behind_message
 from spark_queue.connector.source.offsets import (
     Bounds,
     cap_rows,
@@ -21,8 +22,7 @@ from spark_queue.connector.source.offsets import (
     sorted_offsets,
 )
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.defaults import FORMAT_NAME
-from spark_queue.errors import OffsetRangeError
+from spark_queue.errors import StoreRewoundError
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,9 @@ class TriggerAdmission:
         for topic, top in latest.items():
             requested = start.get(topic, 0)
             if requested > top:
-                raise OffsetRangeError(
-                    f"{FORMAT_NAME} source: the checkpoint is at offset {requested} of topic "
-                    f"{topic!r} but the store's latest offset is {top}: the store was "
-                    "restored from a copy older than the checkpoint (or, for a checkpoint "
-                    "written before stores had an identity, replaced). Restore a newer copy, "
-                    "or give the query a new checkpointLocation (docs/cluster.md#checkpoints)."
-                )
+                # HistoryGuard.plan_from checked the start Spark handed back; this is a
+                # store put back under a running query.
+                raise StoreRewoundError(behind_message(topic, requested, top, self.options))
             if target is not None:
                 top = min(top, target.get(topic, requested))
             begin = effective_start(topic, requested, bounds[topic][0], self.options)

@@ -81,8 +81,8 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         store = open_source_store(self.options)
         try:
             with store.snapshot():
-                start, end = checked_range(store, self.options, start, end)
                 bounds = subscribed_bounds(store, self.options)
+                start, end = checked_range(self._history, store, start, end, bounds)
                 ranges = planned_ranges(self.options, start, end, bounds)
                 rows = sum(stop - begin for begin, stop in ranges.values())
                 if 0 < rows <= self.options.low_latency_max_rows:

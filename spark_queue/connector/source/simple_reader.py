@@ -42,10 +42,10 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import Limits, TriggerAdmission
+from spark_queue.connector.source.lineage import HistoryGuard
 from spark_queue.connector.source.offsets import (
     Bounds,
     MissingTopics,
-    check_store,
     checkpoint_offsets,
     open_source_store,
     subscribed_bounds,
@@ -80,6 +80,7 @@ class SqliteQueueSimpleStreamReader(
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
         self._identity: str | None = None  # of the file self._store has open
         self._missing = MissingTopics(reports_latest=False)  # not created yet: one WARN each
+        self._history = HistoryGuard(options)  # offsets Spark hands back, checked once
 
     def __getstate__(self) -> dict:
         # Spark pickles the reader to replay a batch in an executor: a connection
@@ -89,7 +90,7 @@ class SqliteQueueSimpleStreamReader(
         return state
 
     def initialOffset(self) -> dict:
-        return initial_offsets(self.options)
+        return initial_offsets(self.options, self._history)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._admission.prepare_available_now(read_store(self.options)[1])
@@ -101,24 +102,32 @@ class SqliteQueueSimpleStreamReader(
         try:
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)
-            assert self._identity is not None, "_bounds() read it"
+            assert self._identity is not None and self._store is not None, "_bounds() read it"
             end = next_offsets(
-                self._admission, start, self._identity, bounds, Limits.of(self.options)
+                self._admission, self._history, self._store, start, self._identity, bounds,
+                Limits.of(self.options),
             )
             if end is start:
                 return iter(()), start
-            rows = self._batches(checkpoint_offsets(start), checkpoint_offsets(end), bounds,
-                                 self._store)
+            planned = self._history.plan_from(self._store, self._identity, start, bounds)
+            rows = self._batches(planned, checkpoint_offsets(end), bounds, self._store)
             return iter(rows), end
         except StoreError:
             self._drop_store()
             raise
 
     def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[pa.RecordBatch]:
-        identity, bounds = read_store(self.options)
-        for offsets in (start, end):
-            check_store(offsets, identity, self.options)
-        return iter(self._batches(checkpoint_offsets(start), checkpoint_offsets(end), bounds))
+        from spark_queue.store import store_id
+
+        store = open_source_store(self.options)
+        try:
+            with store.snapshot():
+                identity, bounds = store_id(store), subscribed_bounds(store, self.options)
+                begin, stop = (self._history.plan_from(store, identity, offsets, bounds)
+                               for offsets in (start, end))
+                return iter(self._batches(begin, stop, bounds, store))
+        finally:
+            store.close()
 
     def commit(self, end: dict) -> None:
         save_consumer_offsets(self.options, end)

@@ -160,7 +160,10 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
            "(`500ms`, `2s`, `15m`, `1h`)"),
     Option("failOnDataLoss", boolean, default=True, doc_default="true",
            doc="fail when retention removed offsets the query needs (message names topic, "
-           "requested and earliest offsets); `false` skips ahead with a warning"),
+           "requested and earliest offsets), or when the store went back in time under the "
+           "checkpoint (a restored copy older than it: message names topic, gap and ways "
+           "out); `false` skips ahead with a warning (a store that ends before the "
+           "checkpoint: goes on from its end)"),
     Option("includeHeaders", boolean, default=False, doc_default="false",
            doc="add Kafka's `headers` column `array<struct<key:string,value:binary>>`"),
     Option("keyFormat", choice(KEY_VALUE_FORMATS), default="binary", doc_default="binary",

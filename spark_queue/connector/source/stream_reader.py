@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
+from spark_queue.connector.source.lineage import HistoryGuard
 from spark_queue.connector.source.offsets import (
     Bounds,
     MissingTopics,
@@ -35,7 +36,6 @@ from spark_queue.connector.source.offsets import (
     open_source_store,
     starting_offsets,
     subscribed_bounds,
-    with_store,
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
@@ -70,30 +70,33 @@ def read_store(options: SourceOptions) -> tuple[str, Bounds]:
         store.close()
 
 
-def initial_offsets(options: SourceOptions) -> dict:
+def initial_offsets(options: SourceOptions, guard: HistoryGuard) -> dict:
     """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one
-    snapshot, with the store's identity."""
+    snapshot, with the store's identity and the fingerprints of the events before it."""
     from spark_queue.store import store_id
 
     store = open_source_store(options)
     try:
         with store.snapshot():
             start = starting_offsets(store, options, subscribed_bounds(store, options))
-            return with_store(start, store_id(store))
+            return guard.record(store, store_id(store), start, None)
     finally:
         store.close()
 
 
 def next_offsets(
-    admission: TriggerAdmission, start: dict, identity: str, bounds: Bounds, limits: Limits
+    admission: TriggerAdmission, guard: HistoryGuard, store: Store, start: dict, identity: str,
+    bounds: Bounds, limits: Limits,
 ) -> dict:
-    """The end of the next batch with the store's identity, or ``start`` itself (as Spark
-    gave it) when no batch should run now; offsets of another store file are refused."""
-    check_store(start, identity, admission.options)
-    end = admission.next_end(start, bounds, limits)
+    """The end of the next batch as handed to Spark (the store's identity, fingerprints),
+    or ``start`` itself (as Spark gave it) when no batch should run now. ``start`` is
+    checked first: offsets of another store file, or of a history the store no longer
+    holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
+    planned = guard.plan_from(store, identity, start, bounds)
+    end = admission.next_end(planned, bounds, limits)
     if end == checkpoint_offsets(start):
         return start
-    return with_store(end, identity)
+    return guard.record(store, identity, end, start)
 
 
 def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
@@ -119,16 +122,15 @@ def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
         store.close()
 
 
-def checked_range(store: Store, options: SourceOptions, start: dict, end: dict):
-    """``(start, end)`` of a batch Spark plans, checked to be this source's offsets of this
-    very store file, without the identity."""
+def checked_range(guard: HistoryGuard, store: Store, start: dict, end: dict, bounds: Bounds):
+    """``(start, end)`` of a batch Spark plans as ``{topic: offset}`` to read, each checked
+    to be this source's offsets of this very store file and of the history it holds (a
+    batch replayed after a restart reaches here first). Caller holds one snapshot."""
     from spark_queue.store import store_id
 
-    topics = checkpoint_offsets(start), checkpoint_offsets(end)
     identity = store_id(store)
-    check_store(start, identity, options)
-    check_store(end, identity, options)
-    return topics
+    return (guard.plan_from(store, identity, start, bounds),
+            guard.plan_from(store, identity, end, bounds))
 
 
 class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
@@ -147,10 +149,12 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         # Named topics the store does not hold yet: the stream waits for them (a producer
         # may create them later), says so once, and reports them in latestOffset as null.
         self._missing = MissingTopics()
+        # The offsets Spark hands back, checked against the history the store holds.
+        self._history = HistoryGuard(options)
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
-        offsets = initial_offsets(self.options)
+        offsets = initial_offsets(self.options, self._history)
         if self._position is None:
             self._position = offsets
         return offsets
@@ -169,11 +173,19 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         from spark_queue.store import keep_housekept
 
         keep_housekept(self.options.path)  # this planning process lives as long as the query
+        from spark_queue.store import store_id
+
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
-        identity, bounds = read_store(self.options)
-        self._missing.note(self.options, bounds)
-        return next_offsets(self._admission, start, identity, bounds, self._limits(limit))
+        store = open_source_store(self.options)
+        try:
+            with store.snapshot():
+                identity, bounds = store_id(store), subscribed_bounds(store, self.options)
+                self._missing.note(self.options, bounds, store)
+                return next_offsets(self._admission, self._history, store, start, identity,
+                                    bounds, self._limits(limit))
+        finally:
+            store.close()
 
     def _limits(self, limit) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
@@ -201,8 +213,8 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         store = open_source_store(self.options)
         try:
             with store.snapshot():
-                start, end = checked_range(store, self.options, start, end)
                 bounds = subscribed_bounds(store, self.options)
+                start, end = checked_range(self._history, store, start, end, bounds)
                 return plan_partitions(store, self.options, self.schema, start, end, bounds)
         finally:
             store.close()
