@@ -28,6 +28,7 @@ from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
@@ -46,6 +47,8 @@ __all__ = [
     "BackupSource",
     "CheckReport",
     "ConsumerInfo",
+    "CopyMark",
+    "CopyOpened",
     "Encoded",
     "EncodedChunk",
     "Event",
@@ -56,6 +59,7 @@ __all__ = [
     "Job",
     "JobInfo",
     "LeaseResult",
+    "MirrorCopies",
     "NackResult",
     "NewJob",
     "Producer",
