@@ -26,8 +26,17 @@ move over, waiting out broker outages (:mod:`~spark_queue.kafka.mirror`).
 
 The copy's position holds the store's retention: it is saved as the next offset
 of the consumer ``sqliteq.mirror[.<prefix>]`` (``Store.hold_name``) when a topic
-is opened (Kafka's end) and after every delivered batch, so ``prune`` never
-deletes an event the copy has not got unless forced.
+is opened and after every delivered batch, so ``prune`` never deletes an event
+the copy has not got unless forced. The opening saves it first at the store's
+earliest offset, in the transaction that reads the bounds and fixes the shift,
+before Kafka is asked anything, then at Kafka's end: a retention run while Kafka
+answers deletes nothing the copy may lack. The store's side
+(:class:`~spark_queue.store.MirrorCopies`) refuses what would misnumber the copy:
+a position below the earliest offset or rows that do not start where the copy
+ends (a forced prune: ``MirrorGapError``), a store topic deleted and created anew
+under a running copy (``MirrorTopicChangedError``), and a second exporter of the
+same prefix, told whose lease it met (``MirrorLeaseError``)
+(``tests/kafka/test_export_guards.py``).
 
 A topic the export creates gets one partition, :data:`topic_checks.EXPORT_TOPIC_CONFIG`,
 ``TopicOptions.config`` and ``replication_factor`` replicas; a topic's settings under

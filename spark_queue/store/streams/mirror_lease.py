@@ -9,9 +9,11 @@ or asks Kafka anything, renewed every third of :data:`MIRROR_LEASE_MS` by a daem
 with a connection of its own (:class:`LeaseKeeper`, so a Kafka call that blocks for minutes
 cannot let it lapse), and deleted when the exporter ends. Another exporter of the same hold
 is refused naming the holder (:class:`~spark_queue.errors.MirrorLeaseError`) while the lease
-runs; a holder killed stops renewing, and its lease is free once it runs out. A lease whose
-end lies further ahead than its own length is stale too: only a clock set back since it was
-written puts it there.
+runs. A holder killed (SIGKILL, a power cut) stops renewing: an exporter on the same machine
+sees at once that its process is gone (same host and process namespace, and no process of
+that id started at that time: a rerun right after a kill goes ahead), any other once the
+lease runs out. A lease whose end lies further ahead than its own length is stale too: only
+a clock set back since it was written puts it there.
 
 The lease is a fence as well: every write of the hold checks in its own transaction that
 the lease is still this exporter's (:func:`check_lease`), so an exporter that lost it (paused
@@ -50,25 +52,60 @@ class LeaseHolder(NamedTuple):
     until_ms: int
     lease_ms: int
     renewals: int
+    process: str = ""  # its pid namespace and start time ("" where /proc does not say)
 
     def describe(self) -> str:
         return (f"process {self.pid} on host {self.host!r} since {_utc(self.since_ms)} "
                 f"(its lease runs until {_utc(self.until_ms)} unless renewed)")
 
     def live(self, now: int) -> bool:
-        """Whether it still holds: renewed in time, and not from a clock set back since."""
-        return now < self.until_ms <= now + self.lease_ms
+        """Whether it still holds: renewed in time, not from a clock set back since, and
+        (as far as this machine can tell) its process still runs."""
+        return now < self.until_ms <= now + self.lease_ms and not self.gone()
+
+    def gone(self) -> bool:
+        """Whether its process certainly ended: a process of this machine's (same host and
+        pid namespace) that no longer runs, or whose id another process took since."""
+        if not self.process or self.host != socket.gethostname():
+            return False
+        namespace = self.process.split("/")[0]
+        if namespace != _namespace():
+            return False  # another container's process: its ids are not ours to look up
+        return _process_of(self.pid) != self.process
 
 
 def _utc(at_ms: int) -> str:
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _process_of(pid: int) -> str:
+    """``<pid namespace>/<start time>`` of process ``pid`` as this machine sees it; "" if no
+    such process runs (or /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return ""
+    namespace = _namespace()
+    if not namespace or len(fields) <= 19 or fields[0] in (b"Z", b"X"):
+        return ""  # a zombie is a process that ended, waiting for its parent to see it
+    # Field 22 of stat (the 20th after the command's name): the start time in clock ticks.
+    return f"{namespace}/{fields[19].decode()}"
+
+
 def new_holder(lease_ms: int) -> LeaseHolder:
     """This process's claim on a lease (not taken yet)."""
     now = now_ms()
-    return LeaseHolder(os.urandom(8).hex(), socket.gethostname(), os.getpid(), now,
-                       now + lease_ms, lease_ms, 0)
+    pid = os.getpid()
+    return LeaseHolder(os.urandom(8).hex(), socket.gethostname(), pid, now, now + lease_ms,
+                       lease_ms, 0, _process_of(pid))
 
 
 def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
@@ -81,7 +118,8 @@ def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
         found: dict[str, Any] = json.loads(row[0])
         return LeaseHolder(str(found["token"]), str(found["host"]), int(found["pid"]),
                            int(found["since_ms"]), int(found["until_ms"]),
-                           int(found["lease_ms"]), int(found["renewals"]))
+                           int(found["lease_ms"]), int(found["renewals"]),
+                           str(found.get("process", "")))
     except (TypeError, ValueError, KeyError):
         return None
 

@@ -6,6 +6,9 @@ test_export_guards.py)."""
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -15,7 +18,9 @@ from spark_queue.errors import (
     MirrorTopicChangedError,
     UnknownTopicError,
 )
-from spark_queue.store import MirrorCopies, Store
+from spark_queue.store import MirrorCopies
+
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 
 
 @pytest.fixture
@@ -99,3 +104,22 @@ def test_a_refused_opening_leaves_no_hold_and_no_shift_another_copy_relies_on(co
     store.commit_offsets("sqliteq.mirror.q.", {"t": 0})  # another prefix's copy
     copies.abandon(opened)
     assert store.mirror_shift("t") == 0
+
+
+def test_a_lease_whose_process_was_killed_is_taken_at_once_on_the_same_machine(store):
+    store.create_topic("t")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from spark_queue.store import MirrorCopies, Store\n"
+         "MirrorCopies(Store(sys.argv[1])).acquire()\n"
+         "print('held', flush=True)\n"
+         "time.sleep(120)\n", store.path],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(MirrorLeaseError, match=f"process {holder.pid} "):
+            MirrorCopies(store).acquire()
+    finally:
+        holder.kill()
+        holder.wait(30)
+    MirrorCopies(store).acquire().release()  # 30 s before its lease would run out
