@@ -99,7 +99,9 @@ class MirrorCopies:
             shift = mirrors.fix_shift(conn, topic, earliest)
             mark = CopyMark(topic, tid, created_ms, shift)
             known = self.marks.get(topic)
-            if known is not None and known[1:] != mark[1:]:
+            # Deleting a topic forgets its shift: a topic this copy opened before and finds
+            # without one was deleted since, whatever its new id (ids can come again).
+            if known is not None and (recorded is None or known[1:] != mark[1:]):
                 raise _changed(self.prefix, known, recreated=True)
             held = conn.execute("SELECT 1 FROM sq_consumers WHERE consumer = ? AND topic_id = ?",
                                 (self.hold, tid)).fetchone()
@@ -126,6 +128,7 @@ class MirrorCopies:
             ).fetchone()
             if opened.new_shift and others is None:
                 mirrors.forget(conn, mark.topic)
+                self.marks.pop(mark.topic, None)  # the next opening starts the copy anew
 
     def bounds(self, mark: CopyMark) -> tuple[int, int]:
         """``(earliest, latest)`` of the topic ``mark`` opened, checked to be that topic."""

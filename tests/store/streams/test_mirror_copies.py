@@ -123,3 +123,23 @@ def test_a_lease_whose_process_was_killed_is_taken_at_once_on_the_same_machine(s
         holder.kill()
         holder.wait(30)
     MirrorCopies(store).acquire().release()  # 30 s before its lease would run out
+
+
+def test_a_topic_created_anew_under_the_same_id_is_still_not_the_one_opened(copies, store):
+    mark = copies.open("t").mark
+    store.delete_topic("t")
+    store.publish_many("t", ["new"])  # the only topic: SQLite gives the new row the same id
+    with store.snapshot():
+        assert store.conn.execute("SELECT id FROM sq_topics WHERE name = 't'").fetchone()[0] \
+            == mark.topic_id
+    with pytest.raises(MirrorTopicChangedError, match="deleted and created anew"):
+        copies.bounds(mark)
+    with pytest.raises(MirrorTopicChangedError, match="deleted and created anew"):
+        copies.open("t")
+
+
+def test_a_copy_abandoned_at_its_first_opening_opens_again_as_new(copies, store):
+    copies.abandon(copies.open("t"))
+    store.prune("t", retention_rows=4)  # nothing holds it now
+    opened = copies.open("t")
+    assert (opened.mark.shift, opened.new_shift) == (6, True)
