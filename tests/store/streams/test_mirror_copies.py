@@ -106,6 +106,7 @@ def test_a_refused_opening_leaves_no_hold_and_no_shift_another_copy_relies_on(co
     assert store.mirror_shift("t") == 0
 
 
+@pytest.mark.slow  # a subprocess, killed
 def test_a_lease_whose_process_was_killed_is_taken_at_once_on_the_same_machine(store):
     store.create_topic("t")
     holder = subprocess.Popen(
