@@ -181,3 +181,23 @@ class KafkaTopicError(KafkaError, LookupError):
 class KafkaTargetMismatchError(KafkaError, ValueError):
     """An export's Kafka topic holds records that are not the store topic's, offset for
     offset (another topic's, or more than the store has); nothing was written to it."""
+
+
+class MirrorError(KafkaError):
+    """A Kafka copy of store topics (``kafka export``, its ``--follow`` mirror) cannot go on
+    as it stands; nothing misnumbered was sent (the message says what to do)."""
+
+
+class MirrorLeaseError(MirrorError):
+    """Another exporter of the same prefix holds the copy's lease (the message names its
+    process, host and since when), or this one lost it to another."""
+
+
+class MirrorGapError(MirrorError, DataLossError):
+    """Events the copy still lacks were removed from the store (a forced prune, a hold
+    deleted by hand): continuing would leave a gap or misnumber the copy."""
+
+
+class MirrorTopicChangedError(MirrorError, LookupError):
+    """A store topic was deleted (and maybe created anew) while its copy was being made: the
+    Kafka topic holds the old topic's events, the new one's offsets start again."""

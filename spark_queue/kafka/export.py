@@ -26,8 +26,17 @@ move over, waiting out broker outages (:mod:`~spark_queue.kafka.mirror`).
 
 The copy's position holds the store's retention: it is saved as the next offset
 of the consumer ``sqliteq.mirror[.<prefix>]`` (``Store.hold_name``) when a topic
-is opened (Kafka's end) and after every delivered batch, so ``prune`` never
-deletes an event the copy has not got unless forced.
+is opened and after every delivered batch, so ``prune`` never deletes an event
+the copy has not got unless forced. The opening saves it first at the store's
+earliest offset, in the transaction that reads the bounds and fixes the shift,
+before Kafka is asked anything, then at Kafka's end: a retention run while Kafka
+answers deletes nothing the copy may lack. The store's side
+(:class:`~spark_queue.store.MirrorCopies`) refuses what would misnumber the copy:
+a position below the earliest offset or rows that do not start where the copy
+ends (a forced prune: ``MirrorGapError``), a store topic deleted and created anew
+under a running copy (``MirrorTopicChangedError``), and a second exporter of the
+same prefix, told whose lease it met (``MirrorLeaseError``)
+(``tests/kafka/test_export_guards.py``).
 
 A topic the export creates gets one partition, :data:`topic_checks.EXPORT_TOPIC_CONFIG`,
 ``TopicOptions.config`` and ``replication_factor`` replicas; a topic's settings under
@@ -49,6 +58,7 @@ from spark_queue.errors import (
     KafkaTargetMismatchError,
     KafkaTopicError,
     KafkaUnavailableError,
+    SparkQueueError,
 )
 from spark_queue.kafka import mirror, topic_checks
 from spark_queue.kafka.client_config import KafkaSettings, as_kafka_settings
@@ -62,7 +72,7 @@ from spark_queue.kafka.records import (
     from_message,
     from_store_row,
 )
-from spark_queue.store import Housekeeper, Store, hold_name
+from spark_queue.store import CopyMark, CopyOpened, Housekeeper, MirrorCopies, Store, hold_name
 
 CHUNK_EVENTS = 5000  # events read from the store per snapshot and handed to the producer
 SAMPLE_EVENTS = 100  # records compared at each end of the log when an export is verified
@@ -97,13 +107,15 @@ class ExportResult:
 
 
 class _Target:
-    """One store topic's Kafka copy during a run: where this run's records start, what Kafka
-    answered of them (the link checks each lands at its offset), and what the hold names."""
+    """One store topic's Kafka copy during a run: the topic as opened (``mark``), where this
+    run's records start, what Kafka answered of them (the link checks each lands at its
+    offset), and what the hold names."""
 
-    def __init__(self, topic: str, kafka_topic: str, shift: int, next_kafka: int) -> None:
-        self.topic = topic
+    def __init__(self, mark: CopyMark, kafka_topic: str, next_kafka: int) -> None:
+        self.mark = mark
+        self.topic = mark.topic
         self.kafka_topic = kafka_topic
-        self.shift = shift
+        self.shift = mark.shift
         self.start = next_kafka  # Kafka's end when the copy was opened
         self.delivered = Delivered(next_kafka, next_kafka)  # the link's last answer
         self.saved_upto = next_kafka  # the Kafka offset the store's hold names
@@ -111,7 +123,9 @@ class _Target:
 
 class Exporter:
     """Exports over one link to Kafka, which it closes; :func:`export_topics` is the usual
-    way in."""
+    way in. ``copies`` is the store's side of the copy, its lease taken (:func:`export_topics`
+    keeps one for a whole mirror); without it the exporter takes the lease itself and gives it
+    back at :meth:`close` (MirrorLeaseError if another exporter of the prefix holds it)."""
 
     def __init__(
         self,
@@ -120,6 +134,7 @@ class Exporter:
         prefix: str = "",
         progress: Progress | None = None,
         topic_options: TopicOptions | None = None,
+        copies: MirrorCopies | None = None,
     ) -> None:
         self.store = store
         self.link = link
@@ -128,17 +143,43 @@ class Exporter:
         self.progress = progress
         self.topic_options = topic_options or TopicOptions()
         self.targets: dict[str, _Target] = {}
+        self._own_copies = copies is None
+        try:
+            self.copies = copies or MirrorCopies(store, prefix).acquire()
+        except BaseException:
+            link.close()
+            raise
 
     def close(self) -> None:
         """Drop what the producer still holds (a rerun or the next attempt resends it after
         reading Kafka's end) and close the clients."""
-        self.link.close()
+        try:
+            self.link.close()
+        finally:
+            if self._own_copies:
+                self.copies.release()
 
     # -- opening a target: checks before anything is written ---------------
     def target(self, topic: str) -> _Target:
         if topic in self.targets:
             return self.targets[topic]
-        kafka_topic = self.prefix + topic
+        # The hold first, in the transaction that reads the bounds, before Kafka is asked
+        # anything: a retention run while Kafka answers deletes nothing the copy may lack
+        # (tests/kafka/test_export_guards.py).
+        opened = self.copies.open(topic)
+        try:
+            target = self.targets[topic] = self._open_kafka(opened)
+        except BaseException:
+            try:
+                self.copies.abandon(opened)  # a refused copy leaves no hold behind
+            except SparkQueueError as exc:
+                log.warning("store topic %r: the hold this run saved stays: %s", topic, exc)
+            raise
+        return target
+
+    def _open_kafka(self, opened: CopyOpened) -> _Target:
+        mark = opened.mark
+        topic, kafka_topic = mark.topic, self.prefix + mark.topic
         found = self.link.describe_topic(kafka_topic) or self._create(topic, kafka_topic)
         parts = found.partitions
         if parts != [0]:
@@ -147,18 +188,14 @@ class Exporter:
                 f"one partition whose offsets are store topic {topic!r}'s: export to a new "
                 "topic (--prefix) or delete it."
             )
-        earliest, latest = self.store.bounds(topic)
-        recorded = self.store.mirror_shift(topic)
-        shift = earliest if recorded is None else recorded
-        high = self._check_overlap(topic, kafka_topic, shift, (earliest, latest))
+        high = self._check_overlap(mark, kafka_topic, (opened.earliest, opened.latest))
         # As the broker applies them, whoever created it (a created topic passes: checked above).
-        self._check_settings(topic, kafka_topic, high + shift, found.config)
-        shift = self.store.fix_mirror_shift(topic, shift)
-        # The hold names exactly what this copy holds (a reset: a copy deleted and made anew
-        # starts lower), so retention keeps what it lacks.
-        self.store.commit_offsets(self.hold, {topic: high + shift}, reset=True)
-        target = self.targets[topic] = _Target(topic, kafka_topic, shift, high)
-        return target
+        self._check_settings(topic, kafka_topic, high + mark.shift, found.config)
+        # The hold names exactly what this copy holds (a copy deleted and made anew starts
+        # lower); a position below the earliest offset (a forced prune since the opening) is
+        # refused, never saved.
+        self.copies.save([(mark, high + mark.shift)])
+        return _Target(mark, kafka_topic, high)
 
     def _create(self, topic: str, kafka_topic: str) -> KafkaTopic:
         options = self.topic_options
@@ -181,10 +218,10 @@ class Exporter:
         for problem in found:
             log.warning("Kafka topic %r: %s; exporting anyway (--force)", kafka_topic, problem)
 
-    def _check_overlap(self, topic: str, kafka_topic: str, shift: int, store: tuple[int, int]
-                       ) -> int:
+    def _check_overlap(self, mark: CopyMark, kafka_topic: str, store: tuple[int, int]) -> int:
         """Refuse a Kafka topic that is not a prefix of the store's copy, comparing the
         records both sides hold at Kafka's first and last offsets; returns Kafka's end."""
+        topic, shift = mark.topic, mark.shift
         earliest, latest = store
         (_, high), windows = self._kafka_ends(kafka_topic, 1, held_from=earliest - shift)
         where = f"Kafka topic {kafka_topic!r} at {self.link.settings.bootstrap}"
@@ -204,7 +241,8 @@ class Exporter:
                 "without a gap. Export to a new Kafka topic (--prefix)."
             )
         for offset, end, records in windows:
-            mine = self._store_contents(topic, offset + shift, end + shift)
+            mine = [from_store_row(row, topic) for row in
+                    self.copies.rows(mark, offset + shift, end + shift).to_pylist()]
             if mine != [from_message(m) for m in records]:
                 raise KafkaTargetMismatchError(
                     f"{where} holds other records: its offset {offset} is not store topic "
@@ -234,12 +272,15 @@ class Exporter:
         """Send the store's events past what Kafka holds, up to the store's latest now;
         returns how many were handed to the producer (delivered once :meth:`flush` returns)."""
         target = self.target(topic)
-        latest = self.store.latest_offset(topic)
+        # Checked each pass, even with nothing to send: a topic deleted and created anew
+        # starts its offsets again (MirrorTopicChangedError).
+        _, latest = self.copies.bounds(target.mark)
         start = target.delivered.sent + target.shift
         total = max(0, latest - start)
         for chunk_start in range(start, latest, CHUNK_EVENTS):
-            rows = self.store.read_arrow(
-                topic, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
+            # Exactly from chunk_start, or MirrorGapError: never the next rows renumbered.
+            rows = self.copies.rows(
+                target.mark, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
             # Converted as the link takes them (records.py's, not called back here): a row that
             # cannot be exported (a reserved header) ends the send after those before it.
@@ -261,8 +302,7 @@ class Exporter:
             self._raise_failure(target)
         moved = {t.topic: t for t in self.targets.values() if t.delivered.upto > t.saved_upto}
         if moved:
-            self.store.commit_offsets(
-                self.hold, {name: t.delivered.upto + t.shift for name, t in moved.items()})
+            self.copies.save([(t.mark, t.delivered.upto + t.shift) for t in moved.values()])
             for target in moved.values():
                 target.saved_upto = target.delivered.upto
 
@@ -272,8 +312,9 @@ class Exporter:
             why = f"Kafka did not take offset {delivered.upto}: {delivered.failure.text}"
         elif delivered.landed_at is not None:
             why = (f"the record meant for offset {delivered.upto} landed at {delivered.landed_at}"
-                   ": another producer writes this topic (docs/outgrowing.md, Cutover: stop the "
-                   "store's producers before Kafka's start)")
+                   ": another producer writes this topic, or it was deleted and created anew "
+                   "(docs/outgrowing.md, Cutover: stop the store's producers before Kafka's "
+                   "start)")
         else:
             return
         # A delivery that timed out or lost its broker ends with the outage: the mirror
@@ -360,31 +401,38 @@ def export_topics(
         for name in names:
             store.bounds(name)  # an unknown topic fails before anything is sent
         hold_name(prefix)  # a prefix that makes no hold's name fails first too
+        # One exporter per prefix for the whole run (every pass of a mirror): a second one
+        # is refused here, naming this one, before it reads a bound or asks Kafka anything.
+        copies = MirrorCopies(store, prefix).acquire()
 
         def open_pass() -> Exporter:
             link = KafkaLink(settings, group=f"sqliteq-export-{os.getpid()}")
-            return Exporter(store, link, prefix, progress, topic_options)
+            return Exporter(store, link, prefix, progress, topic_options, copies)
 
         def names_of() -> list[str]:
             return names if topics else [info.name for info in store.topics()]
 
-        if follow:
-            # A mirror runs for days: it applies the store's retention like every other
-            # long-running process on it (docs/operations.md), which its hold then limits.
-            keeper = Housekeeper(str(path)).start()
-            try:
-                watch = mirror.Mirror(store, prefix, topics, on_status)
-                exporter, names = mirror.follow(watch, open_pass, names_of, stop=stop,
-                                                poll_ms=poll_ms, give_up_after_s=give_up_after_s)
-            finally:
-                keeper.stop()
-        else:
-            exporter = open_pass()
         try:
-            if not follow:
-                for name in names:
-                    exporter.send(name)
-                exporter.flush()
-            return [exporter.verify(name) for name in names]
+            if follow:
+                # A mirror runs for days: it applies the store's retention like every other
+                # long-running process on it (docs/operations.md), which its hold then limits.
+                keeper = Housekeeper(str(path)).start()
+                try:
+                    watch = mirror.Mirror(store, prefix, topics, on_status)
+                    exporter, names = mirror.follow(watch, open_pass, names_of, stop=stop,
+                                                    poll_ms=poll_ms,
+                                                    give_up_after_s=give_up_after_s)
+                finally:
+                    keeper.stop()
+            else:
+                exporter = open_pass()
+            try:
+                if not follow:
+                    for name in names:
+                        exporter.send(name)
+                    exporter.flush()
+                return [exporter.verify(name) for name in names]
+            finally:
+                exporter.close()
         finally:
-            exporter.close()
+            copies.release()

@@ -9,7 +9,10 @@ backoff (1 s, doubling, at most 10 s) new ones read Kafka's end and check the re
 both sides hold there, as a rerun does, so the copy goes on with no gap and no
 duplicate. The first pass after an outage also verifies the copy (end offsets and the
 first and last records). ``give_up_after_s`` ends an outage that lasts longer with its
-error. Every other error (a foreign target, a refused event) ends the mirror at once.
+error. Every other error (a foreign target, a refused event, a store topic deleted and
+created anew, events the copy lacks pruned by force, its lease lost to another exporter)
+ends the mirror at once. The whole mirror holds the copy's lease, during outages too: a
+second exporter of its prefix is refused (:mod:`~spark_queue.store.streams.mirror_lease`).
 
 State changes (mirroring, waiting for Kafka) go to ``on_status`` once each, with every
 topic's lag as the store's hold rows record it (:func:`lags`); each failed attempt is an
