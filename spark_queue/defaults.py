@@ -63,3 +63,11 @@ KAFKA_TIMEOUT_MS = 10_000
 #: The longest wait a Kafka command accepts: an hour, past any broker restart; a larger
 #: value is a unit mistake (seconds given as milliseconds).
 KAFKA_TIMEOUT_MAX_MS = 3_600_000
+
+#: A streaming query's position under a consumer name holds retention from the query's
+#: start, before Spark has checkpointed an offset naming the query (its first batch).
+#: Until then the planning process refreshes it every POSITION_REFRESH_MS; a start
+#: position left unrefreshed this long (its process died before its first checkpoint,
+#: so no restart can ever name it) stops holding retention (docs/reading.md).
+UNCONFIRMED_POSITION_HOLD_MS = 60_000
+POSITION_REFRESH_MS = 5_000

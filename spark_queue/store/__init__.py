@@ -28,6 +28,7 @@ from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
@@ -58,6 +59,7 @@ __all__ = [
     "LeaseResult",
     "NackResult",
     "NewJob",
+    "PositionInfo",
     "Producer",
     "PruneResult",
     "Queue",

@@ -30,6 +30,7 @@ WRITTEN_BY = {
     5: "85d9262a730d6be2e0b25784d2cab148233b3f8e",
     6: "406650e8a0fa533dc4f7b20b3ea110ba15442870",
     7: "7b36002e9ff62a64a80c03fb5313e6ff8207e0d9",
+    8: "cd8173fdc0918b5f8e4ab1131eade45bbea05207",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),
