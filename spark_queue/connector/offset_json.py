@@ -26,12 +26,28 @@ PARTITION = 0  # the one partition of every topic
 STORE_KEY = "@store"
 
 
+#: The key naming the streaming query whose offsets these are (an id its source chose at
+#: the query's start, carried from offset to offset and so kept by the checkpoint):
+#: ``{"@reader": "5c1d...", "@store": "9f0c...", "clicks": 42}``. Queries sharing one
+#: ``consumer`` name each save their own position under it. Checkpoints written before
+#: version 9 of the file format have no such key; the next batch planned records one.
+READER_KEY = "@reader"
+
+
 def split_store(offsets: dict) -> tuple[object, dict]:
-    """``(the recorded store identity or None, the offsets without it)``; values unchecked."""
-    if STORE_KEY not in offsets:
+    """``(the recorded store identity or None, the topics' offsets)``: the keys that are not
+    topics (``@store``, ``@reader``) left out; values unchecked."""
+    if STORE_KEY not in offsets and READER_KEY not in offsets:
         return None, offsets
     rest = dict(offsets)
-    return rest.pop(STORE_KEY), rest
+    rest.pop(READER_KEY, None)
+    return rest.pop(STORE_KEY, None), rest
+
+
+def reader_of(offsets: object) -> str | None:
+    """The query id the offsets carry (``@reader``), or None."""
+    reader = offsets.get(READER_KEY) if isinstance(offsets, dict) else None
+    return reader if isinstance(reader, str) else None
 
 
 def _loads_object(name: str, raw: str, allowed: str) -> dict:

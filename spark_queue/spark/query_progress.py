@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from spark_queue.connector.offset_json import STORE_KEY
+from spark_queue.connector.offset_json import READER_KEY, STORE_KEY
 
 
 def offsets(value: Any) -> dict[str, int]:
@@ -37,7 +37,8 @@ def offsets(value: Any) -> dict[str, int]:
     if parsed is None:
         return {}
     if isinstance(parsed, Mapping):
-        parsed = {topic: offset for topic, offset in parsed.items() if topic != STORE_KEY}
+        parsed = {topic: offset for topic, offset in parsed.items()
+                  if topic not in (STORE_KEY, READER_KEY)}
     if not isinstance(parsed, Mapping) or not all(
         offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
         for offset in parsed.values()

@@ -296,6 +296,17 @@ class Store:
                 self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
             )
 
+    def save_start(
+        self, consumer: str, reader: str, choose: Callable[[], Mapping[str, int]]
+    ) -> dict[str, int]:
+        """Choose a new query's start offsets (``choose()``, run inside ONE write transaction,
+        so no retention run can delete above them before they are saved) and save them as
+        ``reader``'s unconfirmed position under ``consumer``; returns them."""
+        with self.write():
+            start = dict(choose())
+            consumer_offsets.commit(self.conn, consumer, start, reader=reader, confirmed=False)
+            return start
+
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
         with self.file.read():

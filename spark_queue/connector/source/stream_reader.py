@@ -9,8 +9,10 @@ another driver process: it sees only the parsed options and the schema.
 
 Spark's checkpoint is the source of truth for the position. ``commit`` (when
 ``consumer`` is set) saves offsets in the store for retention, lag and
-``startingOffsets=committed``; Spark does not call it for the last batch before
-a stop, so saved offsets trail the checkpoint by up to one batch. Nothing here
+``startingOffsets=committed``, as this query's own position under the name
+(:mod:`~spark_queue.connector.source.query_position`: the start is saved too); Spark
+does not call it for the last batch before a stop, so saved offsets trail the
+checkpoint by up to one batch. Nothing here
 depends on ``commit`` or ``stop`` being called.
 """
 
@@ -39,8 +41,8 @@ from spark_queue.connector.source.offsets import (
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
+from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.errors import SparkQueueError
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -70,53 +72,44 @@ def read_store(options: SourceOptions) -> tuple[str, Bounds]:
         store.close()
 
 
-def initial_offsets(options: SourceOptions) -> dict:
-    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one
-    snapshot, with the store's identity."""
+def initial_offsets(options: SourceOptions, reader: str | None = None) -> dict:
+    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), with the store's
+    identity; with ``reader`` (the query's id under ``consumer``), the start is chosen and
+    saved as its position in ONE write transaction: retention never deletes what the first
+    batch reads (:mod:`~spark_queue.connector.source.query_position`)."""
     from spark_queue.store import store_id
 
     store = open_source_store(options)
     try:
+        chosen: dict[str, int] = {}
+
+        def choose() -> dict[str, int]:
+            bounds = subscribed_bounds(store, options)
+            chosen.update(starting_offsets(store, options, bounds))
+            return {t: o for t, o in chosen.items() if t in bounds and o <= bounds[t][1]}
+
+        if options.consumer is not None and reader is not None:
+            store.save_start(options.consumer, reader, choose)
+            return with_store(chosen, store_id(store), reader)
         with store.snapshot():
-            start = starting_offsets(store, options, subscribed_bounds(store, options))
-            return with_store(start, store_id(store))
+            choose()
+            return with_store(chosen, store_id(store))
     finally:
         store.close()
 
 
 def next_offsets(
-    admission: TriggerAdmission, start: dict, identity: str, bounds: Bounds, limits: Limits
+    admission: TriggerAdmission, start: dict, identity: str, bounds: Bounds, limits: Limits,
+    reader: str | None = None,
 ) -> dict:
-    """The end of the next batch with the store's identity, or ``start`` itself (as Spark
-    gave it) when no batch should run now; offsets of another store file are refused."""
+    """The end of the next batch with the store's identity (and the query's id), or ``start``
+    itself (as Spark gave it) when no batch should run now; offsets of another store file
+    are refused."""
     check_store(start, identity, admission.options)
     end = admission.next_end(start, bounds, limits)
     if end == checkpoint_offsets(start):
         return start
-    return with_store(end, identity)
-
-
-def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
-    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal.
-    Offsets recorded against another store file are not saved (planning refuses them)."""
-    from spark_queue.store import store_id
-
-    recorded = end
-    end = checkpoint_offsets(end)
-    if options.consumer is None:
-        return
-    store = open_source_store(options)
-    try:
-        check_store(recorded, store_id(store), options)
-        bounds = subscribed_bounds(store, options)
-        offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
-        if offsets:
-            store.commit_offsets(options.consumer, offsets)
-    except SparkQueueError as exc:
-        log.warning("sqliteq source: could not save offsets of consumer %r: %s",
-                    options.consumer, exc)
-    finally:
-        store.close()
+    return with_store(end, identity, reader)
 
 
 def checked_range(store: Store, options: SourceOptions, start: dict, end: dict):
@@ -147,10 +140,12 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         # Named topics the store does not hold yet: the stream waits for them (a producer
         # may create them later), says so once, and reports them in latestOffset as null.
         self._missing = MissingTopics()
+        # This query's own position under ``consumer`` (queries may share the name).
+        self._query = QueryPosition(options)
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
-        offsets = initial_offsets(self.options)
+        offsets = self._query.started(initial_offsets(self.options, self._query.starting()))
         if self._position is None:
             self._position = offsets
         return offsets
@@ -171,9 +166,11 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         keep_housekept(self.options.path)  # this planning process lives as long as the query
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
+        self._query.planning(start)
         identity, bounds = read_store(self.options)
         self._missing.note(self.options, bounds)
-        return next_offsets(self._admission, start, identity, bounds, self._limits(limit))
+        return next_offsets(self._admission, start, identity, bounds, self._limits(limit),
+                            self._query.reader)
 
     def _limits(self, limit) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
@@ -198,6 +195,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         self._position = end
+        self._query.planned(start, end)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
@@ -208,7 +206,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             store.close()
 
     def commit(self, end: dict) -> None:
-        save_consumer_offsets(self.options, end)
+        self._query.committed(end)
 
     # -- data (executors) --------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.defaults import UNCONFIRMED_POSITION_HOLD_MS
-from spark_queue.store.file.connection import Row, now_ms
+from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 
 _SAVE_SQL = (
@@ -31,7 +31,9 @@ _SAVE_SQL = (
     "confirmed) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (consumer, topic_id, reader) DO UPDATE "
     "SET updated_ms = excluded.updated_ms, confirmed = max(confirmed, excluded.confirmed), "
 )
-_ADVANCE_SQL = _SAVE_SQL + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+_ADVANCE_SQL = (
+    _SAVE_SQL + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
+)
 _RESET_SQL = _SAVE_SQL + "next_offset = excluded.next_offset RETURNING next_offset"
 # Rows that hold retention: confirmed ones, and unconfirmed ones refreshed lately.
 _LIVE = "(confirmed = 1 OR updated_ms >= ?)"
@@ -59,10 +61,10 @@ def save(
     """Save ``reader``'s position (the caller holds the write lock and checked ``offset``),
     then the name's offset as the lowest live position; returns the reader's position."""
     validate_name(reader, "reader")
-    row = conn.execute(_RESET_SQL if reset else _ADVANCE_SQL,
-                       (consumer, tid, reader, offset, now_ms(), int(confirmed))).fetchone()
+    stored = first_value(conn.execute(_RESET_SQL if reset else _ADVANCE_SQL,
+                                      (consumer, tid, reader, offset, now_ms(), int(confirmed))))
     settle(conn, consumer, tid)
-    return int(row[0])
+    return int(stored)
 
 
 def settle(conn: apsw.Connection, consumer: str, tid: int) -> None:
@@ -74,11 +76,11 @@ def settle(conn: apsw.Connection, consumer: str, tid: int) -> None:
         "DELETE FROM sq_consumer_positions WHERE consumer = ? AND topic_id = ? "
         "AND NOT " + _LIVE, (consumer, tid, _stale_before()),
     )
-    low = conn.execute(
+    low = first_value(conn.execute(
         "SELECT min(next_offset) FROM sq_consumer_positions WHERE consumer = ? AND topic_id = ? "
         "AND confirmed = 1",
         (consumer, tid),
-    ).fetchone()[0]
+    ))
     if low is not None:
         conn.execute(
             "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
@@ -120,7 +122,8 @@ def list_positions(conn: apsw.Connection, tid: int | None = None) -> list[Positi
     if tid is not None:
         sql += " AND p.topic_id = ?"
         params += (tid,)
-    rows: list[Row] = conn.execute(sql + " ORDER BY t.name, p.consumer, p.reader", params).fetchall()
+    sql += " ORDER BY t.name, p.consumer, p.reader"
+    rows: list[Row] = conn.execute(sql, params).fetchall()
     return [
         PositionInfo(name, tname, reader, nxt, latest, max(0, latest - nxt), updated, bool(ok))
         for name, tname, reader, nxt, latest, updated, ok in rows
@@ -131,7 +134,8 @@ def delete(conn: apsw.Connection, consumer: str, tid: int | None, reader: str | 
     """Forget the name's positions (one reader's, or all; one topic or all); returns how many
     rows went. After one reader's, the name's offset is the lowest position left; when none
     is left, the name's offset goes too (it was theirs)."""
-    where, params = "consumer = ?", [consumer]
+    where = "consumer = ?"
+    params: list[object] = [consumer]
     if tid is not None:
         where, params = where + " AND topic_id = ?", [*params, tid]
     if reader is not None:
