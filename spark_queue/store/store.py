@@ -281,7 +281,8 @@ class Store:
                                            reader=reader, confirmed=confirmed)
 
     def reset_offsets(
-        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int]
+        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int], *,
+        reader: str | None = None,
     ) -> dict[str, int]:
         """Move ``consumer``'s saved offsets, back or forward, to ``target(topic)`` for each topic.
 
@@ -289,11 +290,13 @@ class Store:
         Store's ``bounds``, ``offset_for_timestamp``) cannot change before
         the offsets are saved: a prune in between would leave an offset below
         the earliest, which readers report as lost data. Errors it raises
-        roll everything back.
+        roll everything back. Every query's position under the name moves too; with
+        ``reader``, only that query's position.
         """
         with self.write():
             return consumer_offsets.commit(
-                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
+                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True,
+                reader=reader,
             )
 
     def save_start(
