@@ -63,11 +63,11 @@ def save(
     validate_name(reader, "reader")
     stored = first_value(conn.execute(_RESET_SQL if reset else _ADVANCE_SQL,
                                       (consumer, tid, reader, offset, now_ms(), int(confirmed))))
-    settle(conn, consumer, tid)
+    settle_name(conn, consumer, tid)
     return int(stored)
 
 
-def settle(conn: apsw.Connection, consumer: str, tid: int) -> None:
+def settle_name(conn: apsw.Connection, consumer: str, tid: int) -> None:
     """Forget the name's stale unconfirmed positions on topic ``tid``; set the name's offset to
     the lowest confirmed position (it may move back: a query joined the name below it). A
     name without confirmed positions keeps its offset as saved; an unconfirmed position holds
@@ -155,7 +155,7 @@ def delete(conn: apsw.Connection, consumer: str, tid: int | None, reader: str | 
                 conn.execute("DELETE FROM sq_consumers WHERE consumer = ? AND topic_id = ?",
                              (consumer, topic))
             else:
-                settle(conn, consumer, topic)
+                settle_name(conn, consumer, topic)
     return deleted
 
 
