@@ -159,5 +159,12 @@ def delete(conn: apsw.Connection, consumer: str, tid: int | None, reader: str | 
     return deleted
 
 
+def readers_of(conn: apsw.Connection, consumer: str, tid: int) -> list[tuple[str, int]]:
+    """``(reader, next_offset)`` of each live position of the name on topic ``tid``, lowest
+    first (what ``sqliteq check`` names when the name holds retention back)."""
+    return [(p.reader, p.next_offset) for p in list_positions(conn, tid)
+            if p.consumer == consumer]
+
+
 def forget_topic(conn: apsw.Connection, tid: int) -> None:
     conn.execute("DELETE FROM sq_consumer_positions WHERE topic_id = ?", (tid,))

@@ -64,3 +64,20 @@ def test_deleting_a_topic_forgets_its_positions(store):
     store.commit_offsets("bronze", {"t": 1}, reader="a")
     store.delete_topic("t")
     assert store.consumer_positions() == []
+
+
+def test_each_position_is_a_metric_and_check_names_the_holder(store, monkeypatch):
+    from spark_queue import defaults
+    from spark_queue.metrics import render
+
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(10))
+    store.commit_offsets("bronze", {"t": 9}, reader="fastquery")
+    store.commit_offsets("bronze", {"t": 2}, reader="stoppedquery")
+    text = render(store)
+    assert 'sqliteq_consumer_query_lag{consumer="bronze",topic="t",query="stoppedquery"} 8' in text
+    assert 'sqliteq_consumer_lag{consumer="bronze",topic="t"} 8' in text
+    monkeypatch.setattr(defaults, "HELD_BACK_WARN_MS", -1)
+    [warning] = store.check().warnings
+    assert "stoppedquery at 2, fastquery at 9" in warning
+    assert "--query stoppedquery" in warning
