@@ -43,6 +43,7 @@ from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.errors import StoreBusyError
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -89,8 +90,14 @@ def initial_offsets(options: SourceOptions, reader: str | None = None) -> dict:
             return {t: o for t, o in chosen.items() if t in bounds and o <= bounds[t][1]}
 
         if options.consumer is not None and reader is not None:
-            store.save_start(options.consumer, reader, choose)
-            return with_store(chosen, store_id(store), reader)
+            try:
+                store.save_start(options.consumer, reader, choose)
+                return with_store(chosen, store_id(store), reader)
+            except StoreBusyError as exc:  # advisory, like every saved offset: start anyway
+                log.warning("sqliteq source: could not save the start of consumer %r (the "
+                            "first batch is held from its first commit on): %s",
+                            options.consumer, exc)
+                chosen.clear()
         with store.snapshot():
             choose()
             return with_store(chosen, store_id(store))
