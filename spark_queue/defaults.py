@@ -70,3 +70,11 @@ KAFKA_TIMEOUT_MAX_MS = 3_600_000
 #: (tests/test_docs_bench.py): BENCHMARKS.md's `read_partition` in process, 4.76× the rows
 #: path the Python fallback reads at.
 PYTHON_READ_SLOWER = "4.8x slower"
+
+#: A streaming query's position under a consumer name holds retention from the query's
+#: start, before Spark has checkpointed an offset naming the query (its first batch).
+#: Until then the planning process refreshes it every POSITION_REFRESH_MS; a start
+#: position left unrefreshed this long (its process died before its first checkpoint,
+#: so no restart can ever name it) stops holding retention (docs/reading.md).
+UNCONFIRMED_POSITION_HOLD_MS = 60_000
+POSITION_REFRESH_MS = 5_000

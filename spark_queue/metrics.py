@@ -26,7 +26,10 @@ Metrics (gauges unless said; labels in brackets):
   is the next offset: retention never lowers it; deleting the topic resets it)
 - ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
 - ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
-- ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset
+- ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset (for a name streaming
+  queries share, its lowest query's)
+- ``sqliteq_consumer_query_lag{consumer, topic, query}``: latest minus one streaming query's
+  own position under the name (each holds retention; docs/reading.md, "Consumer names")
 - ``sqliteq_mirror_offset{mirror, topic, kafka_topic}``: the store offset of the first event
   a Kafka mirror (``sqliteq kafka export``) has not copied yet, as its hold records it
 - ``sqliteq_mirror_lag{mirror, topic, kafka_topic}``: events the mirror has not copied
@@ -90,6 +93,7 @@ _HELP = {
     "sqliteq_topic_earliest_offset": "The first offset a topic still stores.",
     "sqliteq_consumer_offset": "A consumer's saved next offset.",
     "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
+    "sqliteq_consumer_query_lag": "Events one query under a consumer name has not committed.",
     "sqliteq_topic_max_payload_bytes": "The largest value the topic accepts.",
     **{
         "sqliteq_mirror_offset": "The first store offset a Kafka mirror has not copied.",
@@ -223,6 +227,12 @@ def render(store: Store) -> str:
             )
             samples["sqliteq_consumer_lag"].append(
                 _sample("sqliteq_consumer_lag", labels, consumer.lag)
+            )
+        for position in store.consumer_positions():
+            labels = {"consumer": position.consumer, "topic": position.topic,
+                      "query": position.reader}
+            samples["sqliteq_consumer_query_lag"].append(
+                _sample("sqliteq_consumer_query_lag", labels, position.lag)
             )
         _mirror_samples(samples, store)
     return "".join(_lines(samples))

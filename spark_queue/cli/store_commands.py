@@ -268,8 +268,18 @@ def cmd_consumers(args: argparse.Namespace) -> int:
         if args.topic is not None:
             require_known_topic(store, args.topic)
         rows = [info._asdict() for info in store.consumers(args.topic)]
-    emit(rows, as_json=args.json,
-         columns=["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"])
+        # A name several queries read under: its offset is their lowest; each query's own
+        # position follows, named by the id its checkpoint carries.
+        positions = [{"consumer": p.consumer, "topic": p.topic, "next_offset": p.next_offset,
+                      "latest": p.latest, "lag": p.lag, "updated_ms": p.updated_ms,
+                      "query": p.reader, "confirmed": p.confirmed}
+                     for p in store.consumer_positions(args.topic)]
+    columns = ["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"]
+    if positions:
+        rows = sorted(rows + positions, key=lambda r: (r["consumer"], r["topic"],
+                                                       r.get("query") or ""))
+        columns.append("query")
+    emit(rows, as_json=args.json, columns=columns)
     return 0
 
 

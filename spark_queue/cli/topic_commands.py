@@ -105,6 +105,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
     p.add_argument("--topic", help="only this topic (default: every topic it has an offset for)")
+    p.add_argument("--query", metavar="ID", help="only this query's position under the name "
+                   "(an id `sqliteq consumers` shows; default: the name and all its queries)")
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true", help="the oldest event kept")
     to.add_argument("--to-latest", action="store_true", help="after the newest event")
@@ -124,6 +126,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("consumer", help="the consumer (a tail --group, a Spark consumer option)")
     p.add_argument("--topic", help="only this topic (default: every topic)")
+    p.add_argument("--query", metavar="ID", help="only this query's position under the name "
+                   "(an id `sqliteq consumers` shows; default: the name and all its queries)")
     p.set_defaults(func=cmd_consumer_delete)
 
 
@@ -221,7 +225,7 @@ def cmd_consumer_reset(args: argparse.Namespace) -> int:
             )
         store.reset_offsets(args.consumer, topics, lambda topic: _target(
             store, topic, to_earliest=args.to_earliest, to_latest=args.to_latest,
-            to_time=args.to_time, to_offset=args.to_offset))
+            to_time=args.to_time, to_offset=args.to_offset), reader=args.query)
         rows = _consumer_rows(store, args.consumer, before, topics)
     emit(rows, as_json=args.json, columns=CONSUMER_COLUMNS)
     return 0
@@ -255,13 +259,16 @@ def cmd_consumer_show(args: argparse.Namespace) -> int:
 
 def cmd_consumer_delete(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
-        deleted = store.delete_consumer(args.consumer, args.topic)
+        deleted = store.delete_consumer(args.consumer, args.topic, reader=args.query)
     if not deleted:
         where = "" if args.topic is None else f" for topic {args.topic!r}"
+        where += "" if args.query is None else f" under query {args.query!r}"
         raise UnknownConsumerError(
             f"consumer {args.consumer!r} has no saved offsets{where}; list consumers with "
             "`sqliteq consumers PATH`."
         )
-    emit_object({"consumer": args.consumer, "topic": args.topic, "deleted_offsets": deleted},
-                as_json=args.json)
+    done: dict[str, Any] = {"consumer": args.consumer, "topic": args.topic}
+    if args.query is not None:
+        done["query"] = args.query
+    emit_object({**done, "deleted_offsets": deleted}, as_json=args.json)
     return 0

@@ -31,17 +31,30 @@ STORE_KEY = "@store"
 #: back to an older copy may have grown again: :mod:`spark_queue.connector.source.lineage`).
 #: Checkpoints written before it have no such key.
 LAST_READ_KEY = "@last"
+#: The key naming the streaming query whose offsets these are (an id its source chose at
+#: the query's start, carried from offset to offset and so kept by the checkpoint):
+#: ``{"@reader": "5c1d...", "@store": "9f0c...", "clicks": 42}``. Queries sharing one
+#: ``consumer`` name each save their own position under it. Checkpoints written before
+#: version 9 of the file format have no such key; the next batch planned records one.
+READER_KEY = "@reader"
 #: Keys of the source's offsets that are not topics; every other key is a topic.
-RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY})
+RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY, READER_KEY})
 
 
 def split_store(offsets: dict) -> tuple[object, dict]:
-    """``(the recorded store identity or None, the topics' offsets)``: the identity and
-    the last-read fingerprints (:data:`LAST_READ_KEY`) left out; values unchecked."""
+    """``(the recorded store identity or None, the topics' offsets)``: the keys that are
+    not topics (:data:`RESERVED_KEYS`: identity, last-read fingerprints, query id) left
+    out; values unchecked."""
     if not RESERVED_KEYS.intersection(offsets):
         return None, offsets
     rest = {key: value for key, value in offsets.items() if key not in RESERVED_KEYS}
     return offsets.get(STORE_KEY), rest
+
+
+def reader_of(offsets: object) -> str | None:
+    """The query id the offsets carry (``@reader``), or None."""
+    reader = offsets.get(READER_KEY) if isinstance(offsets, dict) else None
+    return reader if isinstance(reader, str) else None
 
 
 def _loads_object(name: str, raw: str, allowed: str) -> dict:

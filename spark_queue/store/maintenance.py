@@ -35,6 +35,7 @@ from spark_queue.store.file.schema import (
     read_state,
     readable_version,
 )
+from spark_queue.store.streams import consumer_positions, topic_reads
 from spark_queue.store.streams.topic_reads import offsets_are_unique
 from spark_queue.times import format_duration_ms
 
@@ -282,8 +283,19 @@ def _held_back_warnings(conn: apsw.Connection) -> Iterator[str]:
                 f"{held.events} events retention would delete are kept for it, the oldest "
                 f"{format_duration_ms(held.held_ms)} older than what retention keeps (warned "
                 f"past {format_duration_ms(limit_ms)}). If it is abandoned, delete it: "
-                f"`sqliteq consumer delete PATH {held.consumer}`."
+                f"`sqliteq consumer delete PATH {held.consumer}`." + _queries_hint(conn, held)
             )
+
+
+def _queries_hint(conn: apsw.Connection, held: housekeeping.HeldBack) -> str:
+    """The positions of the streaming queries under the name, lowest (the holder) first."""
+    tid = topic_reads.topic_id(conn, held.topic)
+    readers = sorted(consumer_positions.readers_of(conn, held.consumer, tid), key=lambda r: r[1])
+    if not readers:
+        return ""
+    listed = ", ".join(f"{reader} at {offset}" for reader, offset in readers)
+    return (f" Its streaming queries' positions: {listed}; a stopped one alone: `sqliteq "
+            f"consumer delete PATH {held.consumer} --query {readers[0][0]}`.")
 
 
 def _bad_name(name: object, kind: str) -> str | None:

@@ -35,12 +35,14 @@ from spark_queue.store.queues.queue_config import QueueSettings
 from spark_queue.store.streams import (
     arrow_read,
     consumer_offsets,
+    consumer_positions,
     mirrors,
     retention,
     topic_admin,
     topic_log,
     topic_reads,
 )
+from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
 from spark_queue.store.transaction import Transaction
@@ -272,14 +274,23 @@ class Store:
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(
-        self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
+        self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False,
+        reader: str | None = None, confirmed: bool = True,
     ) -> dict[str, int]:
-        """Save ``consumer``'s next offsets in one transaction; never moves back unless reset."""
+        """Save ``consumer``'s next offsets in one transaction; never moves back unless reset.
+
+        ``reader`` names one query reading under the name: the offsets are its own position,
+        which holds retention however far the name's other queries are, and the name's offset
+        becomes the lowest position. ``confirmed=False`` marks a start position its query has
+        not checkpointed yet: it holds retention only while saved again within
+        ``UNCONFIRMED_POSITION_HOLD_MS``. A reset without ``reader`` moves every position."""
         with self.write():
-            return consumer_offsets.commit(self.conn, consumer, offsets, reset=reset)
+            return consumer_offsets.commit(self.conn, consumer, offsets, reset=reset,
+                                           reader=reader, confirmed=confirmed)
 
     def reset_offsets(
-        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int]
+        self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int], *,
+        reader: str | None = None,
     ) -> dict[str, int]:
         """Move ``consumer``'s saved offsets, back or forward, to ``target(topic)`` for each topic.
 
@@ -287,12 +298,25 @@ class Store:
         Store's ``bounds``, ``offset_for_timestamp``) cannot change before
         the offsets are saved: a prune in between would leave an offset below
         the earliest, which readers report as lost data. Errors it raises
-        roll everything back.
+        roll everything back. Every query's position under the name moves too; with
+        ``reader``, only that query's position.
         """
         with self.write():
             return consumer_offsets.commit(
-                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True
+                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True,
+                reader=reader,
             )
+
+    def save_start(
+        self, consumer: str, reader: str, choose: Callable[[], Mapping[str, int]]
+    ) -> dict[str, int]:
+        """Choose a new query's start offsets (``choose()``, run inside ONE write transaction,
+        so no retention run can delete above them before they are saved) and save them as
+        ``reader``'s unconfirmed position under ``consumer``; returns them."""
+        with self.write():
+            start = dict(choose())
+            consumer_offsets.commit(self.conn, consumer, start, reader=reader, confirmed=False)
+            return start
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
@@ -304,11 +328,20 @@ class Store:
         with self.file.read():
             return consumer_offsets.list_consumers(self.conn, topic)
 
-    def delete_consumer(self, consumer: str, topic: str | None = None) -> int:
-        """Forget ``consumer``'s saved offsets, for one topic or all (one transaction); returns
-        how many topics it had. Retention is no longer held back by it."""
+    def consumer_positions(self, topic: str | None = None) -> list[PositionInfo]:
+        """The position of each query reading under a consumer name, from one snapshot."""
+        with self.file.read():
+            tid = None if topic is None else topic_reads.topic_id(self.conn, topic)
+            return consumer_positions.list_positions(self.conn, tid)
+
+    def delete_consumer(
+        self, consumer: str, topic: str | None = None, *, reader: str | None = None
+    ) -> int:
+        """Forget ``consumer``'s saved offsets and its queries' positions, for one topic or all
+        (one transaction); returns how many topics it had. Retention is no longer held back by
+        it. With ``reader``, only that query's position goes (returns how many rows)."""
         with self.write():
-            return consumer_offsets.delete(self.conn, consumer, topic)
+            return consumer_offsets.delete(self.conn, consumer, topic, reader)
 
     # -- retention and maintenance --------------------------------------
     def set_retention(

@@ -44,6 +44,19 @@ def test_the_position_is_the_end_of_the_last_committed_batch_minus_the_shift(sto
         1, {"a": 7, "b": 9}, 2)
 
 
+def test_a_checkpoint_naming_its_query_under_a_consumer_converts_alike(store, store_path,
+                                                                       tmp_path):
+    """A source with ``consumer`` carries its query's id (``@reader``) in every offset."""
+    store.publish_many("a", range(10))
+    store.fix_mirror_shift("a", 2)
+    checkpoint = write_checkpoint(tmp_path / "chk", {
+        0: ['{"@reader":"5c1d9e0a7b3f4e21","a":6}'],
+    }, commits=[0])
+    start = kafka_starting_offsets(checkpoint, store_path)
+    assert json.loads(start.starting_offsets) == {"a": {"0": 4}}
+    assert start.store_offsets == {"a": 6}
+
+
 def test_the_cli_prints_the_json_and_names_an_uncommitted_batch(capsys, store, store_path,
                                                                 tmp_path):
     store.publish_many("t", range(5))

@@ -32,7 +32,8 @@ def test_a_null_offset_a_missing_named_topic_reports_is_left_out():
 @pytest.mark.parametrize("value", ['{"@store": "9f0c", "clicks": 4}',
                                    "{'@store': '9f0c', 'clicks': 4}",
                                    '{"@store": "9f0c", "@last": {"clicks": [3, 17, "ab"]}, '
-                                   '"clicks": 4}'])
+                                   '"clicks": 4}',
+                                   '{"@reader": "5c1d", "@store": "9f0c", "clicks": 4}'])
 def test_the_store_identity_beside_the_topics_is_left_out(value):
     assert query_progress.offsets(value) == {"clicks": 4}
 

@@ -31,6 +31,7 @@ WRITTEN_BY = {
     6: "406650e8a0fa533dc4f7b20b3ea110ba15442870",
     7: "7b36002e9ff62a64a80c03fb5313e6ff8207e0d9",
     8: "cd8173fdc0918b5f8e4ab1131eade45bbea05207",
+    9: "4a965080fd4410c80fd1adea78b896fa95292aba",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),

@@ -76,6 +76,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         self._position = end
+        self._query.planned(start, end)
         self._shipped = None
         given = (start, end)  # getCache is asked with Spark's offsets, the identity in them
         store = open_source_store(self.options)

@@ -47,7 +47,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from spark_queue.connector.offset_json import LAST_READ_KEY, STORE_KEY
+from spark_queue.connector.offset_json import LAST_READ_KEY, READER_KEY, STORE_KEY
 from spark_queue.connector.source.offsets import (
     Bounds,
     check_store,
@@ -95,18 +95,21 @@ def last_read(offsets: object) -> dict[str, Fingerprint]:
 
 
 def recorded(
-    store: Store, identity: str, end: dict[str, int], kept: dict[str, Fingerprint]
+    store: Store, identity: str, end: dict[str, int], kept: dict[str, Fingerprint],
+    reader: str | None = None,
 ) -> dict:
-    """``end`` as the source hands it to Spark: the store's identity, the fingerprint of the
-    event before each position (``kept`` where it still describes that event, else read
-    from ``store``; none where the store does not hold it), then each topic."""
+    """``end`` as the source hands it to Spark: the query's id under its consumer name (when
+    it has one), the store's identity, the fingerprint of the event before each position
+    (``kept`` where it still describes that event, else read from ``store``; none where the
+    store does not hold it), then each topic."""
     from spark_queue.store import event_fingerprints
 
     marks = {t: kept[t] for t, o in end.items() if t in kept and kept[t].offset == o - 1}
     wanted = {t: o - 1 for t, o in end.items() if o > 0 and t not in marks}
     if wanted:
         marks.update(event_fingerprints(store, wanted))
-    offsets: dict = {STORE_KEY: identity}
+    offsets: dict = {} if reader is None else {READER_KEY: reader}
+    offsets[STORE_KEY] = identity
     if marks:
         offsets[LAST_READ_KEY] = {t: list(marks[t]) for t in sorted(marks)}
     offsets.update(sorted_offsets(end))
@@ -188,12 +191,13 @@ class HistoryGuard:
         return dict(planned)
 
     def record(
-        self, store: Store, identity: str, end: dict[str, int], start: object
+        self, store: Store, identity: str, end: dict[str, int], start: object,
+        reader: str | None = None,
     ) -> dict:
         """``end`` as handed to Spark (:func:`recorded`), with the fingerprints of ``start``
         (checked by :meth:`plan_from`) kept where they still apply; remembered as checked."""
         kept = {} if start is None else self._marks_of(start)
-        offsets = recorded(store, identity, end, kept)
+        offsets = recorded(store, identity, end, kept, reader)
         self._remember(json.dumps(offsets, sort_keys=True), sorted_offsets(end),
                        last_read(offsets))
         return offsets

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from spark_queue.connector.offset_json import (
     EARLIEST_SENTINEL,
     LATEST_SENTINEL,
+    READER_KEY,
     STORE_KEY,
     split_store,
 )
@@ -190,9 +191,11 @@ def check_store(offsets: object, identity: str, options: SourceOptions) -> None:
     )
 
 
-def with_store(offsets: dict[str, int], identity: str) -> dict:
-    """``offsets`` as the source hands them to Spark: the store's identity, then each topic."""
-    return {STORE_KEY: identity, **sorted_offsets(offsets)}
+def with_store(offsets: dict[str, int], identity: str, reader: str | None = None) -> dict:
+    """``offsets`` as the source hands them to Spark: the query's id under its consumer name
+    (when it has one), the store's identity, then each topic."""
+    tagged = {STORE_KEY: identity, **sorted_offsets(offsets)}
+    return tagged if reader is None else {READER_KEY: reader, **tagged}
 
 
 def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:

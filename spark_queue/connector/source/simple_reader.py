@@ -52,13 +52,13 @@ from spark_queue.connector.source.offsets import (
 )
 from spark_queue.connector.source.partition_planner import planned_ranges
 from spark_queue.connector.source.partition_reader import ranges_batches
+from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.read_shape import read_shape
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.stream_reader import (
     initial_offsets,
     next_offsets,
     read_store,
-    save_consumer_offsets,
 )
 from spark_queue.errors import StoreError
 
@@ -81,6 +81,7 @@ class SqliteQueueSimpleStreamReader(
         self._identity: str | None = None  # of the file self._store has open
         self._missing = MissingTopics(reports_latest=False)  # not created yet: one WARN each
         self._history = HistoryGuard(options)  # offsets Spark hands back, checked once
+        self._query = QueryPosition(options)  # this query's own position under ``consumer``
 
     def __getstate__(self) -> dict:
         # Spark pickles the reader to replay a batch in an executor: a connection
@@ -90,7 +91,8 @@ class SqliteQueueSimpleStreamReader(
         return state
 
     def initialOffset(self) -> dict:
-        return initial_offsets(self.options, self._history)
+        return self._query.started(
+            initial_offsets(self.options, self._history, self._query.starting()))
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._admission.prepare_available_now(read_store(self.options)[1])
@@ -99,13 +101,14 @@ class SqliteQueueSimpleStreamReader(
         from spark_queue.store import keep_housekept
 
         keep_housekept(self.options.path)  # this planning process lives as long as the query
+        self._query.planning(start)
         try:
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)
             assert self._identity is not None and self._store is not None, "_bounds() read it"
             end = next_offsets(
                 self._admission, self._history, self._store, start, self._identity, bounds,
-                Limits.of(self.options),
+                Limits.of(self.options), self._query.reader,
             )
             if end is start:
                 return iter(()), start
@@ -130,7 +133,7 @@ class SqliteQueueSimpleStreamReader(
             store.close()
 
     def commit(self, end: dict) -> None:
-        save_consumer_offsets(self.options, end)
+        self._query.committed(end)
 
     def _bounds(self) -> Bounds:
         if self._store is None:

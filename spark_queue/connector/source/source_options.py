@@ -147,8 +147,10 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
     Option("endingTimestamp", timestamp_ms,
            doc="batch reads only: one end time for every topic; overrides both"),
     Option("consumer", non_empty,
-           doc="save each committed micro-batch's end offsets under this consumer name (they "
-           "trail the checkpoint by up to one batch)"),
+           doc="save the query's position under this consumer name: its start at once, then "
+           "each committed micro-batch's end offsets (they trail the checkpoint by up to one "
+           "batch); retention never deletes what a query reading under the name has not "
+           "committed ([consumer names](#consumer-names))"),
     Option("maxRowsPerTrigger", positive_int, aliases=("maxOffsetsPerTrigger",),
            doc_default="no limit",
            doc="at most this many rows per micro-batch (streams; respected by `availableNow`)"),

@@ -9,8 +9,10 @@ another driver process: it sees only the parsed options and the schema.
 
 Spark's checkpoint is the source of truth for the position. ``commit`` (when
 ``consumer`` is set) saves offsets in the store for retention, lag and
-``startingOffsets=committed``; Spark does not call it for the last batch before
-a stop, so saved offsets trail the checkpoint by up to one batch. Nothing here
+``startingOffsets=committed``, as this query's own position under the name
+(:mod:`~spark_queue.connector.source.query_position`: the start is saved too); Spark
+does not call it for the last batch before a stop, so saved offsets trail the
+checkpoint by up to one batch. Nothing here
 depends on ``commit`` or ``stop`` being called.
 """
 
@@ -39,8 +41,9 @@ from spark_queue.connector.source.offsets import (
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
+from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.errors import SparkQueueError
+from spark_queue.errors import StoreBusyError
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -70,56 +73,54 @@ def read_store(options: SourceOptions) -> tuple[str, Bounds]:
         store.close()
 
 
-def initial_offsets(options: SourceOptions, guard: HistoryGuard) -> dict:
-    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), from one
-    snapshot, with the store's identity and the fingerprints of the events before it."""
+def initial_offsets(
+    options: SourceOptions, guard: HistoryGuard, reader: str | None = None
+) -> dict:
+    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), with the store's
+    identity and the fingerprints of the events before it; with ``reader`` (the query's id
+    under ``consumer``), the start is chosen and saved as its position in ONE write
+    transaction: retention never deletes what the first batch reads
+    (:mod:`~spark_queue.connector.source.query_position`)."""
     from spark_queue.store import store_id
 
     store = open_source_store(options)
     try:
+        chosen: dict[str, int] = {}
+
+        def choose() -> dict[str, int]:
+            bounds = subscribed_bounds(store, options)
+            chosen.update(starting_offsets(store, options, bounds))
+            return {t: o for t, o in chosen.items() if t in bounds and o <= bounds[t][1]}
+
+        if options.consumer is not None and reader is not None:
+            try:
+                store.save_start(options.consumer, reader, choose)
+                return guard.record(store, store_id(store), chosen, None, reader)
+            except StoreBusyError as exc:  # advisory, like every saved offset: start anyway
+                log.warning("sqliteq source: could not save the start of consumer %r (the "
+                            "first batch is held from its first commit on): %s",
+                            options.consumer, exc)
+                chosen.clear()
         with store.snapshot():
-            start = starting_offsets(store, options, subscribed_bounds(store, options))
-            return guard.record(store, store_id(store), start, None)
+            choose()
+            return guard.record(store, store_id(store), chosen, None)
     finally:
         store.close()
 
 
 def next_offsets(
     admission: TriggerAdmission, guard: HistoryGuard, store: Store, start: dict, identity: str,
-    bounds: Bounds, limits: Limits,
+    bounds: Bounds, limits: Limits, reader: str | None = None,
 ) -> dict:
-    """The end of the next batch as handed to Spark (the store's identity, fingerprints),
-    or ``start`` itself (as Spark gave it) when no batch should run now. ``start`` is
-    checked first: offsets of another store file, or of a history the store no longer
-    holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
+    """The end of the next batch as handed to Spark (the store's identity, fingerprints, the
+    query's id), or ``start`` itself (as Spark gave it) when no batch should run now.
+    ``start`` is checked first: offsets of another store file, or of a history the store no
+    longer holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
     planned = guard.plan_from(store, identity, start, bounds)
     end = admission.next_end(planned, bounds, limits)
     if end == checkpoint_offsets(start):
         return start
-    return guard.record(store, identity, end, start)
-
-
-def save_consumer_offsets(options: SourceOptions, end: dict) -> None:
-    """Save ``end`` under ``consumer``: advisory (the checkpoint is the truth), so never fatal.
-    Offsets recorded against another store file are not saved (planning refuses them)."""
-    from spark_queue.store import store_id
-
-    recorded = end
-    end = checkpoint_offsets(end)
-    if options.consumer is None:
-        return
-    store = open_source_store(options)
-    try:
-        check_store(recorded, store_id(store), options)
-        bounds = subscribed_bounds(store, options)
-        offsets = {t: o for t, o in end.items() if t in bounds and o <= bounds[t][1]}
-        if offsets:
-            store.commit_offsets(options.consumer, offsets)
-    except SparkQueueError as exc:
-        log.warning("sqliteq source: could not save offsets of consumer %r: %s",
-                    options.consumer, exc)
-    finally:
-        store.close()
+    return guard.record(store, identity, end, start, reader)
 
 
 def checked_range(guard: HistoryGuard, store: Store, start: dict, end: dict, bounds: Bounds):
@@ -151,10 +152,13 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         self._missing = MissingTopics()
         # The offsets Spark hands back, checked against the history the store holds.
         self._history = HistoryGuard(options)
+        # This query's own position under ``consumer`` (queries may share the name).
+        self._query = QueryPosition(options)
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict:
-        offsets = initial_offsets(self.options, self._history)
+        offsets = self._query.started(
+            initial_offsets(self.options, self._history, self._query.starting()))
         if self._position is None:
             self._position = offsets
         return offsets
@@ -177,13 +181,14 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
 
         if start is None:  # pyspark < 4.2
             start = self._position if self._position is not None else self.initialOffset()
+        self._query.planning(start)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
                 self._missing.note(self.options, bounds, store)
                 return next_offsets(self._admission, self._history, store, start, identity,
-                                    bounds, self._limits(limit))
+                                    bounds, self._limits(limit), self._query.reader)
         finally:
             store.close()
 
@@ -210,6 +215,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         self._position = end
+        self._query.planned(start, end)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
@@ -220,7 +226,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             store.close()
 
     def commit(self, end: dict) -> None:
-        save_consumer_offsets(self.options, end)
+        self._query.committed(end)
 
     # -- data (executors) --------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

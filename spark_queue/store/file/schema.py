@@ -249,9 +249,30 @@ ALTER TABLE sq_queues ADD COLUMN dead_retention_rows INTEGER
     CHECK (dead_retention_rows IS NULL OR dead_retention_rows > 0);
 """
 
+# Positions of the queries reading under one consumer name
+# (spark_queue/store/streams/consumer_positions.py): one row per query (``reader``, an id
+# the source carries in its checkpointed offsets), so two queries sharing a name each hold
+# retention at their own position. ``confirmed`` is 0 from a query's start until Spark
+# has checkpointed an offset naming the reader: such a row holds retention only while its
+# planning process keeps it fresh (a start killed before its first checkpoint leaves no
+# hold for good). sq_consumers keeps the name's offset, the lowest of its positions.
+_V10_CONSUMER_POSITIONS = """
+CREATE TABLE sq_consumer_positions (
+    consumer    TEXT NOT NULL,
+    topic_id    INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    reader      TEXT NOT NULL,
+    next_offset INTEGER NOT NULL CHECK (next_offset >= 0),
+    updated_ms  INTEGER NOT NULL,
+    confirmed   INTEGER NOT NULL DEFAULT 0 CHECK (confirmed IN (0, 1)),
+    PRIMARY KEY (consumer, topic_id, reader)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_consumer_positions_topic ON sq_consumer_positions (topic_id, next_offset);
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
-    _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW,
+    _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW, _V10_CONSUMER_POSITIONS,
 ]
 
 

@@ -3,7 +3,9 @@
 A saved offset is the next offset the consumer will read (Kafka's
 convention). Saves are monotonic: a save below the stored value leaves it
 unchanged unless the caller asks for a reset, so a late or replayed commit
-can never move a consumer backwards.
+can never move a consumer backwards. A name shared by several streaming queries keeps
+one position per query (:mod:`~spark_queue.store.streams.consumer_positions`) and its
+offset here is the lowest of them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.streams import consumer_positions
 from spark_queue.store.streams.topic_reads import topic_id
 
 _UPSERT = (
@@ -39,9 +42,14 @@ class ConsumerInfo(NamedTuple):
 
 
 def commit(
-    conn: apsw.Connection, consumer: str, offsets: Mapping[str, int], *, reset: bool = False
+    conn: apsw.Connection, consumer: str, offsets: Mapping[str, int], *, reset: bool = False,
+    reader: str | None = None, confirmed: bool = True,
 ) -> dict[str, int]:
-    """Save ``offsets`` for ``consumer`` (caller holds the write lock); return the stored values."""
+    """Save ``offsets`` for ``consumer`` (caller holds the write lock); return the stored values.
+
+    With ``reader``, the offsets are that query's position under the name
+    (:mod:`~spark_queue.store.streams.consumer_positions`) and the name's offset becomes the
+    lowest position. Without, the name's offset itself; a reset moves every position too."""
     validate_name(consumer, "consumer")
     stored = {}
     for topic, offset in offsets.items():
@@ -51,9 +59,15 @@ def commit(
         )
         check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
                   high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
+        if reader is not None:
+            stored[topic] = consumer_positions.save(conn, consumer, tid, reader, offset,
+                                                    confirmed=confirmed, reset=reset)
+            continue
         stored[topic] = first_value(
             conn.execute(_RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms()))
         )
+        if reset:
+            consumer_positions.reset_all(conn, consumer, tid, offset)
     return stored
 
 
@@ -88,14 +102,22 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
     ]
 
 
-def delete(conn: apsw.Connection, consumer: str, topic: str | None = None) -> int:
-    """Forget a consumer's offsets (one topic or all); returns how many rows went."""
+def delete(
+    conn: apsw.Connection, consumer: str, topic: str | None = None, reader: str | None = None
+) -> int:
+    """Forget a consumer's offsets and its queries' positions (one topic or all); returns how
+    many rows of the name's offsets went. With ``reader``, only that query's position goes
+    (:func:`consumer_positions.delete`), and the count is of its rows."""
     validate_name(consumer, "consumer")
+    tid = None if topic is None else topic_id(conn, topic)
+    if reader is not None:
+        return consumer_positions.delete(conn, consumer, tid, reader)
+    consumer_positions.delete(conn, consumer, tid, None)
     if topic is None:
         conn.execute("DELETE FROM sq_consumers WHERE consumer = ?", (consumer,))
     else:
         conn.execute(
             "DELETE FROM sq_consumers WHERE consumer = ? AND topic_id = ?",
-            (consumer, topic_id(conn, topic)),
+            (consumer, tid),
         )
     return conn.changes()

@@ -23,7 +23,7 @@ from spark_queue.setting_table import TOPIC_SETTING, check_setting
 from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, StoreConnection, now_ms, one_row
 from spark_queue.store.file.steps import STEP_ROWS, MayStep, in_steps
-from spark_queue.store.streams import time_marks
+from spark_queue.store.streams import consumer_positions, time_marks
 from spark_queue.store.streams.topic_reads import bounds_of, topic_id
 
 
@@ -93,11 +93,8 @@ def plan(
         cut = max(cut, latest if young is None else young)
     wanted, held_by = cut, None
     if not force:
-        low = conn.execute(
-            "SELECT consumer, next_offset FROM sq_consumers WHERE topic_id = ? "
-            "ORDER BY next_offset, consumer LIMIT 1",
-            (tid,),
-        ).fetchone()
+        # Every query reading under a shared name holds at its own position.
+        low = consumer_positions.lowest_hold(conn, tid)
         if low is not None and low[1] < cut:
             held_by, cut = low[0], max(earliest, low[1])
     return RetentionPlan(earliest, cut, wanted, held_by)

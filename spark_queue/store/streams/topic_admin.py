@@ -18,7 +18,7 @@ from spark_queue.setting_table import TOPIC_SETTING
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import one_row
-from spark_queue.store.streams import mirrors, retention, time_marks
+from spark_queue.store.streams import consumer_positions, mirrors, retention, time_marks
 from spark_queue.store.streams.topic_log import ensure_topic
 from spark_queue.store.streams.topic_reads import (
     TopicInfo,
@@ -115,6 +115,7 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     conn.execute("DELETE FROM sq_events WHERE topic_id = ?", (tid,))
     time_marks.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
+    consumer_positions.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
     mirrors.forget(conn, topic)
     return TopicDeleted(topic, latest - earliest, names)

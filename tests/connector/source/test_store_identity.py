@@ -12,7 +12,7 @@ import os
 import pytest
 
 from spark_queue.connector.compat import ReadAllAvailable
-from spark_queue.connector.offset_json import LAST_READ_KEY, STORE_KEY
+from spark_queue.connector.offset_json import LAST_READ_KEY, READER_KEY, STORE_KEY
 from spark_queue.connector.source.auto_reader import SqliteQueueAutoStreamReader
 from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
 from spark_queue.connector.source.source_options import parse_source_options
@@ -50,8 +50,9 @@ def planned_end(reader, start: dict) -> dict:
 
 
 def positions(offsets: dict) -> dict:
-    """The offsets without the last events' fingerprints (lineage's, tested beside it)."""
-    return {key: value for key, value in offsets.items() if key != LAST_READ_KEY}
+    """The offsets without the last events' fingerprints (lineage's, tested beside it) and
+    the query's id (``consumer`` set: test_shared_consumer.py)."""
+    return {key: value for key, value in offsets.items() if key not in (LAST_READ_KEY, READER_KEY)}
 
 
 def recreate(path: str, events: int) -> None:
