@@ -278,3 +278,23 @@ def test_the_due_check_is_a_read_that_never_waits_for_a_writer(store):
         with writer.write():  # a long writer holds the lock throughout the check
             assert run_housekeeping(checker.file, due_only=True) is None
         assert not any("IMMEDIATE" in sql.upper() for sql in statements), statements
+
+
+def test_dead_letter_retention_deletes_at_most_step_bytes_per_step(store):
+    from spark_queue.store.queues import dead_retention
+
+    q = store.queue("q", max_attempts=1)
+    q.enqueue_many([b"x" * 2**20] * 12)
+    for job in q.claim(12):
+        q.nack(job, "boom")
+    q.configure(dead_retention_rows=1)
+    counts = []
+
+    def may_step(conn):
+        counts.append(conn.execute("SELECT count(*) FROM sq_dead_jobs").fetchall()[0][0])
+        return True
+
+    assert dead_retention.prune_dead_letters(store.file, at_ms=now_ms(), may_step=may_step) == 11
+    per_step = [a - b for a, b in zip(counts, [*counts[1:], 1], strict=True)]
+    # docs/operations.md: at most 8 MiB of payloads per step.
+    assert max(per_step) <= 8 and sum(per_step) == 11, per_step
