@@ -259,6 +259,8 @@ def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
     assert not report.ok
     assert any("'a_bad'" in p and "retention_rows" in p for p in report.problems)
     assert any("'a_bad_q'" in p and "dead_retention_ms" in p for p in report.problems)
+    # A limit given by hand replaces the broken one.
+    assert store.prune("a_bad", retention_rows=2)[0].deleted == 3
     text = render(store)
     assert "sqliteq_retention_last_run_problems{" in text
     [line] = [x for x in text.splitlines()

@@ -92,8 +92,9 @@ def plan(
         "SELECT name, retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,)))
     for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
         check_setting(TOPIC_SETTING[name], value, error=OptionError, owner="prune")
-    for name, value in (("retention_ms", stored_ms), ("retention_rows", stored_rows)):
-        problem = stored_problem(TOPIC_SETTING[name], value)
+    for name, given, value in (("retention_ms", retention_ms, stored_ms),
+                               ("retention_rows", retention_rows, stored_rows)):
+        problem = None if given is not None else stored_problem(TOPIC_SETTING[name], value)
         if problem is not None:
             raise CorruptStoreError(bad_retention(name_, name, problem))
     retention_ms = stored_ms if retention_ms is None else retention_ms
