@@ -63,7 +63,7 @@ def _delete_oldest(
     wanted = max(over, old)
     if wanted == 0:
         return Done(0, False)
-    cut = rows_within(conn, f"SELECT {size_sql('value', 'last_error')} AS size FROM sq_dead_jobs "
+    cut = rows_within(conn, f"SELECT {size_sql('value')} AS size FROM sq_dead_jobs "
                       "WHERE queue_id = ? ORDER BY dead_ms, id LIMIT ?",
                       (queue_id, min(wanted, budget.rows)), budget)
     conn.execute(

@@ -288,7 +288,7 @@ def _sweep_jobs(conn: apsw.Connection, budget: Budget, *, queue_id: int, now: in
         f"SELECT count(*) FROM (SELECT 1 {_EXPIRED} LIMIT ?)",
         (queue_id, now, now, budget.rows + 1)))
     cut = 0 if wanted == 0 else rows_within(
-        conn, f"SELECT {size_sql('value', 'last_error')} AS size {_EXPIRED} LIMIT ?",
+        conn, f"SELECT {size_sql('value')} AS size {_EXPIRED} LIMIT ?",
         (queue_id, now, now, min(wanted, budget.rows)), budget)
     # Run even when nothing is due: a worker's start proves the store writable with it.
     conn.execute(f"DELETE FROM sq_jobs WHERE id IN (SELECT id {_EXPIRED} LIMIT ?)",

@@ -153,7 +153,7 @@ def prune_id(
     cut = where.cut
     if budget is not None and cut > where.earliest:
         cut = where.earliest + rows_within(
-            conn, f"SELECT {size_sql('value', 'key', 'headers')} AS size FROM sq_events "
+            conn, f"SELECT {size_sql('key', 'value')} AS size FROM sq_events "
             "WHERE topic_id = ? AND offset >= ? ORDER BY offset LIMIT ?",
             (tid, where.earliest, min(cut - where.earliest, budget.rows)), budget)
     deleted = 0
