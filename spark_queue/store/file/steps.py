@@ -21,11 +21,13 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue import defaults
-from spark_queue.store.file.connection import StoreConnection
+from spark_queue.store.file.connection import StoreConnection, one_row
 
 STEP_ROWS = defaults.MAINTENANCE_STEP_ROWS
 STEP_BYTES = defaults.MAINTENANCE_STEP_BYTES
 _MIN_PAUSE_S = 0.005
+# The first chunk of rows a step's size is summed over (then 4x, 16x, ...).
+_FIRST_ROWS = 16
 
 #: Called inside each step's transaction before the step; False stops the work (a lost lease).
 MayStep = Callable[[apsw.Connection], bool]
@@ -78,19 +80,35 @@ def in_steps(
 def rows_within(conn: apsw.Connection, sizes_sql: str, params: tuple[Any, ...],
                 budget: Budget) -> int:
     """How many of the rows ``sizes_sql`` lists (one column ``size``: each row's payload
-    bytes, in the order the step deletes them, at most ``budget.rows`` rows) one step
-    deletes: those whose running total stays within ``budget.bytes``, the first always.
+    bytes, in the order the step deletes them; it ends with ``LIMIT ?``, which its last
+    parameter binds, at most ``budget.rows``) one step deletes: those whose running total
+    stays within ``budget.bytes``, the first always.
 
-    It stops at the first row past the budget, and ``octet_length`` of a BLOB or TEXT
-    reads the length from the row's header, not its overflow pages, as long as no column
-    stored after it is read: sizing a step of large rows costs a few page reads."""
-    taken = running = 0
-    for (size,) in conn.execute(sizes_sql, params):
-        running += size
-        if running > budget.bytes:
+    Summed in SQL over chunks that grow fourfold from :data:`_FIRST_ROWS` rows, and the
+    chunk that passes the budget walked to its first row past it: small rows cost a few
+    aggregates, and large ones are read little beyond what the step deletes (reading a
+    row's size reads its payload, about 0.25 ms per MB, a tenth of deleting it)."""
+    *where, most = params
+    done = running = 0
+    chunk = _FIRST_ROWS
+    while done < most:
+        rows = min(chunk, most - done)
+        window = (*where, rows, done)
+        total, count = one_row(conn.execute(
+            f"SELECT coalesce(sum(size), 0), count(*) FROM ({sizes_sql} OFFSET ?)", window))
+        if running + total > budget.bytes:
+            for (size,) in conn.execute(f"{sizes_sql} OFFSET ?", window):
+                running += size
+                if running > budget.bytes:
+                    break
+                done += 1
+            return max(1, done)
+        running += total
+        done += count
+        if count < rows:
             break
-        taken += 1
-    return max(1, taken)
+        chunk *= 4
+    return done
 
 
 def size_sql(*columns: str) -> str:
