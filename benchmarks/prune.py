@@ -1,11 +1,14 @@
 """``python -m benchmarks prune``: a large prune beside a process that publishes.
 
-Fills a store with ``--events`` events (the backlog, 10,000,000 by default), then
-prunes all but the newest ``--keep`` of them with ``force`` (``Store.prune``: steps of at
-most 10,000 events, one write transaction each) while a second process publishes one
-event every ``--every-ms`` ms with the default busy timeout (5 s). Reports the prune's
-time, the publisher's publishes, errors (``StoreBusyError``) and its worst and p99
-publish latency during the prune: what a writer beside maintenance waits.
+Fills a store with ``--events`` events (the backlog, 10,000,000 by default; each
+``{"n": N}``, or ``--event-bytes`` random bytes), then prunes all but the newest
+``--keep`` of them with ``force`` (``Store.prune``: steps of at most 10,000 events and
+8 MiB, one write transaction each) while a second process publishes one event every
+``--every-ms`` ms with the default busy timeout (5 s). With ``--expired-jobs N`` it
+enqueues N jobs whose TTL then passes and measures ``Store.sweep_expired`` (the TTL
+sweep, in the same steps) instead. Reports the delete's time, the publisher's publishes,
+errors (``StoreBusyError``) and its worst and p99 publish latency during it: what a
+writer beside maintenance waits.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import tempfile
 import time
 
 from benchmarks import results
-from spark_queue.store import Store
+from spark_queue.store import NewJob, Store
 
 # The publisher process: one event per tick until its stdin closes; then its latencies.
 _PUBLISHER = """
@@ -52,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="the backlog to prune")
     parser.add_argument("--keep", type=int, default=1000, help="newest events kept")
     parser.add_argument("--every-ms", type=float, default=5.0, help="the publisher's period")
+    parser.add_argument("--event-bytes", type=int, default=0,
+                        help="each backlog event this many random bytes (0: small JSON)")
+    parser.add_argument("--expired-jobs", type=int, default=0,
+                        help="measure the TTL sweep of this many expired jobs instead")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,18 +69,33 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _run(args: argparse.Namespace, path: str) -> int:
+def _fill(args: argparse.Namespace, path: str) -> None:
     started = time.perf_counter()
     with Store(path) as store:
-        store.set_housekeeping_interval(0)  # only the prune measured deletes
+        store.set_housekeeping_interval(0)  # only the delete measured deletes
         store.create_topic("live")
-        chunk = 200_000
-        for first in range(0, args.events, chunk):
-            store.publish_many("backlog", ({"n": n} for n in
-                                           range(first, min(args.events, first + chunk))))
+        if args.expired_jobs:
+            for first in range(0, args.expired_jobs, 10_000):
+                store.queue("expiring").enqueue_many(
+                    [NewJob({"n": n}, ttl_ms=1)
+                     for n in range(first, min(args.expired_jobs, first + 10_000))])
+            what = f"{args.expired_jobs:,} jobs"
+        else:
+            payload = os.urandom(args.event_bytes) if args.event_bytes else None
+            # At most ~64 MiB per transaction: the WAL, not the benchmark, bounds a chunk.
+            chunk = max(1, 64 * 2**20 // args.event_bytes) if payload else 200_000
+            for first in range(0, args.events, chunk):
+                upto = min(args.events, first + chunk)
+                store.publish_many("backlog", (payload if payload else {"n": n}
+                                               for n in range(first, upto)))
+            what = f"{args.events:,} events"
     size_mb = os.path.getsize(path) / 2**20
-    print(f"filled {args.events:,} events ({size_mb:,.0f} MiB) in "
-          f"{time.perf_counter() - started:.1f} s", flush=True)
+    print(f"filled {what} ({size_mb:,.0f} MiB) in {time.perf_counter() - started:.1f} s",
+          flush=True)
+
+
+def _run(args: argparse.Namespace, path: str) -> int:
+    _fill(args, path)
     publisher = subprocess.Popen(
         [sys.executable, "-c", _PUBLISHER, path, str(args.every_ms)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -85,7 +107,11 @@ def _run(args: argparse.Namespace, path: str) -> int:
         time.sleep(0.5)  # its first publishes, before the prune
         with Store(path) as store:
             started = time.perf_counter()
-            [result] = store.prune("backlog", retention_rows=args.keep, force=True)
+            if args.expired_jobs:
+                deleted = store.sweep_expired()
+            else:
+                [result] = store.prune("backlog", retention_rows=args.keep, force=True)
+                deleted = result.deleted
             prune_s = time.perf_counter() - started
         time.sleep(0.5)
         publisher.stdin.close()
@@ -96,15 +122,24 @@ def _run(args: argparse.Namespace, path: str) -> int:
         publisher.wait()
     latencies = sorted(report["latencies"])
     p99 = latencies[int(len(latencies) * 0.99)] if latencies else 0.0
-    print(f"\nprune beside a publisher ({platform.python_implementation()} "
-          f"{platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})")
-    print(f"  deleted {result.deleted:,} events in {prune_s:.1f} s "
-          f"({result.deleted / prune_s:,.0f} events/s)")
+    what = "expired jobs" if args.expired_jobs else "events"
+    print(f"\n{'TTL sweep' if args.expired_jobs else 'prune'} beside a publisher "
+          f"({platform.python_implementation()} {platform.python_version()}, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})")
+    print(f"  deleted {deleted:,} {what} in {prune_s:.1f} s ({deleted / prune_s:,.0f} {what}/s)")
     print(f"  publisher: {len(latencies):,} publishes, {report['errors']} errors, worst "
           f"{latencies[-1] if latencies else 0:.3f} s, p99 {p99 * 1000:.1f} ms")
-    results.record("retention beside a publisher", {
-        "events pruned": result.deleted, "prune s, steps of 10,000": round(prune_s, 1),
-        "writer's publishes": len(latencies), "publish errors": report["errors"],
-        "worst publish s": round(latencies[-1] if latencies else 0.0, 3),
-        "p99 publish ms": round(p99 * 1000, 1)})
+    worst = {"writer's publishes": len(latencies), "publish errors": report["errors"],
+             "worst publish s": round(latencies[-1] if latencies else 0.0, 3),
+             "p99 publish ms": round(p99 * 1000, 1)}
+    if args.expired_jobs:
+        results.record("TTL sweep beside a publisher", {
+            "expired jobs swept": deleted, "sweep s": round(prune_s, 1), **worst})
+    elif args.event_bytes:
+        results.record("retention of large events beside a publisher", {
+            "events pruned": deleted, "event bytes": args.event_bytes,
+            "prune s": round(prune_s, 1), **worst})
+    else:
+        results.record("retention beside a publisher", {
+            "events pruned": deleted, "prune s, steps of 10,000": round(prune_s, 1), **worst})
     return 0 if report["errors"] == 0 else 1

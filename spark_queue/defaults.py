@@ -42,10 +42,19 @@ WORKER_GRACE_MS = 30_000
 #: NDJSON lines per transaction, in ``sqliteq publish`` and ``sqliteq queue add``.
 CLI_BATCH_SIZE = 10_000
 
-#: The most rows one maintenance step (retention, dead-letter retention) deletes in its
-#: write transaction: about 10-30 ms of the write lock on a 2-core VM, far below any
-#: writer's busy timeout (docs/file-format.md, "The lock budget").
+#: The most rows one maintenance step (retention, dead-letter retention, the TTL sweep)
+#: deletes in its write transaction: about 10-30 ms of the write lock on a 2-core VM, far
+#: below any writer's busy timeout (docs/file-format.md, "The lock budget").
 MAINTENANCE_STEP_ROWS = 10_000
+
+#: The most payload bytes one maintenance step deletes (a larger row goes alone): freeing
+#: a row's overflow pages costs about 3.5 ms per MB, so 8 MiB is about 30 ms of the lock.
+MAINTENANCE_STEP_BYTES = 8 * 2**20
+
+#: How far in the future a recorded housekeeping time may lie (a run's start, a lease's
+#: renewal) before it counts as written by a clock that was ahead and has been set back:
+#: such a record is stale, so a clock set back delays housekeeping by this much at most.
+CLOCK_SKEW_MS = 300_000
 
 #: ``PRAGMA journal_size_limit`` of every connection: a WAL checkpointed to its end is cut
 #: back to this size by the next write, so a burst does not leave its peak size on disk.

@@ -46,7 +46,9 @@ The operator's gauges of the store itself (:func:`_store_health`; docs/operation
   consumer}``: how much older the oldest of them is than what retention keeps
 - ``sqliteq_retention_last_run_timestamp_seconds{store}``,
   ``sqliteq_retention_last_run_deleted_events{store}``,
-  ``sqliteq_retention_last_run_deleted_dead_letters{store}``: the last housekeeping run;
+  ``sqliteq_retention_last_run_deleted_dead_letters{store}``: the last housekeeping run
+  (a start recorded further in the future than ``CLOCK_SKEW_MS`` shows as 0, never);
+  ``sqliteq_retention_last_run_problems{store}``: rows it skipped as broken;
   ``sqliteq_housekeeping_interval_seconds{store}``: how often it is due (0: off)
 - ``sqliteq_worker_heartbeat_age_seconds{queue, worker, host, pid}``: since each
   registered worker's last heartbeat; a worker that died without stopping (its
@@ -64,6 +66,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from spark_queue.defaults import CLOCK_SKEW_MS
 from spark_queue.store import Store, hold_prefix
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -118,6 +121,8 @@ _STORE_HELP = {
     "sqliteq_retention_last_run_deleted_events": "Events the last housekeeping run deleted.",
     "sqliteq_retention_last_run_deleted_dead_letters": "Dead letters the last housekeeping "
     "run deleted.",
+    "sqliteq_retention_last_run_problems": "Rows the last housekeeping run skipped because "
+    "another client broke their rule (sqliteq housekeeping names them).",
     "sqliteq_housekeeping_interval_seconds": "How often housekeeping is due (0: off).",
     "sqliteq_worker_heartbeat_age_seconds": "Time since a registered worker's last heartbeat.",
 }
@@ -141,15 +146,18 @@ def _store_health(samples: dict[str, list[str]], store: Store) -> None:
     disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
     status = store.housekeeping_status()
     last = status.last_run
+    # A start recorded by a clock since set back would hold the "not running" alert off.
+    stale = last is not None and last.started_ms > time.time_ns() // 1_000_000 + CLOCK_SKEW_MS
     values = {
         "sqliteq_store_file_bytes": os.path.getsize(store.path),
         "sqliteq_store_wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
         "sqliteq_store_free_bytes": disk.f_bavail * disk.f_frsize,
-        "sqliteq_retention_last_run_timestamp_seconds": 0 if last is None
+        "sqliteq_retention_last_run_timestamp_seconds": 0 if last is None or stale
         else last.started_ms / 1000,
         "sqliteq_retention_last_run_deleted_events": 0 if last is None else last.deleted_events,
         "sqliteq_retention_last_run_deleted_dead_letters": 0 if last is None
         else last.deleted_dead_letters,
+        "sqliteq_retention_last_run_problems": 0 if last is None else len(last.problems),
         "sqliteq_housekeeping_interval_seconds": status.interval_ms / 1000,
     }
     for name, value in values.items():

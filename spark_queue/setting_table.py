@@ -161,6 +161,25 @@ def check_setting(setting: Setting, value: Any, *, error: type[Exception], owner
     return value
 
 
+def stored_problem(setting: Setting, value: Any) -> str | None:
+    """What is wrong with ``value`` as the store's column of ``setting`` holds it (a flag as 0
+    or 1, NULL for no limit), or None. Another SQLite client can store what the schema's
+    CHECK constraints let through (text compares above every number): housekeeping skips
+    such a row and ``sqliteq check`` names it."""
+    if value is None:
+        return None if setting.nullable else "holds NULL, which is not allowed"
+    if setting.kind is bool:
+        ok = value in (0, 1) and not isinstance(value, (str, bytes, float))
+    elif setting.kind is float:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and setting.low < value <= setting.high)
+    else:
+        ok = is_int_within(value, int(setting.low), int(setting.high))
+    if ok:
+        return None
+    return f"holds {value!r} ({type(value).__name__}), not {allowed(setting)}"
+
+
 def allowed(setting: Setting) -> str:
     """What a setting takes, in words: ``an integer >= 1``, ``True or False``, ..."""
     if setting.kind is bool:

@@ -35,6 +35,12 @@ REVIEWED_SQL_INTERPOLATIONS = {
     ("store/queues/queue_admin.py", "table"),  # one of two table-name literals
     ("store/streams/packed_insert.py", "_INSERT"),  # the INSERT column list, a constant
     ("store/streams/packed_insert.py", "key_sql"),  # one of four literal key expressions
+    ("store/file/steps.py", "sizes_sql"),  # the callers' SQL below, literals with ? for values
+    ("store/streams/retention.py", "size_sql('key', 'value')"),  # column literals
+    ("store/queues/dead_retention.py", "size_sql('value')"),
+    ("store/queues/queue_admin.py", "size_sql('value')"),
+    ("store/queues/queue_admin.py", "_EXPIRED"),  # a constant FROM/WHERE clause with ?
+    ("store/maintenance.py", "', '.join(columns)"),  # the declared queue settings' names
 }
 
 

@@ -316,6 +316,7 @@ def cmd_housekeeping(args: argparse.Namespace) -> int:
         "deleted_dead_letters": None if last is None else last.deleted_dead_letters,
         "expired_jobs": None if last is None else last.expired_jobs,
         "held_back": None if last is None else held_back,
+        "problems": None if last is None else list(last.problems),
     }
     if not args.run:
         del shown["ran_now"]

@@ -4,13 +4,20 @@ store's own long-running processes, one at a time, in small steps off their hot 
 One run does, in order: every topic's stored retention (never above the lowest saved
 consumer offset), each queue's dead-letter retention, the sweep of jobs past their TTL,
 a passive WAL checkpoint, and the record of the run. Each delete is a step of at most
-``retention.STEP_ROWS`` rows in its own write transaction, so a writer beside it waits
-for one step at most.
+``STEP_ROWS`` rows and ``STEP_BYTES`` bytes in its own write transaction
+(:mod:`spark_queue.store.file.steps`), so a writer beside it waits for one step at most.
+A row another SQLite client wrote against the rule (a topic's retention as text) is
+skipped and named in the run's ``problems``; the rest of the run goes on.
 
 - **When**: a run is due when the last one (sq_meta ``housekeeping_last_run``) started
   at least the store's ``housekeeping_interval_ms`` ago (sq_meta, default in
   :data:`spark_queue.setting_table.STORE_SETTING`; 0 switches self-applied housekeeping
-  off). Checking it is one read of two rows.
+  off). Checking it is one read transaction (two sq_meta rows and the lease); only a
+  due run writes.
+- **The clock**: a recorded run start or lease renewal more than
+  :data:`~spark_queue.defaults.CLOCK_SKEW_MS` in the future was written by a clock that
+  was ahead and has been set back: it is stale (the run is due, the lease free), so a
+  clock set back delays housekeeping by that bound at most.
 - **Who**: one process at a time, the holder of a lease (sq_meta ``housekeeping_lease``:
   holder and expiry) taken in a short write transaction and renewed in every step's
   transaction; a holder killed mid-run stops renewing, and its lease runs out after
@@ -44,6 +51,7 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import (
+    CorruptStoreError,
     OptionError,
     ReadOnlyStoreError,
     SparkQueueError,
@@ -95,6 +103,8 @@ class HousekeepingRun(NamedTuple):
     expired_jobs: int
     held_back: list[HeldBack]
     complete: bool  # False when the lease was lost mid-run (another process goes on)
+    # Rows skipped because another SQLite client broke their rule, each said with its fix.
+    problems: tuple[str, ...] = ()
 
 
 class HousekeepingStatus(NamedTuple):
@@ -141,7 +151,7 @@ def status(conn: apsw.Connection) -> HousekeepingStatus:
     return HousekeepingStatus(
         interval_ms(conn), _last_run(conn),
         None if lease is None else str(lease.get("holder")),
-        None if lease is None else int(lease.get("until_ms", 0)),
+        None if lease is None else _int(lease.get("until_ms")),
     )
 
 
@@ -150,7 +160,10 @@ def held_back(conn: apsw.Connection, at_ms: int) -> list[HeldBack]:
     ``at_ms``, in the caller's read transaction (a topic with no retention: none)."""
     held = []
     for tid, name in retention.topic_ids(conn):
-        plan = retention.plan(conn, tid, at_ms=at_ms)
+        try:
+            plan = retention.plan(conn, tid, at_ms=at_ms)
+        except CorruptStoreError:
+            continue  # its stored retention breaks the rule: check and the runs name it
         if plan.held_by is None or plan.wanted <= plan.cut:
             continue
         oldest_ms = _ts_ms(conn, tid, plan.cut)
@@ -175,6 +188,11 @@ def run_housekeeping(
     is due and housekeeping is on); None when it did not run. Each step is one transaction;
     ``stop`` set ends the run after the current step (recorded as not complete)."""
     holder = holder or _holder_name()
+    if due_only:
+        # A read: the check every process makes every few seconds never waits for a writer.
+        with file.read() as conn:
+            if not _due(conn, now_ms()) or _held_by_another(conn, holder, now_ms()):
+                return None
     with file.write() as conn:
         if due_only and not _due(conn, now_ms()):
             return None
@@ -182,6 +200,7 @@ def run_housekeeping(
             return None
     started = now_ms()
     lost: list[bool] = []
+    problems: list[str] = []
 
     def may_step(conn: apsw.Connection) -> bool:
         kept = (stop is None or not stop.is_set()) and _take_lease(conn, holder, lease_ms)
@@ -191,22 +210,23 @@ def run_housekeeping(
 
     with file.read() as conn:
         ids = retention.topic_ids(conn)
-    deleted = sum(r.deleted for r in
-                  retention.prune_topics(file, ids, at_ms=started, may_step=may_step))
+    deleted = sum(r.deleted for r in retention.prune_topics(
+        file, ids, at_ms=started, may_step=may_step, problems=problems))
     with file.read() as conn:
         held = held_back(conn, started)
     dead = expired = 0
     if not lost:
-        dead = dead_retention.prune_dead_letters(file, at_ms=started, may_step=may_step) or 0
+        dead = dead_retention.prune_dead_letters(file, at_ms=started, may_step=may_step,
+                                                 problems=problems) or 0
     if not lost:
-        with file.write() as conn:
-            if may_step(conn):
-                expired = queue_admin.sweep_expired(conn, now_ms=started)
+        expired = queue_admin.sweep_expired(file, now_ms=started, may_step=may_step,
+                                            problems=problems)
     with translate_errors(file.path):
         # Passive: never waits for a reader, never holds the write lock. A WAL it checkpoints
         # to its end is cut back to journal_size_limit by the next write: the record below.
         file.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-    run = HousekeepingRun(started, now_ms(), holder, deleted, dead, expired, held, not lost)
+    run = HousekeepingRun(started, now_ms(), holder, deleted, dead, expired, held, not lost,
+                          tuple(problems))
     with file.write() as conn:
         if _take_lease(conn, holder, lease_ms):
             conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
@@ -217,6 +237,8 @@ def run_housekeeping(
                  deleted, dead, expired,
                  "".join(f"; {h.consumer!r} holds back {h.events} events of {h.topic!r}"
                          for h in held))
+    for problem in problems:
+        log.warning("housekeeping skipped a row: %s", problem)
     return run
 
 
@@ -326,18 +348,46 @@ def _due(conn: apsw.Connection, now: int) -> bool:
     if every <= 0:
         return False
     last = _meta_json(conn, _LAST_RUN_KEY)
-    return last is None or now - int(last.get("started_ms", 0)) >= every
+    if last is None:
+        return True
+    started = _int(last.get("started_ms"))
+    # A start in the future beyond the bound: recorded by a clock since set back (stale).
+    return now - started >= every or started > now + defaults.CLOCK_SKEW_MS
+
+
+def _held_by_another(conn: apsw.Connection, holder: str, now: int) -> bool:
+    """Whether a live lease of another holder stands: not run out, and not written by a
+    clock that was ahead (renewed more than CLOCK_SKEW_MS in the future; a lease without
+    its renewal time, beyond the longest lease plus the bound)."""
+    lease = _meta_json(conn, _LEASE_KEY)
+    if lease is None or lease.get("holder") == holder:
+        return False
+    until = _int(lease.get("until_ms"))
+    renewed = lease.get("renewed_ms")
+    if renewed is None:
+        stale = until > now + LEASE_MS + defaults.CLOCK_SKEW_MS
+    else:
+        stale = _int(renewed) > now + defaults.CLOCK_SKEW_MS
+    return until > now and not stale
 
 
 def _take_lease(conn: apsw.Connection, holder: str, lease_ms: int) -> bool:
     """Take or renew the lease in the caller's write transaction; False if another holds it."""
     now = now_ms()
-    lease = _meta_json(conn, _LEASE_KEY)
-    if lease is not None and lease.get("holder") != holder and int(lease.get("until_ms", 0)) > now:
+    if _held_by_another(conn, holder, now):
         return False
+    lease = {"holder": holder, "until_ms": now + lease_ms, "renewed_ms": now}
     conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                 (_LEASE_KEY, json.dumps({"holder": holder, "until_ms": now + lease_ms})))
+                 (_LEASE_KEY, json.dumps(lease)))
     return True
+
+
+def _int(value: Any) -> int:
+    """A recorded time as an integer; a foreign writer's value as 0 (long past)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _meta_json(conn: apsw.Connection, key: str) -> dict[str, Any] | None:
@@ -354,6 +404,7 @@ def _meta_json(conn: apsw.Connection, key: str) -> dict[str, Any] | None:
 def _run_json(run: HousekeepingRun) -> dict[str, Any]:
     record = run._asdict()
     record["held_back"] = [h._asdict() for h in run.held_back]
+    record["problems"] = list(run.problems)
     return record
 
 
@@ -369,6 +420,7 @@ def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
             int(record["started_ms"]), int(record["ended_ms"]), str(record["holder"]),
             int(record["deleted_events"]), int(record["deleted_dead_letters"]),
             int(record["expired_jobs"]), held, bool(record["complete"]),
+            tuple(str(p) for p in record.get("problems", ())),
         )
     return None
 

@@ -18,6 +18,7 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
+from spark_queue.setting_table import QUEUE_SETTINGS, TOPIC_SETTING, stored_problem
 from spark_queue.store import housekeeping
 from spark_queue.store.file.connection import (
     first_value,
@@ -35,6 +36,8 @@ from spark_queue.store.file.schema import (
     read_state,
     readable_version,
 )
+from spark_queue.store.queues.queue_config import bad_settings
+from spark_queue.store.streams.retention import bad_retention
 from spark_queue.store.streams import consumer_positions, topic_reads
 from spark_queue.store.streams.topic_reads import offsets_are_unique
 from spark_queue.times import format_duration_ms
@@ -267,6 +270,7 @@ def check(conn: apsw.Connection) -> CheckReport:
                 "client rebuilt it, so offsets may repeat. Restore a backup."
             )
         problems.extend(_topic_problems(conn))
+        problems.extend(_setting_problems(conn))
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))
         problems.extend(_time_mark_problems(conn))
@@ -335,6 +339,24 @@ def _topic_problems(conn: apsw.Connection) -> Iterator[str]:
                 f"{high + 1} in the same transaction as such inserts, or publish through "
                 "the sq_publish view."
             )
+
+
+def _setting_problems(conn: apsw.Connection) -> Iterator[str]:
+    """Stored settings against their declaration: what the schema's CHECK constraints let
+    another client write (text compares above every number), which housekeeping skips."""
+    for name, retention_ms, retention_rows in conn.execute(
+        "SELECT name, retention_ms, retention_rows FROM sq_topics ORDER BY name"
+    ):
+        for column, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
+            problem = stored_problem(TOPIC_SETTING[column], value)
+            if problem is not None:
+                yield bad_retention(name, column, problem)
+    columns = [setting.name for setting in QUEUE_SETTINGS]
+    # ``columns`` are the declared settings' names, never user text.
+    for name, *values in conn.execute(
+        f"SELECT name, {', '.join(columns)} FROM sq_queues ORDER BY name"
+    ):
+        yield from bad_settings(name, dict(zip(columns, values, strict=True)))
 
 
 # One pass over the events: the first rule each row breaks, or no row.

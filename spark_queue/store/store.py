@@ -371,7 +371,7 @@ class Store:
         **deprecated: int | None,
     ) -> list[retention.PruneResult]:
         """Apply retention (``retention_ms``, ``retention_rows`` given, else each topic's own) to
-        one topic or all, in write transactions of at most ``retention.STEP_ROWS`` events;
+        one topic or all, in write transactions of at most 10,000 events and 8 MiB;
         never at or above the lowest saved consumer offset unless ``force``."""
         age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
         return retention.prune(self.file, topic, retention_ms=age, retention_rows=rows,
@@ -487,7 +487,6 @@ class Store:
             return queue_admin.delete_queue(conn, name)
 
     def sweep_expired(self) -> int:
-        """Delete jobs past their TTL in every queue (one transaction); returns how many."""
-        with self.write() as conn:
-            return queue_admin.sweep_expired(conn)
+        """Delete jobs past their TTL in every queue, in steps (one transaction each)."""
+        return queue_admin.sweep_expired(self.file)
 

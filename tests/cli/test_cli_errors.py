@@ -145,7 +145,7 @@ def test_write_commands_on_a_read_only_store_exit_1_with_one_line_and_write_noth
         ["queue", "pause", path, "q"],
         ["queue", "purge", path, "q"],
         ["job", "remove", path, "q", "1"],
-        ["prune", path, "--max-rows", "0", "--force"],
+        ["prune", path, "--retention", "1", "--force"],
     ):
         code, out, err = run(capsys, *argv)
         assert code == 1 and out == "" and err.count("\n") == 1, (argv, err)

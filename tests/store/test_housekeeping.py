@@ -53,7 +53,8 @@ def test_no_run_while_another_process_holds_the_lease_and_one_after_it_expires(s
     store.publish_many("t", range(5))
     with store.write() as conn:
         conn.execute("INSERT OR REPLACE INTO sq_meta VALUES ('housekeeping_lease', ?)",
-                     (json.dumps({"holder": "other", "until_ms": now_ms() + 600_000}),))
+                     (json.dumps({"holder": "other", "until_ms": now_ms() + 600_000,
+                                  "renewed_ms": now_ms()}),))
     assert store.run_housekeeping() is None
     assert store.bounds("t")[0] == 0
     with store.write() as conn:  # the holder died: its lease ran out
@@ -179,3 +180,123 @@ def test_a_reader_holding_a_snapshot_keeps_the_wal_until_it_ends(store):
         assert os.path.getsize(wal) > WAL_LIMIT_BYTES
     store.run_housekeeping()
     assert os.path.getsize(wal) <= WAL_LIMIT_BYTES
+
+
+DAY_MS = 86_400_000
+
+
+def shift_last_run(store, by_ms):
+    """The last run's record as a process whose clock was ``by_ms`` ahead wrote it."""
+    [[text]] = store.conn.execute(
+        "SELECT value FROM sq_meta WHERE key = 'housekeeping_last_run'").fetchall()
+    record = json.loads(text)
+    record["started_ms"] += by_ms
+    record["ended_ms"] += by_ms
+    with store.write() as conn:
+        conn.execute("UPDATE sq_meta SET value = ? WHERE key = 'housekeeping_last_run'",
+                     (json.dumps(record),))
+
+
+def test_a_run_recorded_while_the_clock_was_a_day_ahead_does_not_stop_housekeeping(store):
+    from spark_queue.metrics import render
+    from spark_queue.store.housekeeping import run_housekeeping
+
+    store.set_housekeeping_interval(1000)
+    store.run_housekeeping()
+    shift_last_run(store, DAY_MS)
+    # The metric does not say a run happened tomorrow (the alert on it could never fire).
+    [line] = [x for x in render(store).splitlines()
+              if x.startswith("sqliteq_retention_last_run_timestamp_seconds{")]
+    assert float(line.split()[-1]) <= now_ms() / 1000
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(100))
+    assert run_housekeeping(store.file, due_only=True) is not None
+    assert store.bounds("t")[0] == 99
+    assert store.housekeeping_status().last_run.started_ms <= now_ms()
+
+
+def test_a_lease_written_while_the_clock_was_a_day_ahead_does_not_block_a_run(store):
+    store.configure_topic("t", retention_rows=1)
+    store.publish_many("t", range(5))
+    with store.write() as conn:  # its holder died with the clock a day ahead
+        conn.execute("INSERT OR REPLACE INTO sq_meta VALUES ('housekeeping_lease', ?)",
+                     (json.dumps({"holder": "other", "until_ms": now_ms() + DAY_MS}),))
+    assert store.run_housekeeping() is not None
+    assert store.bounds("t")[0] == 4
+
+
+def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
+    """Another SQLite client wrote a topic's retention and a queue's settings as text
+    (the CHECK constraints let text through): the run skips those rows, names them in
+    its record, and does the rest; check and metrics report them instead of failing."""
+    from spark_queue.metrics import render
+
+    for topic in ("a_bad", "b_good"):
+        store.configure_topic(topic, retention_rows=1)
+        store.publish_many(topic, range(5))
+    bad_q = store.queue("a_bad_q", max_attempts=1)
+    bad_q.enqueue_many(list(range(3)))
+    for job in bad_q.claim(3):
+        bad_q.nack(job, "boom")
+    good_q = store.queue("b_good_q", max_attempts=1, dead_retention_rows=1)
+    good_q.enqueue_many(list(range(3)))
+    for job in good_q.claim(3):
+        good_q.nack(job, "boom")
+    with store.write() as conn:
+        conn.execute("UPDATE sq_topics SET retention_rows = 'ten' WHERE name = 'a_bad'")
+        conn.execute("UPDATE sq_queues SET dead_retention_ms = 'a week', "
+                     "idempotency_window_ms = 'a day' WHERE name = 'a_bad_q'")
+    run = store.run_housekeeping()
+    assert run.complete
+    assert store.bounds("b_good")[0] == 4 and store.bounds("a_bad")[0] == 0
+    assert (run.deleted_events, run.deleted_dead_letters) == (4, 2)
+    assert len(run.problems) == 3, run.problems
+    assert any("'a_bad'" in p and "retention_rows" in p and "'ten'" in p for p in run.problems)
+    assert any("'a_bad_q'" in p and "dead_retention_ms" in p for p in run.problems)
+    assert any("'a_bad_q'" in p and "idempotency_window_ms" in p for p in run.problems)
+    assert store.housekeeping_status().last_run == run
+    report = store.check()
+    assert not report.ok
+    assert any("'a_bad'" in p and "retention_rows" in p for p in report.problems)
+    assert any("'a_bad_q'" in p and "dead_retention_ms" in p for p in report.problems)
+    # A limit given by hand replaces the broken one.
+    assert store.prune("a_bad", retention_rows=2)[0].deleted == 3
+    text = render(store)
+    assert "sqliteq_retention_last_run_problems{" in text
+    [line] = [x for x in text.splitlines()
+              if x.startswith("sqliteq_retention_last_run_problems{")]
+    assert line.endswith(" 3")
+
+
+def test_the_due_check_is_a_read_that_never_waits_for_a_writer(store):
+    """Every process checks every 5 s whether a run is due: a BEGIN IMMEDIATE made each
+    of them (a Spark source too) a writer waiting behind long writers."""
+    from spark_queue.store.housekeeping import run_housekeeping
+
+    store.run_housekeeping()  # just ran: the next is due in 30 s
+    with Store(store.path, busy_timeout_ms=50) as checker, Store(store.path) as writer:
+        statements = []
+        checker.conn.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True
+        with writer.write():  # a long writer holds the lock throughout the check
+            assert run_housekeeping(checker.file, due_only=True) is None
+        assert not any("IMMEDIATE" in sql.upper() for sql in statements), statements
+
+
+def test_dead_letter_retention_deletes_at_most_step_bytes_per_step(store):
+    from spark_queue.store.queues import dead_retention
+
+    q = store.queue("q", max_attempts=1)
+    q.enqueue_many([b"x" * 2**20] * 12)
+    for job in q.claim(12):
+        q.nack(job, "boom")
+    q.configure(dead_retention_rows=1)
+    counts = []
+
+    def may_step(conn):
+        counts.append(conn.execute("SELECT count(*) FROM sq_dead_jobs").fetchall()[0][0])
+        return True
+
+    assert dead_retention.prune_dead_letters(store.file, at_ms=now_ms(), may_step=may_step) == 11
+    per_step = [a - b for a, b in zip(counts, [*counts[1:], 1], strict=True)]
+    # docs/operations.md: at most 8 MiB of payloads per step.
+    assert max(per_step) <= 8 and sum(per_step) == 11, per_step

@@ -257,9 +257,9 @@ class Queue:
             return queue_admin.purge(conn, self.name, include_leased=include_leased)
 
     def sweep_expired(self) -> int:
-        """Delete jobs past their TTL that no live lease holds (one transaction)."""
-        with self.file.write() as conn:
-            return queue_admin.sweep_expired(conn, self.name)
+        """Delete jobs past their TTL that no live lease holds, in steps of at most 10,000
+        rows and 8 MiB, each one transaction."""
+        return queue_admin.sweep_expired(self.file, self.name)
 
     def dead_letters(self, limit: int | None = None) -> list[JobInfo]:
         check_optional_int(limit, "dead letters limit", error=QueueConfigError,

@@ -7,6 +7,7 @@ read-only ones expect one read snapshot.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -16,9 +17,11 @@ from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueEr
 from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, check_setting
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
-from spark_queue.store.file.connection import first_value, one_row
+from spark_queue.store.file.connection import StoreConnection, first_value, one_row
 from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.steps import Budget, Done, MayStep, in_steps, rows_within, size_sql
 from spark_queue.store.queues import controls
+from spark_queue.store.queues.queue_config import bad_settings
 from spark_queue.store.queues.queue_jobs import (
     CONFIG_COLUMNS,
     QueueConfig,
@@ -241,30 +244,70 @@ def purge(
 
 
 def sweep_expired(
-    conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
+    file: StoreConnection, queue: str | None = None, *, now_ms: int | None = None,
+    may_step: MayStep | None = None, problems: list[str] | None = None,
 ) -> int:
-    """Delete jobs whose TTL passed and that no live lease holds; returns how many.
+    """Delete jobs whose TTL passed and that no live lease holds, in steps of at most
+    ``STEP_ROWS`` rows and ``STEP_BYTES`` bytes, each ONE write transaction
+    (:mod:`spark_queue.store.file.steps`); returns how many (so far, when ``may_step`` stops
+    it).
 
     Claims never deliver an expired job, sweeping or not; sweeping frees the
-    space. Also forgets idempotency keys past the queue's window whose job is gone.
+    space. Also forgets idempotency keys past the queue's window whose job is gone,
+    unless the queue's window breaks the rule (named in ``problems``).
     """
     now = _clock_ms() if now_ms is None else now_ms
-    configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
+    with file.read() as conn:
+        configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
     removed = 0
     for config in configs:
-        conn.execute(
-            "DELETE FROM sq_jobs WHERE queue_id = ? AND expires_at <= ? "
-            "AND (lease_token IS NULL OR lease_expires_at <= ?)",
-            (config.id, now, now),
-        )
-        removed += conn.changes()
-        conn.execute(
-            "DELETE FROM sq_job_keys WHERE queue_id = ? AND created_ms <= ? "
-            "AND NOT EXISTS (SELECT 1 FROM sq_jobs WHERE id = job_id) "
-            "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id)",
-            (config.id, now - config.idempotency_window_ms),
-        )
+        swept = in_steps(file, functools.partial(_sweep_jobs, queue_id=config.id, now=now),
+                         may_step=may_step)
+        if swept is None:
+            return removed
+        removed += swept
+        bad = bad_settings(config.name, {"idempotency_window_ms": config.idempotency_window_ms})
+        if bad:
+            if problems is not None:
+                problems.extend(bad)
+            continue
+        forget = functools.partial(_forget_keys, queue_id=config.id,
+                                   before_ms=now - config.idempotency_window_ms)
+        if in_steps(file, forget, may_step=may_step) is None:
+            return removed
     return removed
+
+
+# A job the sweep may delete: past its TTL, and no live lease holds it (index sq_jobs_expiry).
+_EXPIRED = ("FROM sq_jobs WHERE queue_id = ? AND expires_at <= ? "
+            "AND (lease_token IS NULL OR lease_expires_at <= ?) ORDER BY expires_at, id")
+
+
+def _sweep_jobs(conn: apsw.Connection, budget: Budget, *, queue_id: int, now: int) -> Done:
+    wanted = first_value(conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 {_EXPIRED} LIMIT ?)",
+        (queue_id, now, now, budget.rows + 1)))
+    cut = 0 if wanted == 0 else rows_within(
+        conn, f"SELECT {size_sql('value')} AS size {_EXPIRED} LIMIT ?",
+        (queue_id, now, now, min(wanted, budget.rows)), budget)
+    # Run even when nothing is due: a worker's start proves the store writable with it.
+    conn.execute(f"DELETE FROM sq_jobs WHERE id IN (SELECT id {_EXPIRED} LIMIT ?)",
+                 (queue_id, now, now, cut))
+    return Done(conn.changes(), cut < wanted)
+
+
+def _forget_keys(conn: apsw.Connection, budget: Budget, *, queue_id: int, before_ms: int
+                 ) -> Done:
+    # Keys are a few bytes each: the row bound is their step's bound.
+    conn.execute(
+        "DELETE FROM sq_job_keys WHERE queue_id = ? AND idempotency_key IN ("
+        "SELECT idempotency_key FROM sq_job_keys WHERE queue_id = ? AND created_ms <= ? "
+        "AND NOT EXISTS (SELECT 1 FROM sq_jobs WHERE id = job_id) "
+        "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id) "
+        "ORDER BY created_ms LIMIT ?)",
+        (queue_id, queue_id, before_ms, budget.rows))
+    forgotten = conn.changes()
+    return Done(forgotten, forgotten == budget.rows)
 
 
 def dead_letters(conn: apsw.Connection, queue: str, limit: int | None = None) -> list[JobInfo]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, TypedDict
 
+from spark_queue.setting_table import QUEUE_SETTING, stored_problem
+
 
 class QueueConfig(NamedTuple):
     """A queue's settings (the controls are explained in :mod:`.controls`).
@@ -74,3 +76,19 @@ def config_from_row(row: tuple[Any, ...]) -> QueueConfig:
     config = dict(zip(QueueConfig._fields, row, strict=True))
     config["paused"] = config["paused"] == 1
     return QueueConfig(**config)
+
+
+def bad_settings(queue: object, values: dict[str, object]) -> list[str]:
+    """The queue settings among ``values`` (column -> stored value) that break their
+    declaration, each said as ``sqliteq check`` and housekeeping say it."""
+    said = []
+    for column, value in values.items():
+        problem = stored_problem(QUEUE_SETTING[column], value)
+        if problem is not None:
+            flag = QUEUE_SETTING[column].flag
+            how = f"`sqliteq queue config PATH QUEUE {flag} ...` or " if flag else ""
+            said.append(
+                f"queue {queue!r}: sq_queues.{column} {problem} (another SQLite client wrote "
+                f"it); housekeeping skips what it governs until it is set again: {how}"
+                "Queue.configure")
+    return said

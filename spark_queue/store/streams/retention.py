@@ -5,9 +5,13 @@ earliest offset on. Events at or above the lowest saved consumer offset are
 kept unless the caller forces it: a consumer that has not read them yet must
 not lose them silently.
 
-A backlog is deleted in steps of at most ``STEP_ROWS`` events, each its own write
-transaction (:mod:`spark_queue.store.file.steps`): a writer beside a prune waits for
-one step at most, however large the backlog.
+A backlog is deleted in steps of at most ``STEP_ROWS`` events and ``STEP_BYTES`` bytes,
+each its own write transaction (:mod:`spark_queue.store.file.steps`): a writer beside a
+prune waits for one step at most, however large the backlog and its events.
+
+A topic's stored retention that another SQLite client wrote against the rule (text, 0)
+raises :class:`~spark_queue.errors.CorruptStoreError` naming it; housekeeping reports it
+and goes on with the other topics (``problems`` of :func:`prune_topics`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,19 @@ from typing import NamedTuple
 
 import apsw
 
-from spark_queue.errors import OptionError
-from spark_queue.setting_table import TOPIC_SETTING, check_setting
+from spark_queue.errors import CorruptStoreError, OptionError
+from spark_queue.setting_table import TOPIC_SETTING, check_setting, stored_problem
 from spark_queue.store.file.arguments import check_optional_int
 from spark_queue.store.file.connection import Row, StoreConnection, now_ms, one_row
-from spark_queue.store.file.steps import STEP_ROWS, MayStep, in_steps
+from spark_queue.store.file.steps import (
+    STEP,
+    Budget,
+    Done,
+    MayStep,
+    in_steps,
+    rows_within,
+    size_sql,
+)
 from spark_queue.store.streams import consumer_positions, time_marks
 from spark_queue.store.streams.topic_reads import bounds_of, topic_id
 
@@ -73,14 +85,20 @@ def plan(
     force: bool = False,
     at_ms: int | None = None,
 ) -> RetentionPlan:
-    """Where retention cuts topic ``tid`` (given limits, else its stored ones); reads only."""
-    stored_ms, stored_rows = one_row(
-        conn.execute("SELECT retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,))
-    )
+    """Where retention cuts topic ``tid`` (given limits, else its stored ones); reads only.
+    A given limit is checked as the topic setting it overrides (OptionError); a stored one
+    that breaks the rule raises CorruptStoreError naming the topic and the fix."""
+    name_, stored_ms, stored_rows = one_row(conn.execute(
+        "SELECT name, retention_ms, retention_rows FROM sq_topics WHERE id = ?", (tid,)))
+    for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
+        check_setting(TOPIC_SETTING[name], value, error=OptionError, owner="prune")
+    for name, given, value in (("retention_ms", retention_ms, stored_ms),
+                               ("retention_rows", retention_rows, stored_rows)):
+        problem = None if given is not None else stored_problem(TOPIC_SETTING[name], value)
+        if problem is not None:
+            raise CorruptStoreError(bad_retention(name_, name, problem))
     retention_ms = stored_ms if retention_ms is None else retention_ms
     retention_rows = stored_rows if retention_rows is None else retention_rows
-    for name, value in (("retention_ms", retention_ms), ("retention_rows", retention_rows)):
-        check_optional_int(value, name, error=OptionError, owner="prune", none_means="no limit")
     check_optional_int(at_ms, "at_ms", error=OptionError, owner="prune", none_means="now")
     earliest, latest = bounds_of(conn, tid)
     cut = earliest
@@ -100,6 +118,14 @@ def plan(
     return RetentionPlan(earliest, cut, wanted, held_by)
 
 
+def bad_retention(topic: object, column: str, problem: str) -> str:
+    """What a topic's stored retention that breaks the rule says (check, housekeeping)."""
+    flag = TOPIC_SETTING[column].flag
+    return (f"topic {topic!r}: sq_topics.{column} {problem} (another SQLite client wrote "
+            f"it); retention skips the topic until it is set again: `sqliteq topic config "
+            f"PATH TOPIC {flag} ...` or Store.configure_topic")
+
+
 def prune_id(
     conn: apsw.Connection,
     tid: int,
@@ -109,10 +135,11 @@ def prune_id(
     retention_rows: int | None = None,
     force: bool = False,
     at_ms: int | None = None,
-    step_rows: int | None = None,
-) -> PruneResult:
+    budget: Budget | None = None,
+) -> tuple[PruneResult, bool]:
     """One step of :func:`prune_topics` on the topic with id ``tid`` (``topic`` is only its
-    label), in the caller's transaction: at most ``step_rows`` events (None: all).
+    label), in the caller's transaction: within ``budget`` (None: all); and whether
+    retention wants more of the topic deleted after it.
 
     Pruning all topics goes by id, so a topic whose name another SQLite client
     set against the naming rule is pruned like the others instead of stopping
@@ -120,13 +147,19 @@ def prune_id(
     """
     where = plan(conn, tid, retention_ms=retention_ms, retention_rows=retention_rows,
                  force=force, at_ms=at_ms)
-    cut = where.cut if step_rows is None else min(where.cut, where.earliest + step_rows)
+    cut = where.cut
+    if budget is not None and cut > where.earliest:
+        cut = where.earliest + rows_within(
+            conn, f"SELECT {size_sql('key', 'value')} AS size FROM sq_events "
+            "WHERE topic_id = ? AND offset >= ? ORDER BY offset LIMIT ?",
+            (tid, where.earliest, min(cut - where.earliest, budget.rows)), budget)
     deleted = 0
     if cut > where.earliest:
         conn.execute("DELETE FROM sq_events WHERE topic_id = ? AND offset < ?", (tid, cut))
         deleted = conn.changes()
         time_marks.forget_before(conn, tid, cut)
-    return PruneResult(topic, deleted, where.earliest, max(where.earliest, cut), where.held_by)
+    return (PruneResult(topic, deleted, where.earliest, max(where.earliest, cut), where.held_by),
+            cut < where.cut)
 
 
 def prune(
@@ -155,35 +188,50 @@ def prune_topics(
     retention_rows: int | None = None,
     force: bool = False,
     at_ms: int | None = None,
-    step_rows: int = STEP_ROWS,
+    budget: Budget = STEP,
     may_step: MayStep | None = None,
+    problems: list[str] | None = None,
 ) -> list[PruneResult]:
-    """Apply retention to each topic of ``ids`` in steps of at most ``step_rows`` events, each
-    step ONE write transaction (:func:`~spark_queue.store.file.steps.in_steps`); a topic with
-    nothing to delete costs one read. The clock is read once, at the start, so a topic still
-    being written ends its prune. ``may_step`` (inside each step's transaction) stops the
-    whole prune when it answers False; the topics done so far are returned."""
+    """Apply retention to each topic of ``ids`` in steps within ``budget`` (rows and bytes),
+    each step ONE write transaction (:func:`~spark_queue.store.file.steps.in_steps`); a
+    topic with nothing to delete costs one read. The clock is read once, at the start, so a
+    topic still being written ends its prune. ``may_step`` (inside each step's transaction)
+    stops the whole prune when it answers False; the topics done so far are returned. With
+    ``problems``, a topic whose stored retention breaks the rule is skipped and named there
+    (housekeeping); without, its CorruptStoreError stops the prune."""
     at_ms = now_ms() if at_ms is None else at_ms
     results = []
     for tid, name in ids:
-        with file.read() as conn:
-            first = plan(conn, tid, retention_ms=retention_ms, retention_rows=retention_rows,
-                         force=force, at_ms=at_ms)
+        try:
+            with file.read() as conn:
+                first = plan(conn, tid, retention_ms=retention_ms,
+                             retention_rows=retention_rows, force=force, at_ms=at_ms)
+        except CorruptStoreError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         if first.cut <= first.earliest:
             results.append(PruneResult(name, 0, first.earliest, first.earliest, first.held_by))
             continue
         last = [PruneResult(name, 0, first.earliest, first.earliest, first.held_by)]
 
-        def step(conn: apsw.Connection, rows: int, tid: int = tid, name: str = name,
-                 last: list[PruneResult] = last) -> int:
+        def step(conn: apsw.Connection, budget: Budget, tid: int = tid, name: str = name,
+                 last: list[PruneResult] = last) -> Done:
             if conn.execute("SELECT 1 FROM sq_topics WHERE id = ?", (tid,)).fetchone() is None:
-                return 0  # deleted meanwhile
-            last[0] = prune_id(conn, tid, name, retention_ms=retention_ms,
-                               retention_rows=retention_rows, force=force, at_ms=at_ms,
-                               step_rows=rows)
-            return last[0].deleted
+                return Done(0, False)  # deleted meanwhile
+            last[0], more = prune_id(conn, tid, name, retention_ms=retention_ms,
+                                     retention_rows=retention_rows, force=force, at_ms=at_ms,
+                                     budget=budget)
+            return Done(last[0].deleted, more)
 
-        deleted = in_steps(file, step, may_step=may_step, step_rows=step_rows)
+        try:
+            deleted = in_steps(file, step, may_step=may_step, budget=budget)
+        except CorruptStoreError as exc:  # its retention was rewritten against the rule meanwhile
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         if deleted is None:
             return results
         results.append(last[0]._replace(deleted=deleted, earliest_before=first.earliest))

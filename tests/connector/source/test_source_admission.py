@@ -12,6 +12,7 @@ from spark_queue.connector.source.source_options import parse_source_options
 from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 from spark_queue.errors import DataLossError, OffsetRangeError
+from spark_queue.store.file.connection import now_ms
 
 
 class FakeClock:
@@ -119,7 +120,8 @@ def test_reader_pickles_without_a_connection(store, store_path):
 
 def test_skipping_lost_offsets_advances_even_without_new_rows(store, store_path):
     store.publish_many("t", range(50))
-    store.prune("t", retention_rows=0, force=True)  # everything gone: earliest == latest == 50
+    # Everything gone: earliest == latest == 50.
+    store.prune("t", retention_ms=1, at_ms=now_ms() + 1000, force=True)
     lenient = make_reader(store_path, topic="t", failOnDataLoss="false")
     assert topics(lenient.latestOffset({"t": 10}, ReadAllAvailable())) == {"t": 50}
     assert topics(lenient.latestOffset({"t": 50}, ReadAllAvailable())) == {"t": 50}

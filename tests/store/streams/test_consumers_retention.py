@@ -6,6 +6,7 @@ import pytest
 
 from spark_queue.errors import OffsetRangeError, OptionError, StoreBusyError
 from spark_queue.store import Store
+from spark_queue.store.file.connection import now_ms
 
 
 def test_offset_save_is_monotonic(store):
@@ -102,9 +103,20 @@ def test_stored_retention_applies_and_prune_reports_per_topic(store):
 
 def test_retention_of_everything_keeps_latest_offset(store):
     store.publish_many("t", range(5))
-    store.prune("t", retention_rows=0)
+    store.prune("t", retention_ms=1, at_ms=now_ms() + 1000)
     assert store.bounds("t") == (5, 5)
     assert store.publish("t", "next") == 5
+
+
+def test_a_prune_limit_is_checked_as_the_setting_it_overrides(store):
+    """prune(retention_rows=0) deleted every event while set_retention refused 0 (#53)."""
+    store.publish_many("t", range(3))
+    for call in (lambda: store.set_retention("t", retention_rows=0),
+                 lambda: store.prune("t", retention_rows=0),
+                 lambda: store.prune("t", retention_ms=0)):
+        with pytest.raises(OptionError, match=r"must be an integer from 1 to 2\*\*62 - 1"):
+            call()
+    assert store.bounds("t") == (0, 3)
 
 
 def test_the_old_retention_names_still_work_with_a_deprecation_warning(store):
