@@ -28,9 +28,9 @@ from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
+from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprints
 from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
-from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted

@@ -37,8 +37,8 @@ from spark_queue.store.file.schema import (
     readable_version,
 )
 from spark_queue.store.queues.queue_config import bad_settings
-from spark_queue.store.streams.retention import bad_retention
 from spark_queue.store.streams import consumer_positions, topic_reads
+from spark_queue.store.streams.retention import bad_retention
 from spark_queue.store.streams.topic_reads import offsets_are_unique
 from spark_queue.times import format_duration_ms
 

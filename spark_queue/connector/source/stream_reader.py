@@ -33,7 +33,6 @@ from spark_queue.connector.source.lineage import HistoryGuard
 from spark_queue.connector.source.offsets import (
     Bounds,
     MissingTopics,
-    check_store,
     checkpoint_offsets,
     open_source_store,
     starting_offsets,
