@@ -163,3 +163,13 @@ class KafkaTopicError(KafkaError, LookupError):
 class KafkaTargetMismatchError(KafkaError, ValueError):
     """An export's Kafka topic holds records that are not the store topic's, offset for
     offset (another topic's, or more than the store has); nothing was written to it."""
+
+
+class ReplicationError(SparkQueueError):
+    """Replication (``sqliteq replicate``/``restore``, Litestream) could not do what was
+    asked: the binary is missing, the replica URL is unusable, Litestream failed."""
+
+
+class ReplicationTimeoutError(ReplicationError, TimeoutError):
+    """A ``durability="replicated"`` write committed locally, but no replicator confirmed
+    that the replica holds it within the wait (is ``sqliteq replicate`` running?)."""

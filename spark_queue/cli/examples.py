@@ -71,6 +71,8 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
                     "--since 1h",
     "demo": "sqliteq demo --events 20000",
     "doctor": "sqliteq doctor --json",
+    "replicate": "sqliteq replicate app.sqlite --to s3://backups/app",
+    "restore": "sqliteq restore app.sqlite --from s3://backups/app --if-missing",
 }
 
 

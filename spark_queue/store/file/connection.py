@@ -191,7 +191,8 @@ def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
         ) from exc
 
 
-_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
+# "replicated" is NORMAL on the local disk: the copy that makes it durable is the replica's.
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF", "replicated": "NORMAL"}
 
 
 @contextlib.contextmanager
@@ -308,6 +309,9 @@ class StoreConnection:
     def __init__(self, path: str, conn: apsw.Connection) -> None:
         self.path = path
         self.conn = conn
+        # Called after every commit of write()/transact(): durability="replicated" waits
+        # there until the replica holds the commit (spark_queue/store/file/replica_mark.py).
+        self.after_commit: Callable[[], None] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -317,6 +321,8 @@ class StoreConnection:
         """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
         with write_transaction(self.conn) as conn:
             yield conn
+        if self.after_commit is not None:
+            self.after_commit()
 
     def transact(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
@@ -336,6 +342,8 @@ class StoreConnection:
         except (apsw.Error, OverflowError, UnicodeEncodeError):
             with translate_errors(self.path):
                 raise
+        if self.after_commit is not None:
+            self.after_commit()
         return result
 
     @contextlib.contextmanager

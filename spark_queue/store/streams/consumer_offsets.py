@@ -16,6 +16,7 @@ import apsw
 from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
+from spark_queue.store.file.replica_mark import readable_end
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.streams.topic_reads import topic_id
 
@@ -49,6 +50,8 @@ def commit(
         latest = first_value(
             conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
         )
+        # A replicated store: an offset saves only what readers may see (replica_mark).
+        latest = readable_end(conn, tid, 0, latest)
         check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
                   high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
         stored[topic] = first_value(
