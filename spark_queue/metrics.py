@@ -47,6 +47,9 @@ The operator's gauges of the store itself (:func:`_store_health`; docs/operation
   ``sqliteq_housekeeping_interval_seconds{store}``: how often it is due (0: off)
 - ``sqliteq_worker_heartbeat_age_seconds{queue, worker, host, pid}``: since each
   registered worker's last heartbeat
+- ``sqliteq_replica_lag_events{topic}``, ``sqliteq_replica_lag_seconds``,
+  ``sqliteq_replica_last_sync_timestamp_seconds``, ``sqliteq_replica_requests_per_hour``
+  (replicated stores only): :mod:`spark_queue.replication.replica_metrics`
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from spark_queue.replication import replica_metrics
 from spark_queue.store import Store, hold_prefix
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -114,6 +118,7 @@ _STORE_HELP = {
     "sqliteq_worker_heartbeat_age_seconds": "Time since a registered worker's last heartbeat.",
 }
 _HELP.update(_STORE_HELP)
+_HELP.update(replica_metrics.HELP)
 
 
 def _store_health(samples: dict[str, list[str]], store: Store) -> None:
@@ -209,6 +214,8 @@ def render(store: Store) -> str:
                 _sample("sqliteq_consumer_lag", labels, consumer.lag)
             )
         _mirror_samples(samples, store)
+    for name, labels, value in replica_metrics.samples(store.path):
+        samples[name].append(_sample(name, labels, value))
     return "".join(_lines(samples))
 
 

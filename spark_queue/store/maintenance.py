@@ -27,6 +27,7 @@ from spark_queue.store.file.connection import (
     read_transaction,
     translate_errors,
 )
+from spark_queue.store.file import replica_mark
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.schema import (
     APPLICATION_ID,
@@ -250,6 +251,7 @@ def check(conn: apsw.Connection) -> CheckReport:
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))
         problems.extend(_time_mark_problems(conn))
+        problems.extend(replica_mark.mark_problems(conn))
         warnings = () if problems else tuple(_held_back_warnings(conn))
     return CheckReport(not problems, problems, warnings)
 

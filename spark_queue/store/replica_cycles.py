@@ -76,6 +76,8 @@ def replica_status(path: str | os.PathLike[str]) -> ReplicaStatus | None:
     try:
         file = StoreConnection(os.fspath(path), conn)
         with file.read() as c:
+            if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'sq_meta'").fetchone() is None:
+                return None  # a file being created: no store yet, so not replicated
             return replica_mark.read_replica_status(c)
     finally:
         conn.close()

@@ -150,6 +150,26 @@ def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
     )
 
 
+def mark_problems(conn: apsw.Connection) -> list[str]:
+    """What ``sqliteq check`` finds wrong with a replicated store's mark (caller's snapshot):
+    a mark that is not a JSON object of offsets, or one above a topic's next offset
+    (readers would be told of events the store does not hold). Litestream's own tables
+    (``_litestream_seq``, ``_litestream_lock``) are expected in a replicated store."""
+    if _get(conn, URL_KEY) is None:
+        return []
+    try:
+        mark = read_mark(conn) or {}
+    except (ValueError, TypeError, AttributeError) as exc:
+        return [f"sq_meta {_MARK_KEY!r} is not a JSON object of offsets ({exc}); "
+                "restart `sqliteq replicate`, whose first cycle rewrites it."]
+    ends = _next_offsets(conn)
+    return [
+        f"replicated mark of topic id {tid} is {end}, above its next offset {ends[tid]}: "
+        "readers would be shown events the store does not hold; restart `sqliteq replicate`."
+        for tid, end in sorted(mark.items()) if tid in ends and end > ends[tid]
+    ]
+
+
 class ReplicaWait:
     """After a commit: wait until a replicator cycle that began after it has finished,
     i.e. the replica holds the commit (``durability="replicated"``). The commit stands
