@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -72,7 +74,7 @@ class Replicator:
                 )
                 process = subprocess.Popen(
                     [self.exe, "replicate", "-config", config], env=self.env,
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
                 )
                 try:
                     litestream.wait_for_socket(socket_path, process, timeout_s=30)
@@ -117,6 +119,16 @@ class Replicator:
         litestream.sync_wait(self.exe, socket_path, self.store, self.env, SYNC_TIMEOUT_S)
         cycles.finish(cycle, ends)
         self.cycles_done += 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends it SIGTERM when the replicator dies (even by
+    SIGKILL), so no Litestream outlives its replicator and ships a store nobody marks."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _mtime(path: str) -> int:
