@@ -17,6 +17,7 @@ Sections (``--section``, default all but soak):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -158,10 +159,11 @@ def _kills(work: str, kills: int) -> None:
         checked += report.ok
         with Store(store) as s:
             # The raw end: what the restore holds, whoever may read it.
-            held = s.conn.execute(
+            held: int = int(s.conn.execute(
                 "SELECT coalesce(max(next_offset), 0) FROM sq_topics WHERE name = 'events'"
-            ).fetchall()[0][0]
-        acked = [line.split() for line in open(acks, encoding="utf-8").read().splitlines()]
+            ).fetchall()[0][0] or 0)
+        with open(acks, encoding="utf-8") as lines:
+            acked = [line.split() for line in lines.read().splitlines()]
         acked_here = [(int(o), float(t)) for o, t in acked if len(acked[0]) == 2]
         missing = [(o, t) for o, t in acked_here if o >= held]
         lost_events += len(missing)
@@ -180,10 +182,8 @@ def _size(path: str) -> int:
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
     return total
 
 
@@ -212,9 +212,9 @@ def _soak(work: str, minutes: float, rate: float) -> None:
                     next_sample += 10
                 time.sleep(0.005)
             producer.flush()
-    for at, wal, db, local, remote in samples:
-        print(f"t={at:5.0f}s  wal {wal / 1e6:7.2f} MB  file {db / 1e6:8.2f} MB  "
-              f"local ltx {local / 1e6:7.2f} MB  replica {remote / 1e6:8.2f} MB")
+    for at, wal_bytes, db_bytes, local_bytes, remote_bytes in samples:
+        print(f"t={at:5.0f}s  wal {wal_bytes / 1e6:7.2f} MB  file {db_bytes / 1e6:8.2f} MB  "
+              f"local ltx {local_bytes / 1e6:7.2f} MB  replica {remote_bytes / 1e6:8.2f} MB")
     print(f"soak {minutes:g} min at {rate:g} events/s ({sent:,} events): WAL max "
           f"{max(s[1] for s in samples) / 1e6:.2f} MB, replica at the end "
           f"{samples[-1][4] / 1e6:.1f} MB for a {samples[-1][2] / 1e6:.1f} MB store")

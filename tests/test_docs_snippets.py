@@ -231,8 +231,7 @@ def test_the_databricks_start_step_restores_and_replicates(tmp_path):
                 assert [e.value for e in s.read("clicks")] == list(range(start + 1))
         finally:
             os.kill(pid, signal.SIGTERM)
-            while os.path.exists(f"/proc/{pid}") and "zombie" not in open(
-                    f"/proc/{pid}/status").read():
+            while os.path.exists(f"/proc/{pid}"):  # not our child: init reaps it
                 time.sleep(0.05)
         shutil.rmtree(local)  # the cluster ends: its disk is wiped
 

@@ -36,7 +36,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--litestream", metavar="PATH",
                    help="the litestream binary (default: the one the replicate extra installs)")
     p.add_argument("--forget", action="store_true",
-                   help="stop treating STORE as replicated (readers see every event again) and exit")
+                   help="stop treating STORE as replicated (readers see every event again), "
+                   "and exit")
     p.set_defaults(func=cmd_replicate)
 
     p = sub.add_parser(

@@ -21,6 +21,7 @@ checkpointed away before Litestream has copied it (BENCHMARKS.md, "replication")
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -69,7 +70,7 @@ class Replicator:
             with litestream.private_dir() as work:
                 socket_path = os.path.join(work, "ls.sock")
                 config = litestream.write_config(
-                    work, self.store, self.target, sync_interval_ms=self.sync_interval_ms,
+                    work, self.store, self.target, sync_interval_ms=None,
                     socket_path=socket_path,
                 )
                 process = subprocess.Popen(
@@ -160,3 +161,47 @@ def replicate(
     ``stop`` is set (forever when None): Python's ``sqliteq replicate``."""
     Replicator(store, to, sync_interval_ms=sync_interval_ms,
                litestream_path=litestream_path).run(stop or threading.Event())
+
+
+class Replicating:
+    """A replicator running in a daemon thread of this process (the notebooks' and the
+    demo's start step): :meth:`stop` runs its last cycle and waits for it; so does the
+    interpreter's exit."""
+
+    def __init__(self, store: str | os.PathLike[str], to: str, *,
+                 sync_interval_ms: int = defaults.REPLICA_SYNC_INTERVAL_MS) -> None:
+        self._stop = threading.Event()
+        self._replicator = Replicator(store, to, sync_interval_ms=sync_interval_ms)
+        self.url = self._replicator.target.url
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="sqliteq-replicate", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def _run(self) -> None:
+        try:
+            self._replicator.run(self._stop)
+        except BaseException as exc:  # kept for stop() and the log: a thread cannot raise
+            self.error = exc
+            log.error("replication of %s stopped: %s", self._replicator.store, exc)
+
+    def stop(self) -> None:
+        """Stop after a last cycle (a no-op when stopped); ReplicationError if it had failed."""
+        self._stop.set()
+        self._thread.join()
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise ReplicationError(f"replication failed: {error}") from error
+
+
+def start_replication(
+    store: str | os.PathLike[str], url: str, *,
+    sync_interval_ms: int = defaults.REPLICA_SYNC_INTERVAL_MS,
+) -> Replicating:
+    """The start step of a machine that may vanish: restore ``store`` from ``url`` if it is
+    missing (nothing when the replica is empty too), then replicate it in the background
+    until :meth:`Replicating.stop` or the end of the process."""
+    from spark_queue.replication.restoring import restore
+
+    restore(store, url, if_missing=True)
+    return Replicating(store, url, sync_interval_ms=sync_interval_ms)

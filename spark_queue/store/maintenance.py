@@ -19,6 +19,7 @@ import apsw
 from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
 from spark_queue.store import housekeeping
+from spark_queue.store.file import replica_mark
 from spark_queue.store.file.connection import (
     first_value,
     now_ms,
@@ -27,7 +28,6 @@ from spark_queue.store.file.connection import (
     read_transaction,
     translate_errors,
 )
-from spark_queue.store.file import replica_mark
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.schema import (
     APPLICATION_ID,

@@ -44,6 +44,8 @@ class ReplicaCycles:
         """Mark the store replicated to ``url``: readers are capped at the mark from now on."""
         with self.file.write() as conn:
             replica_mark.mark_replicated(conn, url)
+        # From now on Litestream checkpoints the WAL (replica_mark.owns_wal).
+        self.file.conn.execute("PRAGMA wal_autocheckpoint=0").fetchall()
 
     def unmark(self) -> bool:
         """Forget the replica: readers see every event; True if the store was marked."""

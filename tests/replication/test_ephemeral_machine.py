@@ -11,6 +11,7 @@ no event twice, and no offset names two different events.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -109,10 +110,8 @@ def _start(args: list[str], env: dict[str, str], log: pathlib.Path) -> subproces
 
 def _kill_all(procs: list[subprocess.Popen]) -> None:
     for proc in procs:  # at once: no process outlives another by more than a loop turn
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     for proc in procs:
         drivers.kill_group(proc)
 
@@ -139,11 +138,12 @@ def test_an_ephemeral_machine_five_times_over_loses_and_repeats_nothing(tmp_path
         try:
             procs.append(_start([sys.executable, str(producer), store, str(acks), str(run), "500"],
                                 env, logs / f"producer{run}.log"))
-            _wait_until(lambda: len(_lines(acks)) > acked_before, "a first acknowledgement", procs)
+            _wait_until(lambda n=acked_before: len(_lines(acks)) > n, "a first acknowledgement",
+                        procs)
             procs.append(_start([sys.executable, str(query), store, str(table), str(checkpoint),
                                  "stream"], env, logs / f"query{run}.log"))
-            _wait_until(lambda: _commits(checkpoint) >= commits_before + 1
-                        and len(_lines(acks)) >= acked_before + 500, "the query's batches", procs)
+            _wait_until(lambda c=commits_before, n=acked_before: _commits(checkpoint) >= c + 1
+                        and len(_lines(acks)) >= n + 500, "the query's batches", procs)
         finally:
             _kill_all(procs)
         shutil.rmtree(local)

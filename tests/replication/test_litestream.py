@@ -48,5 +48,6 @@ def test_the_config_quotes_every_path(tmp_path):
     target = litestream.parse_target("file:///r e/p", {})
     config = litestream.write_config(str(tmp_path), "/a b/s.sqlite", target,
                                      sync_interval_ms=250, socket_path="/t/s")
-    text = open(config, encoding="utf-8").read()
+    with open(config, encoding="utf-8") as file:
+        text = file.read()
     assert '"/a b/s.sqlite"' in text and '"file:///r e/p"' in text and "250ms" in text

@@ -107,10 +107,23 @@ def open_connection(
             # Per connection, writes nothing: a WAL checkpointed to its end is cut back to
             # this size by this connection's next write (spark_queue/store/housekeeping.py).
             conn.execute(f"PRAGMA journal_size_limit={defaults.WAL_LIMIT_BYTES:d}").fetchall()
+            if _replicated(conn):
+                # Litestream checkpoints a replicated store's WAL, never its writers: see
+                # spark_queue/store/file/replica_mark.py (owns_wal).
+                conn.execute("PRAGMA wal_autocheckpoint=0").fetchall()
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _replicated(conn: apsw.Connection) -> bool:
+    # Here, not in replica_mark (which imports this module): one read of sq_meta.
+    try:
+        row = conn.execute("SELECT 1 FROM sq_meta WHERE key = 'replica_url'").fetchone()
+    except apsw.SQLError:  # not a store (yet): no sq_meta
+        return False
+    return row is not None
 
 
 def _create_private_file(path: str) -> None:

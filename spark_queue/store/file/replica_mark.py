@@ -70,6 +70,23 @@ def _put(conn: apsw.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)", (key, value))
 
 
+def owns_wal(conn: apsw.Connection) -> bool:
+    """Whether Litestream owns the WAL's checkpoints: the store is replicated.
+
+    Seen on Litestream 0.5.17: a checkpoint by the application (a PASSIVE one, as
+    housekeeping and SQLite's autocheckpoint run) racing Litestream's sync yields a
+    replica whose restore fails ``PRAGMA integrity_check``. So on a replicated store the
+    store's connections never checkpoint (``wal_autocheckpoint=0``, set at open by
+    :func:`spark_queue.store.file.connection.open_connection`; housekeeping skips its
+    checkpoint) and Litestream's own checkpoints bound the WAL. A file that is not a
+    store yet (no sq_meta) is not replicated.
+    """
+    try:
+        return _get(conn, URL_KEY) is not None
+    except apsw.SQLError:
+        return False
+
+
 def replica_url(conn: apsw.Connection) -> str | None:
     """The replica a store is marked as replicated to, or None (caller holds a snapshot)."""
     return _get(conn, URL_KEY)
@@ -112,7 +129,8 @@ def readable_end(conn: apsw.Connection, tid: int, first: int, latest: int) -> in
 
 
 def _next_offsets(conn: apsw.Connection) -> dict[int, int]:
-    return {int(tid): int(nxt) for tid, nxt in conn.execute("SELECT id, next_offset FROM sq_topics")}
+    rows = conn.execute("SELECT id, next_offset FROM sq_topics")
+    return {int(tid): int(nxt) for tid, nxt in rows}
 
 
 def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:

@@ -16,8 +16,8 @@ import apsw
 from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
-from spark_queue.store.file.replica_mark import readable_end
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.replica_mark import readable_end
 from spark_queue.store.streams.topic_reads import topic_id
 
 _UPSERT = (
