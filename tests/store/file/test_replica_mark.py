@@ -92,3 +92,37 @@ def test_a_replicated_write_with_no_replicator_fails_naming_the_command(tmp_path
             store.publish("t", "y")
         store.file.after_commit = None
         assert store.bounds("t") == (0, 2)  # committed locally all the same
+
+
+def test_a_replicated_store_leaves_wal_checkpoints_to_litestream(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    with Store(path) as plain:
+        assert plain.conn.execute("PRAGMA wal_autocheckpoint").fetchall()[0][0] == 1000
+    cycles = ReplicaCycles(path)
+    cycles.mark("file:///replica")
+    with Store(path) as store:
+        assert store.conn.execute("PRAGMA wal_autocheckpoint").fetchall()[0][0] == 0
+    cycles.close()
+
+
+def test_a_replicated_enqueue_returns_after_a_cycle(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    cycles = ReplicaCycles(path)
+    cycles.mark("file:///replica")
+    stop = threading.Event()
+
+    def replicator() -> None:
+        while not stop.wait(0.01):
+            number, ends = cycles.begin()
+            cycles.finish(number, ends)
+
+    thread = threading.Thread(target=replicator)
+    thread.start()
+    try:
+        with Store(path, durability="replicated") as store:
+            job = store.queue("q").enqueue({"n": 1})
+            assert store.queue("q").stats().ready == 1 and job is not None
+    finally:
+        stop.set()
+        thread.join()
+        cycles.close()
