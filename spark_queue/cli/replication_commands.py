@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from types import FrameType
 
 from spark_queue import defaults
@@ -71,6 +69,9 @@ def cmd_replicate(args: argparse.Namespace) -> int:
         return 0
     if not args.url:
         raise OptionError("sqliteq replicate needs --to URL (file:///dir or s3://bucket/prefix).")
+    import signal
+    import threading
+
     from spark_queue.replication import Replicator
 
     replicator = Replicator(args.path, args.url, sync_interval_ms=args.sync_interval,
