@@ -141,12 +141,10 @@ def _yaml(value: str) -> str:
     return json.dumps(value)
 
 
-#: Litestream's own replica sync interval while a replicator drives the syncs: seen on
-#: 0.5.17, a forced ``sync -wait`` that overlaps Litestream's scheduled replica sync can
-#: ship a replica whose restore fails ``PRAGMA integrity_check`` ("row not in PRIMARY KEY
-#: order"; ``python -m benchmarks replica --section kills``). So the replicator is the
-#: only one that syncs: every ``sync_interval_ms`` while the store changes, and at once
-#: for a replicated write; Litestream's own schedule is pushed out of the way.
+#: Litestream's own replica sync interval while a replicator drives the syncs: the
+#: replicator is the only one that ships (each cycle's ``sync -wait``: every
+#: ``sync_interval_ms`` while the store changes, at once for a replicated write), so
+#: every ship moves the mark and none is a request the mark does not use.
 DRIVEN_SYNC_INTERVAL = "87600h"
 
 
