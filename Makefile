@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= spark,delta,connect,pipelines,kafka,dev
+EXTRAS ?= spark,delta,connect,pipelines,kafka,replicate,dev
 
 .PHONY: install demo test test-quick test-matrix bench clean
 

@@ -1,5 +1,5 @@
 """``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
-latency, sink, soak, drain, prune, unattended, crashes).
+latency, sink, soak, drain, prune, unattended, crashes, replica).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -24,12 +24,13 @@ BENCHMARKS = {
     "prune": "a 10M-event prune beside a process publishing every 5 ms: its waits and errors",
     "unattended": "an edge box with no prune command: retention, file, WAL, Delta exactly once",
     "crashes": "consume->produce and job.transaction handlers SIGKILLed at random: exactly once",
+    "replica": "replication (Litestream): publish_many with and without, kills, a soak",
 }
 # A module per benchmark, named after it, except where that name is a module's or a
 # package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,
 # connector/sink/): one name, one file (tests/test_naming.py).
 MODULES = {"store": "store_bench", "queue": "queue_bench", "source": "source_bench",
-           "sink": "sink_bench"}
+           "sink": "sink_bench", "replica": "replica_bench"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,8 +17,9 @@
 # MAGIC is DBFS on Databricks (docs/cluster.md, "Checkpoints"). A live store needs a local
 # MAGIC disk: DBFS (`/dbfs/...`) and Unity Catalog Volumes (`/Volumes/...`) cannot keep
 # MAGIC SQLite's locks, and the store refuses to open there. The driver's disk is gone when
-# MAGIC the cluster terminates: to keep the store, copy it to a Volume with `sqliteq backup`
-# MAGIC and copy it back before the next run (docs/spark-versions.md, "On Databricks"). On a
+# MAGIC the cluster terminates: to keep the store, set the `replica_url` widget (`s3://...`
+# MAGIC or `file:///Volumes/...`): the notebook then restores a missing store from it and
+# MAGIC replicates it while it runs (docs/replication.md). On a
 # MAGIC multi-node cluster executors cannot see the driver's disk: the connector's defaults
 # MAGIC ship rows from the driver there (docs/cluster.md), and tables go to the `tables_dir`
 # MAGIC widget, storage every node sees (default `dbfs:/tmp/spark_queue/quickstart`; a
@@ -45,7 +46,14 @@ import os
 
 from spark_queue import Record, Store, register
 from spark_queue.checkpoint_repair import repair_checkpoint
-from spark_queue.spark import driver_uri, run_available_now, store_table, tables_dir, work_dir
+from spark_queue.spark import (
+    driver_uri,
+    replicate_store,
+    run_available_now,
+    store_table,
+    tables_dir,
+    work_dir,
+)
 from spark_queue.spark.query_progress import offsets
 
 try:
@@ -65,6 +73,13 @@ checkpoint = driver_uri(os.path.join(directory, "checkpoints", "orders"))
 repaired = repair_checkpoint(checkpoint, missing_ok=True)
 if repaired.torn:
     print(repaired)
+# A replica URL set (the replica_url widget, $SPARK_QUEUE_REPLICA_URL): restore the store if
+# the driver's disk lost it, replicate it while this runs, and keep the checkpoint with the
+# tables on storage that survives (docs/replication.md).
+replicating = replicate_store(store_path, globals().get("dbutils"))
+if replicating is not None:
+    checkpoint = os.path.join(tables_dir("quickstart", globals().get("dbutils")),
+                              "checkpoints", "orders")
 print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 
 # COMMAND ----------

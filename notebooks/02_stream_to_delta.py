@@ -40,6 +40,7 @@ from spark_queue import Store, register
 from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.spark import (
     driver_uri,
+    replicate_store,
     run_available_now,
     store_table,
     table_format,
@@ -63,6 +64,13 @@ checkpoint = driver_uri(os.path.join(directory, "checkpoints", "readings"))
 repaired = repair_checkpoint(checkpoint, missing_ok=True)
 if repaired.torn:
     print(repaired)
+# A replica URL set (the replica_url widget, $SPARK_QUEUE_REPLICA_URL): restore the store if
+# the driver's disk lost it, replicate it while this runs, and keep the checkpoint with the
+# tables on storage that survives (docs/replication.md).
+replicating = replicate_store(store_path, globals().get("dbutils"))
+if replicating is not None:
+    checkpoint = os.path.join(tables_dir("stream_to_delta", globals().get("dbutils")),
+                              "checkpoints", "readings")
 fmt = table_format(spark)
 
 

@@ -27,8 +27,18 @@ FORMAT_NAME = "sqliteq"
 
 #: ``PRAGMA synchronous`` per connection: ``normal`` in WAL mode survives a process
 #: crash without losing a commit, and may lose the last commits on power loss.
+#: ``replicated`` is ``normal`` locally, and a write returns only once a replicator
+#: (``sqliteq replicate``) has confirmed that the replica holds it.
 DURABILITY = "normal"
-DURABILITY_LEVELS = ("full", "normal", "off")
+DURABILITY_LEVELS = ("full", "normal", "off", "replicated")
+
+#: How long a ``durability="replicated"`` write waits for the replicator's confirmation
+#: before it raises (the write itself is committed locally by then).
+REPLICATED_WAIT_MS = 30_000
+#: How often Litestream ships the WAL on its own, and how often the replicator confirms
+#: the replicated high-water mark when no replicated write is waiting: each ship is one or
+#: more object-store requests (1 s is about 2.6 million PUTs a month while writes flow).
+REPLICA_SYNC_INTERVAL_MS = 1_000
 
 #: How long a connection waits for another writer's lock before it raises.
 BUSY_TIMEOUT_MS = 5_000

@@ -201,3 +201,11 @@ class MirrorGapError(MirrorError, DataLossError):
 class MirrorTopicChangedError(MirrorError, LookupError):
     """A store topic was deleted (and maybe created anew) while its copy was being made: the
     Kafka topic holds the old topic's events, the new one's offsets start again."""
+class ReplicationError(SparkQueueError):
+    """Replication (``sqliteq replicate``/``restore``, Litestream) could not do what was
+    asked: the binary is missing, the replica URL is unusable, Litestream failed."""
+
+
+class ReplicationTimeoutError(ReplicationError, TimeoutError):
+    """A ``durability="replicated"`` write committed locally, but no replicator confirmed
+    that the replica holds it within the wait (is ``sqliteq replicate`` running?)."""

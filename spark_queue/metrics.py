@@ -56,6 +56,9 @@ The operator's gauges of the store itself (:func:`_store_health`; docs/operation
   leaves the scrape :data:`LOST_WORKER_SCRAPED_MS` (10 minutes) after that, so an alert on
   its age ends within that bound while its replacement works (``sqliteq queue workers``
   still lists it for a day)
+- ``sqliteq_replica_lag_events{topic}``, ``sqliteq_replica_lag_seconds``,
+  ``sqliteq_replica_last_sync_timestamp_seconds``, ``sqliteq_replica_requests_per_hour``
+  (replicated stores only): :mod:`spark_queue.replication.replica_metrics`
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ import time
 from collections.abc import Iterator
 
 from spark_queue.defaults import CLOCK_SKEW_MS
+from spark_queue.replication import replica_metrics
 from spark_queue.store import Store, hold_prefix
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -127,6 +131,7 @@ _STORE_HELP = {
     "sqliteq_worker_heartbeat_age_seconds": "Time since a registered worker's last heartbeat.",
 }
 _HELP.update(_STORE_HELP)
+_HELP.update(replica_metrics.HELP)
 
 
 #: How long a lost worker's heartbeat series stays in the scrape after its registration
@@ -243,6 +248,8 @@ def render(store: Store) -> str:
                 _sample("sqliteq_consumer_query_lag", labels, position.lag)
             )
         _mirror_samples(samples, store)
+    for name, labels, value in replica_metrics.samples(store.path):
+        samples[name].append(_sample(name, labels, value))
     return "".join(_lines(samples))
 
 

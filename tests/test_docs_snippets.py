@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ SHELL = {
     ("README.md", "pip install -e ."):
         "tests/test_docs_snippets.py::test_the_install_block_runs_in_a_fresh_venv",
     ("docs/spark-versions.md", "LOCAL=${LOCAL:-/local_disk0/spark_queue}"):
-        "tests/test_docs_snippets.py::test_the_databricks_backup_and_restore_run_in_two_dirs",
+        "tests/test_docs_snippets.py::test_the_databricks_start_step_restores_and_replicates",
     ("docs/outgrowing.md", "sqliteq kafka export"): RUN_ELSEWHERE["docs/outgrowing.md"],
     ("docs/pipelines.md", "mkdir -p /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
     ("docs/pipelines.md", "cd /tmp/orders-pipeline"): RUN_ELSEWHERE["docs/pipelines.md"],
@@ -165,9 +166,15 @@ def check_transactions_page(workdir: Path, outputs: list[str]) -> None:
         assert store.queue("emails").stats()[1:5] == (0, 0, 0, 0)
 
 
+def check_replication_page(workdir: Path, outputs: list[str]) -> None:
+    with Store(workdir / "copy.sqlite", create=False) as copy:
+        assert copy.bounds("orders") == (0, 1)
+
+
 PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,
                  "docs/operations.md": check_operations_page,
-                 "docs/transactions.md": check_transactions_page}
+                 "docs/transactions.md": check_transactions_page,
+                 "docs/replication.md": check_replication_page}
 
 
 def test_every_page_with_python_snippets_has_its_check():
@@ -213,29 +220,35 @@ def test_the_two_commands_are_the_demo_and_the_suite_ci_runs():
         assert '"-m", "spark_queue", "demo"' in (ROOT / test).read_text(encoding="utf-8")
 
 
-def test_the_databricks_backup_and_restore_run_in_two_dirs(tmp_path):
-    local, volume = tmp_path / "local_disk0", tmp_path / "Volume"
-    local.mkdir()
-    volume.mkdir()
-    with Store(volume / "app-2000-01-01-000000.sqlite") as old:  # an older copy
-        old.publish("clicks", "old")
-    with Store(local / "app.sqlite") as store:
-        store.publish_many("clicks", ["a", "b", "c"])
-    (local / "checkpoints" / "clicks").mkdir(parents=True)
-    (local / "checkpoints" / "clicks" / "metadata").write_text("{}")
-    block = shell_block("docs/spark-versions.md", "LOCAL=")
-    done = run_bash(block.code, tmp_path, LOCAL=str(local), VOLUME=str(volume))
-    assert done.returncode == 0, done.stdout + done.stderr
-    copies = sorted(p.name for p in volume.glob("app-*.sqlite"))
-    assert len(copies) == 2 and not (local / "backup.sqlite").exists()
-    with Store(local / "app.sqlite", create=False) as restored:
-        # The newest copy came back, not the older one.
-        assert [e.value for e in restored.read("clicks")] == ["a", "b", "c"]
-        assert restored.check().ok
-    (copied,) = volume.glob("checkpoints-*")  # the checkpoints went with the store, and back
-    assert (copied / "clicks" / "metadata").is_file()
-    assert sorted(p.name for p in (local / "checkpoints").iterdir()) == ["clicks"]
+@pytest.mark.slow
+def test_the_databricks_start_step_restores_and_replicates(tmp_path):
+    """docs/spark-versions.md's start step, twice, on a file:// replica: the second start
+    (an emptied local disk) gets back every event the first one published."""
+    import signal
 
+    from spark_queue.store import replica_status
+
+    local, replica = tmp_path / "local_disk0", (tmp_path / "Volume").as_uri()
+    block = shell_block("docs/spark-versions.md", "LOCAL=")
+    for start in range(2):
+        done = run_bash(block.code + '\necho "PID=$REPLICATOR"', tmp_path,
+                        LOCAL=str(local), REPLICA=replica)
+        assert done.returncode == 0, done.stdout + done.stderr
+        pid = int(done.stdout.split("PID=")[1].split()[0])
+        try:
+            store = str(local / "app.sqlite")
+            deadline = time.monotonic() + 60
+            while (replica_status(store) if os.path.exists(store) else None) is None:
+                assert time.monotonic() < deadline, (local / "replicate.log").read_text()
+                time.sleep(0.05)
+            with Store(store, durability="replicated") as s:
+                s.publish("clicks", start)
+                assert [e.value for e in s.read("clicks")] == list(range(start + 1))
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            while os.path.exists(f"/proc/{pid}"):  # not our child: init reaps it
+                time.sleep(0.05)
+        shutil.rmtree(local)  # the cluster ends: its disk is wiped
 
 def test_the_operations_backup_and_restore_run_as_written(tmp_path):
     store_path, backups = tmp_path / "app.sqlite", tmp_path / "backups"

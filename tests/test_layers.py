@@ -298,7 +298,8 @@ def test_nothing_below_the_package_face_imports_it():
 #: The tests mirror the package: a module's unit tests sit in the folder whose path under
 #: tests/ is its package's path under spark_queue/ (tests/store/streams <-> spark_queue/store/
 #: streams). These trees hold only such folders.
-MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo", "spark")
+MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo", "spark",
+                       "replication")
 #: Test folders that mirror no package, each for a reason: whole pipelines through a real
 #: Spark (end_to_end), what users run on every pyspark (smoke), the standalone cluster
 #: (cluster), stored files the tests open (fixtures).

@@ -20,6 +20,7 @@ from spark_queue.cli import (
     kafka_commands,
     metrics_command,
     queue_commands,
+    replication_commands,
     store_commands,
     tail_command,
     topic_commands,
@@ -34,6 +35,7 @@ EXIT_INTERRUPTED = 130
 COMMAND_MODULES = [
     store_commands, topic_commands, tail_command, queue_commands, worker_command,
     metrics_command, kafka_commands, demo_command, doctor_command, checkpoint_command,
+    replication_commands,
 ]
 
 

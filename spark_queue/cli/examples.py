@@ -72,6 +72,8 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
     "demo": "sqliteq demo --events 20000",
     "doctor": "sqliteq doctor --json",
     "checkpoint repair": "sqliteq checkpoint repair /data/checkpoints/orders --dry-run",
+    "replicate": "sqliteq replicate app.sqlite --to s3://backups/app",
+    "restore": "sqliteq restore app.sqlite --from s3://backups/app --if-missing",
 }
 
 

@@ -250,7 +250,8 @@ class SqliteQueueDataSource(DataSource):
       ``sinkId``. This makes ``foreachBatch(lambda df, i: df.write...
       .option("sinkId", "s").option("batchId", i).save())`` exactly once.
     - ``durability``: ``full``, ``normal`` (default) or ``off``, SQLite's
-      ``synchronous`` for the commit transaction.
+      ``synchronous`` for the commit transaction; ``replicated``: the commit returns
+      once the store's replica holds it (``sqliteq replicate``).
     - ``busyTimeoutMs``: how long a commit waits for another writer's lock
       (default 30000).
 

@@ -30,6 +30,7 @@ _LAZY = {
     "tables_dir": "spark_queue.spark.notebooks",
     "store_table": "spark_queue.spark.notebooks",
     "driver_uri": "spark_queue.spark.notebooks",
+    "replicate_store": "spark_queue.spark.notebooks",
     "run_available_now": "spark_queue.spark.available_now",
     "AvailableNowRun": "spark_queue.spark.available_now",
     "read_paths": "spark_queue.spark.executor_reads",

@@ -87,3 +87,27 @@ def tables_dir(name: str, dbutils: Any = None) -> str:
         return default
     dbutils.widgets.text("tables_dir", default, "tables directory (every node sees it)")
     return dbutils.widgets.get("tables_dir") or default
+
+
+REPLICA_ENV = "SPARK_QUEUE_REPLICA_URL"
+
+
+def replicate_store(store_path: str, dbutils: Any = None) -> Any:
+    """The start step of a notebook on a machine that may vanish (docs/replication.md).
+
+    When a replica URL is configured (the ``replica_url`` widget on Databricks, else
+    ``$SPARK_QUEUE_REPLICA_URL``): restore the store from it if the store is missing,
+    then replicate it in the background while the notebook's process lives, and return
+    the :class:`~spark_queue.replication.Replicating` handle; None when no URL is set.
+    Keep the checkpoints on storage that survives too (:func:`tables_dir`).
+    """
+    url = os.environ.get(REPLICA_ENV, "")
+    if dbutils is not None:
+        dbutils.widgets.text("replica_url", url,
+                             "replica URL (s3://... or file:///...; empty: none)")
+        url = dbutils.widgets.get("replica_url") or ""
+    if not url:
+        return None
+    from spark_queue.replication import start_replication
+
+    return start_replication(store_path, url)

@@ -9,6 +9,7 @@ from spark_queue.store.file.arguments import MAX_INT64, check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
+from spark_queue.store.file.replica_mark import ReplicaStatus
 from spark_queue.store.housekeeping import (
     HeldBack,
     Housekeeper,
@@ -24,6 +25,7 @@ from spark_queue.store.queues.queue_admin import JobInfo, QueueCounters, QueueSt
 from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
 from spark_queue.store.queues.queue_workers import WorkerInfo
+from spark_queue.store.replica_cycles import ReplicaCycles, replica_status
 from spark_queue.store.sinks import SinkCommit
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
@@ -75,6 +77,8 @@ __all__ = [
     "QueueStats",
     "ReadPath",
     "Record",
+    "ReplicaCycles",
+    "ReplicaStatus",
     "SinkCommit",
     "Store",
     "TopicDeleted",
@@ -89,6 +93,7 @@ __all__ = [
     "hold_prefix",
     "keep_housekept",
     "read_path",
+    "replica_status",
     "store_id",
     "validate_name",
 ]

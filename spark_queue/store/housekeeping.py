@@ -59,6 +59,7 @@ from spark_queue.errors import (
     StoreNotFoundError,
 )
 from spark_queue.setting_table import STORE_SETTING
+from spark_queue.store.file import replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     StoreConnection,
@@ -224,7 +225,9 @@ def run_housekeeping(
     with translate_errors(file.path):
         # Passive: never waits for a reader, never holds the write lock. A WAL it checkpoints
         # to its end is cut back to journal_size_limit by the next write: the record below.
-        file.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        # A replicated store's WAL is Litestream's to checkpoint (replica_mark.owns_wal).
+        if not replica_mark.owns_wal(file.conn):
+            file.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     run = HousekeepingRun(started, now_ms(), holder, deleted, dead, expired, held, not lost,
                           tuple(problems))
     with file.write() as conn:

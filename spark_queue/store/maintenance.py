@@ -20,6 +20,7 @@ from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
 from spark_queue.setting_table import QUEUE_SETTINGS, TOPIC_SETTING, stored_problem
 from spark_queue.store import housekeeping
+from spark_queue.store.file import replica_mark
 from spark_queue.store.file.connection import (
     first_value,
     now_ms,
@@ -274,6 +275,7 @@ def check(conn: apsw.Connection) -> CheckReport:
         problems.extend(_event_problems(conn))
         problems.extend(_consumer_problems(conn))
         problems.extend(_time_mark_problems(conn))
+        problems.extend(replica_mark.mark_problems(conn))
         warnings = () if problems else tuple(_held_back_warnings(conn))
     return CheckReport(not problems, problems, warnings)
 

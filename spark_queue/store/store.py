@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from spark_queue import defaults
 from spark_queue.store import housekeeping, maintenance, sinks
-from spark_queue.store.file import payload_limits
+from spark_queue.store.file import payload_limits, replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     StoreConnection,
@@ -83,6 +83,9 @@ class Store:
         # The open file: its path, its transactions (read(), write()); ``conn`` is its raw
         # apsw connection.
         self.file = StoreConnection(self.path, conn)
+        if durability == "replicated":
+            # Every write of this Store returns once the replica holds it (replica_mark).
+            self.file.after_commit = replica_mark.ReplicaWait(self.file)
         self._one = OnePublisher(self.file)  # publish(): what it keeps between calls
 
     @property

@@ -108,10 +108,23 @@ def open_connection(
             # Per connection, writes nothing: a WAL checkpointed to its end is cut back to
             # this size by this connection's next write (spark_queue/store/housekeeping.py).
             conn.execute(f"PRAGMA journal_size_limit={defaults.WAL_LIMIT_BYTES:d}").fetchall()
+            if _replicated(conn):
+                # Litestream checkpoints a replicated store's WAL, never its writers: see
+                # spark_queue/store/file/replica_mark.py (owns_wal).
+                conn.execute("PRAGMA wal_autocheckpoint=0").fetchall()
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _replicated(conn: apsw.Connection) -> bool:
+    # Here, not in replica_mark (which imports this module): one read of sq_meta.
+    try:
+        row = conn.execute("SELECT 1 FROM sq_meta WHERE key = 'replica_url'").fetchone()
+    except apsw.SQLError:  # not a store (yet): no sq_meta
+        return False
+    return row is not None
 
 
 def _create_private_file(path: str) -> None:
@@ -192,7 +205,8 @@ def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
         ) from exc
 
 
-_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
+# "replicated" is NORMAL on the local disk: the copy that makes it durable is the replica's.
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF", "replicated": "NORMAL"}
 
 
 @contextlib.contextmanager
@@ -323,6 +337,9 @@ class StoreConnection:
     def __init__(self, path: str, conn: apsw.Connection) -> None:
         self.path = path
         self.conn = conn
+        # Called after every commit of write()/transact(): durability="replicated" waits
+        # there until the replica holds the commit (spark_queue/store/file/replica_mark.py).
+        self.after_commit: Callable[[], None] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -332,6 +349,8 @@ class StoreConnection:
         """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
         with write_transaction(self.conn) as conn:
             yield conn
+        if self.after_commit is not None:
+            self.after_commit()
 
     def transact(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
@@ -351,6 +370,8 @@ class StoreConnection:
         except (apsw.Error, OverflowError, UnicodeEncodeError):
             with translate_errors(self.path):
                 raise
+        if self.after_commit is not None:
+            self.after_commit()
         return result
 
     @contextlib.contextmanager

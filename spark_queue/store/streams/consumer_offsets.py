@@ -19,6 +19,7 @@ from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.replica_mark import readable_end
 from spark_queue.store.streams import consumer_positions
 from spark_queue.store.streams.topic_reads import topic_id
 
@@ -57,6 +58,8 @@ def commit(
         latest = first_value(
             conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
         )
+        # A replicated store: an offset saves only what readers may see (replica_mark).
+        latest = readable_end(conn, tid, 0, latest)
         check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
                   high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
         if reader is not None:

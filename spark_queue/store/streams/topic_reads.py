@@ -18,6 +18,7 @@ from spark_queue.store.file.arguments import MAX_INT64, check_int, check_optiona
 from spark_queue.store.file.codec import VALUE_TYPE_NAMES, decode_headers, decode_value
 from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.file.replica_mark import read_mark, readable_end
 from spark_queue.store.streams import time_marks
 from spark_queue.store.streams.event_log import span
 
@@ -93,7 +94,7 @@ def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> t
     next offset (rows at or above it were never published through the store
     and stay invisible). Caller holds the snapshot the rows come from.
     """
-    earliest, nxt = bounds_of(conn, tid)
+    earliest, nxt = readable_bounds_of(conn, tid)
     first = max(start, earliest)
     return first, max(first, min(upper, nxt))
 
@@ -184,7 +185,14 @@ def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 
     When retention removed every event, earliest == latest.
     """
-    return bounds_of(conn, topic_id(conn, topic))
+    return readable_bounds_of(conn, topic_id(conn, topic))
+
+
+def readable_bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
+    """:func:`bounds_of` as readers see it: on a replicated store, latest is capped at
+    what the replica is known to hold (:mod:`spark_queue.store.file.replica_mark`)."""
+    first, latest = bounds_of(conn, tid)
+    return first, readable_end(conn, tid, first, latest)
 
 
 def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
@@ -200,17 +208,23 @@ def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -
     """The first offset whose timestamp is at or after ``timestamp_ms`` (latest if none)."""
     tid = topic_id(conn, topic)
     first = time_marks.first_at_or_after(conn, tid, check_int(timestamp_ms, "timestamp_ms"))
-    return bounds_of(conn, tid)[1] if first is None else first
+    end = readable_bounds_of(conn, tid)[1]
+    return end if first is None else min(first, end)
 
 
 def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
     rows: list[Row] = conn.execute(
-        "SELECT t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
+        "SELECT t.id, t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
         "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
         "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
     ).fetchall()
     # Retention only ever removes a prefix, so the count is latest - earliest.
-    return [
-        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
-        for name, first, latest, created, r_ms, r_rows, max_bytes in rows
-    ]
+    mark = read_mark(conn)
+    infos = []
+    for tid, name, first, latest, created, r_ms, r_rows, max_bytes in rows:
+        if mark is not None:  # a replicated store: readers see what the replica holds
+            latest = max(first, min(latest, mark.get(tid, 0)))
+        infos.append(
+            TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
+        )
+    return infos

@@ -70,7 +70,8 @@ def test_bad_names_are_rejected_with_the_option_named(key):
 
 @pytest.mark.parametrize("value", ["sometimes", ""])
 def test_unknown_durability_is_rejected_not_defaulted(value):
-    with pytest.raises(OptionError, match="'durability' must be one of full, normal, off"):
+    with pytest.raises(OptionError,
+                       match="'durability' must be one of full, normal, off, replicated"):
         parse(path="/s", topic="t", durability=value)
 
 

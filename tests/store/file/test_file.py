@@ -41,7 +41,7 @@ def test_missing_file_without_create_fails_with_the_fix(store_path):
 
 
 def test_unknown_durability_names_the_allowed_levels(store_path):
-    with pytest.raises(StoreError, match="full, normal, off; got 'fast'"):
+    with pytest.raises(StoreError, match="full, normal, off, replicated; got 'fast'"):
         Store(store_path, durability="fast")
 
 

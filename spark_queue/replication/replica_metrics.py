@@ -1,0 +1,69 @@
+"""Replication's Prometheus gauges, for :mod:`spark_queue.metrics` (``sqliteq metrics``).
+
+- ``sqliteq_replica_lag_events{topic}``: events published but not yet confirmed in the
+  replica (readers do not see them yet)
+- ``sqliteq_replica_lag_seconds``: time since the last confirmed sync while events wait
+  for one (0 when the replica holds everything)
+- ``sqliteq_replica_last_sync_timestamp_seconds``: when the replicator last confirmed that
+  the replica holds the store (0: never)
+- ``sqliteq_replica_requests_per_hour``: LTX files shipped over the last 5 minutes, as a
+  rate per hour: each is at least one object-store request (the bill), compaction adds a
+  few more. Read from Litestream's local directory beside the store (its level-0 files
+  stay there for 5 minutes by default).
+
+A store that is not replicated has none of them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from spark_queue.store import replica_status
+
+HELP = {
+    "sqliteq_replica_lag_events": "Events published but not yet confirmed in the replica.",
+    "sqliteq_replica_lag_seconds": "Time since the last confirmed sync while events wait for "
+    "one (0: the replica holds everything).",
+    "sqliteq_replica_last_sync_timestamp_seconds": "When the replicator last confirmed the "
+    "replica holds the store (0: never).",
+    "sqliteq_replica_requests_per_hour": "LTX files shipped in the last 5 minutes, per hour: "
+    "object-store requests.",
+}
+#: Litestream keeps level-0 LTX files locally this long by default (its L0 retention).
+_WINDOW_S = 300
+
+
+def samples(store_path: str) -> list[tuple[str, dict[str, str], float]]:
+    """``(name, labels, value)`` of each gauge for the store at ``store_path``."""
+    status = replica_status(store_path)
+    if status is None:
+        return []
+    now_s = time.time()
+    where = {"store": store_path, "replica": status.url}
+    found: list[tuple[str, dict[str, str], float]] = [
+        ("sqliteq_replica_lag_events", {**where, "topic": topic}, behind)
+        for topic, behind in status.behind.items()
+    ]
+    synced_s = 0.0 if status.synced_ms is None else status.synced_ms / 1000
+    waiting = any(status.behind.values())
+    found += [
+        ("sqliteq_replica_lag_seconds", where,
+         max(0.0, now_s - synced_s) if waiting and synced_s else 0.0),
+        ("sqliteq_replica_last_sync_timestamp_seconds", where, synced_s),
+        ("sqliteq_replica_requests_per_hour", where, shipped_per_hour(store_path, now_s)),
+    ]
+    return found
+
+
+def shipped_per_hour(store_path: str, now_s: float) -> float:
+    """LTX files Litestream wrote for the store in the last 5 minutes, as a rate per hour."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(store_path)),
+                          f".{os.path.basename(store_path)}-litestream", "ltx", "0")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0.0
+    recent = sum(1 for entry in entries
+                 if entry.name.endswith(".ltx") and now_s - entry.stat().st_mtime <= _WINDOW_S)
+    return recent * 3600 / _WINDOW_S
