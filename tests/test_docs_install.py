@@ -43,6 +43,16 @@ def test_the_version_table_names_the_versions_ci_runs():
     assert [c.strip() for c in header.strip("|").split("|")[1:]] == minors
 
 
+def test_the_python_page_names_the_python_313_run():
+    source = (ROOT / "tests" / "smoke" / "matrix.py").read_text(encoding="utf-8")
+    (run,) = re.search(r"^ON_PY313 = \((.*?)\)", source, re.M).group(1).replace('"', "") \
+        .strip(",").split(",")
+    pyspark, python = run.split("@")
+    install = " ".join(section(VERSIONS_PAGE, "## Spark versions").split())
+    assert f"Python {python}" in install and f"pyspark {pyspark}" in install, run
+    assert f"entry `{run}`" in install, run
+
+
 def test_delta_pin_is_the_one_the_readme_names():
     delta = [d for d in PYPROJECT["project"]["optional-dependencies"]["delta"]
              if d.startswith("delta-spark")]

@@ -2,7 +2,7 @@
 
     python tests/smoke/matrix.py            # part of `make test` (and so of CI)
     python tests/smoke/matrix.py --prepare  # only the venvs (make test runs it beside pytest)
-    SPARK_QUEUE_MATRIX=4.0.5,4.3.0 python tests/smoke/matrix.py
+    SPARK_QUEUE_MATRIX=4.0.5,4.2.0@3.13 python tests/smoke/matrix.py
 
 Builds the wheel once, then for each pyspark version below: a venv under
 ``.venv-matrix/`` (kept between runs; the wheel is reinstalled every time)
@@ -17,8 +17,11 @@ batches (with a kill), the notebooks cell by cell in the running session,
 every Spark snippet of the README and docs/, ``sqliteq demo`` and, from 4.1 on, the
 declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
 only place the smoke suite runs in ``make test``: what users run, from the
-wheel, once per version. Exits non-zero if any version fails or collects no
-test.
+wheel, once per version. ``4.2.0@3.13`` is pyspark 4.2.0 on Python 3.13 (Debian 13's,
+tests/smoke/trixie_python.py) where the others run on this interpreter: it runs the
+contract, the demo and the notebooks (PY313_TESTS), enough to prove spark_queue, its
+compiled reader and Spark's Python workers run on 3.13. Exits non-zero if any version
+fails or collects no test.
 """
 
 from __future__ import annotations
@@ -35,10 +38,18 @@ import venv
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
+import trixie_python  # tests/smoke/, this script's folder
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The newest patch of each supported minor on PyPI (update with new releases); on 4.2
 # the newest that delta-spark 4.4.0 accepts, as the full suite's venv.
 VERSIONS = ("4.0.5", "4.1.4", "4.2.0", "4.3.0")
+#: Runs on Python 3.13 (``pyspark@python``): 4.2.0, the pyspark of the full suite, with
+#: Delta and the ``spark`` extra's range check, so the one thing that differs is Python.
+ON_PY313 = ("4.2.0@3.13",)
+#: What runs on Python 3.13: the contract (the driver's and the workers' Python), the demo
+#: (the CLI, a producer and a stream) and the notebooks (Delta, a running session).
+PY313_TESTS = ("test_contract.py", "test_demo_cli.py", "test_notebooks.py")
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
 DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
 # Minors with declarative pipelines (pyspark.pipelines, `spark-pipelines`): their venvs get
@@ -76,16 +87,24 @@ def build_wheel(python: str, out: pathlib.Path) -> pathlib.Path:
 
 
 def minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
+    """pyspark's minor of a matrix entry (``4.2.0`` or ``4.2.0@3.13``)."""
+    return ".".join(version.split("@")[0].split(".")[:2])
+
+
+def on_py313(version: str) -> bool:
+    return version.endswith("@3.13")
 
 
 def prepare_platform(version: str) -> pathlib.Path:
     """The venv of ``version`` with the platform in it (pyspark, Delta, pytest), no wheel."""
-    home = VENVS / f"pyspark-{version}"
+    home = VENVS / f"pyspark-{version.replace('@', '-py')}"
     python = home / "bin" / "python"
-    if not python.exists():
+    if on_py313(version):
+        python = trixie_python.create_venv(home)
+    elif not python.exists():
         venv.create(home, with_pip=True)
         run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    version = version.split("@")[0]
     # pandas < 3: pyspark does not fully support pandas 3, which Connect's client pulls in.
     pyspark = (f"pyspark[connect]=={version}" if minor(version) in PIPELINES
                else f"pyspark=={version}")
@@ -108,10 +127,14 @@ def install_wheel(version: str, python: pathlib.Path, wheel: pathlib.Path) -> No
 def smoke(version: str, python: pathlib.Path) -> tuple[bool, str, str]:
     env = dict(os.environ, SPARK_QUEUE_SMOKE_FROM_WHEEL="1",
                PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+    if on_py313(version):
+        env["SPARK_QUEUE_SMOKE_PYTHON"] = "3.13"  # test_contract.py checks driver and workers
     target = ROOT / "tests" / "smoke"
+    targets = ([str(target / name) for name in PY313_TESTS] if on_py313(version)
+               else [str(target)])
     with tempfile.TemporaryDirectory() as cwd:
         result = subprocess.run(
-            [str(python.parent / "pytest"), str(target), "-q",
+            [str(python.parent / "pytest"), *targets, "-q",
              "-p", "no:cacheprovider", f"--rootdir={ROOT}"],
             cwd=cwd, env=env, capture_output=True, text=True,
         )
@@ -133,7 +156,8 @@ def run_order(versions: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    versions = os.environ.get("SPARK_QUEUE_MATRIX", ",".join(VERSIONS)).split(",")
+    default = ",".join((*VERSIONS, *ON_PY313))
+    versions = os.environ.get("SPARK_QUEUE_MATRIX", default).split(",")
     if argv == ["--prepare"]:
         for version in versions:
             started = time.monotonic()

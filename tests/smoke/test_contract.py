@@ -58,6 +58,18 @@ def test_spark_queue_comes_from_the_installed_wheel_in_the_matrix():
     assert pyspark_sqliteq.DefaultSource.name() == "sqliteq"
 
 
+@pytest.mark.skipif("SPARK_QUEUE_SMOKE_PYTHON" not in os.environ,
+                    reason="no Python version named (matrix.py names 3.13 on its 3.13 run)")
+def test_the_driver_and_the_workers_run_the_python_the_matrix_names(spark):
+    import sys
+
+    wanted = os.environ["SPARK_QUEUE_SMOKE_PYTHON"]
+    driver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    workers = set(spark.range(2).rdd.map(
+        lambda _: f"{sys.version_info.major}.{sys.version_info.minor}").collect())
+    assert (driver, workers) == (wanted, {wanted})
+
+
 def test_format_is_discovered_without_register_and_register_is_harmless(spark, store_path):
     with Store(store_path) as store:
         store.publish_many("t", [{"n": i} for i in range(5)])
