@@ -75,7 +75,7 @@ def test_the_databricks_section_matches_the_code():
         assert name in databricks, name
     notebook = (ROOT / "notebooks" / "01_quickstart.py").read_text(encoding="utf-8")
     for promise in ("/local_disk0/spark_queue/quickstart", "/dbfs/", "/Volumes/",
-                    "sqliteq backup", "docs/cluster.md", "tables_dir",
+                    "replica_url", "docs/replication.md", "docs/cluster.md", "tables_dir",
                     f"{DATABRICKS_TABLES_ROOT}/quickstart", "%pip install"):
         assert promise in notebook, promise
 

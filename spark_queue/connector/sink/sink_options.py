@@ -48,7 +48,8 @@ SINK_OPTIONS: tuple[Option, ...] = (
            "last one committed under `sinkId` (exactly-once `foreachBatch`)"),
     Option("durability", choice(DURABILITY_LEVELS, phrase="one of " + ", ".join(DURABILITY_LEVELS)),
            default=DURABILITY, doc_default=DURABILITY,
-           doc="`full`, `normal` or `off`: SQLite `synchronous` for the commit"),
+           doc="`full`, `normal` or `off`: SQLite `synchronous` for the commit; `replicated`: the "
+           "micro-batch commits only once the replica holds it ([Replication](replication.md))"),
     Option("busyTimeoutMs", non_negative_int, default=SINK_BUSY_TIMEOUT_MS,
            doc_default=str(SINK_BUSY_TIMEOUT_MS),
            doc="how long a commit waits for another writer's lock"),
