@@ -35,7 +35,7 @@ def handle_alert(config: DemoConfig):
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
     from spark_queue.spark.notebooks import driver_uri
-    from spark_queue.spark.query_progress import end_offset
+    from spark_queue.spark.query_progress import end_offset, query_id
     from spark_queue.spark.session import get_or_create, table_format
 
     os.makedirs(config.dir, exist_ok=True)
@@ -116,8 +116,9 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                     break
     finally:
         producer.stop_requested.set()
-        finals = {"demo-bronze": end_offset(bronze.lastProgress, config.topic),
-                  "demo-alerts": end_offset(alerts.lastProgress, config.topic)}
+        finals = {consumer: (end_offset(query.lastProgress, config.topic),
+                             query_id(query.lastProgress))
+                  for consumer, query in (("demo-bronze", bronze), ("demo-alerts", alerts))}
         for query in (bronze, alerts):
             query.stop()
     _save_final_offsets(config, finals)
@@ -141,17 +142,18 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     return summary
 
 
-def _save_final_offsets(config: DemoConfig, finals: dict[str, int]) -> None:
-    """Save each query's last committed end offset under its consumer name.
+def _save_final_offsets(config: DemoConfig, finals: dict[str, tuple[int, str | None]]) -> None:
+    """Save each query's last committed end offset as its position under its consumer name.
 
     The source saves a batch's offsets when Spark plans the next one, so after
     a stop they trail by one batch; the demo knows where its queries ended and
-    brings them level, so ``sqliteq consumers`` shows the lag that is real.
+    brings them level, so ``sqliteq consumers`` shows the lag that is real (each query's
+    own position included: the id its offsets carry).
     """
     with Store(config.store_path) as store:
-        for consumer, offset in finals.items():
+        for consumer, (offset, reader) in finals.items():
             if offset > 0:
-                store.commit_offsets(consumer, {config.topic: offset})
+                store.commit_offsets(consumer, {config.topic: offset}, reader=reader)
 
 
 def _queue_row(store: Store, queue: str) -> dict[str, int]:

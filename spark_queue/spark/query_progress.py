@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from spark_queue.connector.offset_json import RESERVED_KEYS
+from spark_queue.connector.offset_json import RESERVED_KEYS, reader_of
 
 
 def offsets(value: Any) -> dict[str, int]:
@@ -21,19 +21,10 @@ def offsets(value: Any) -> dict[str, int]:
     ``latestOffset``: a mapping, JSON text, the Python ``repr`` pyspark 4.0/4.1 give, or None
     or JSON ``null`` (no offset yet: a new query's first batch starts from nothing) for an
     empty mapping. A topic whose offset is null (``latestOffset`` of a named topic that does
-    not exist yet) has no offset and is left out, and so are the store's identity (``@store``)
-    and the last events' fingerprints (``@last``), which the source records beside the topics."""
-    if value is None:
-        return {}
-    parsed = value
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            try:
-                parsed = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                raise ValueError(f"not a source offset: {value!r}") from None
+    not exist yet) has no offset and is left out, and so are the store's identity (``@store``),
+    the last events' fingerprints (``@last``) and the query's id (``@reader``), which the source
+    records beside the topics."""
+    parsed = _parsed(value)
     if parsed is None:
         return {}
     if isinstance(parsed, Mapping):
@@ -44,6 +35,18 @@ def offsets(value: Any) -> dict[str, int]:
     ):
         raise ValueError(f"not a source offset ({{topic: offset}}): {value!r}")
     return {str(topic): int(offset) for topic, offset in parsed.items() if offset is not None}
+
+
+def _parsed(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"not a source offset: {value!r}") from None
 
 
 def end_offset(progress: Any, topic: str, source: int = 0) -> int:
@@ -67,6 +70,15 @@ def _source_offset(progress: Any, field: str, topic: str, source: int) -> int:
     if len(sources) <= source:
         return 0
     return offsets(sources[source][field]).get(topic, 0)
+
+
+def query_id(progress: Any, source: int = 0) -> str | None:
+    """The id a sqliteq source reading under ``consumer`` gave its query (``@reader`` in the
+    last batch's ``endOffset``): the one its own position is saved under
+    (``Store.commit_offsets(..., reader=)``), or None."""
+    if not progress or len(progress["sources"]) <= source:
+        return None
+    return reader_of(_parsed(progress["sources"][source]["endOffset"]))
 
 
 def input_rows(progress: Any) -> int:
