@@ -35,7 +35,7 @@ LAST_READ_KEY = "@last"
 #: the query's start, carried from offset to offset and so kept by the checkpoint):
 #: ``{"@reader": "5c1d...", "@store": "9f0c...", "clicks": 42}``. Queries sharing one
 #: ``consumer`` name each save their own position under it. Checkpoints written before
-#: version 9 of the file format have no such key; the next batch planned records one.
+#: version 10 of the file format have no such key; the next batch planned records one.
 READER_KEY = "@reader"
 #: Keys of the source's offsets that are not topics; every other key is a topic.
 RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY, READER_KEY})
