@@ -13,24 +13,15 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spark_queue.store import Store, backup_file, sinks
-from tests.end_to_end.source_helpers import TIMEOUT_S, stream
+from tests.end_to_end.sink_helpers import run_stream
+from tests.end_to_end.source_helpers import stream
 
 pytestmark = pytest.mark.slow
 
 
 def run(spark, source: str, sink: str, checkpoint: str) -> None:
     """One availableNow run of the pipeline: source topic 'in' -> sink topic 'out'."""
-    query = (
-        stream(spark, source, topic="in").select("value")
-        .writeStream.format("sqliteq").option("path", sink).option("topic", "out")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        assert query.awaitTermination(TIMEOUT_S), "availableNow query did not finish"
-    finally:
-        query.stop()
+    run_stream(stream(spark, source, topic="in").select("value"), sink, checkpoint, topic="out")
 
 
 def put_back(copy: str, path: str) -> None:
