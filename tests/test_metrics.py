@@ -263,3 +263,81 @@ def test_jobs_waiting_after_the_worker_stops_fire_nobody_working(store, store_pa
 def test_the_scrape_config_example_with_its_rules_is_valid():
     done = promtool("check", "config", str(ROOT / "conf" / "prometheus" / "prometheus.yml"))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- the exposition's shape, held against the golden text the alert rules were written for --
+
+GOLDEN = ROOT / "tests" / "fixtures" / "metrics_exposition.txt"
+
+
+def every_family_store(path: str) -> None:
+    """A store with at least one sample of every metric family: queues with limits, a paused
+    one, counters, a worker, topics with limits and retention, consumers (one name with two
+    queries), a Kafka mirror's hold, a housekeeping run, and a replica with events waiting."""
+    from spark_queue.store.replica_cycles import ReplicaCycles
+
+    with Store(path) as store:
+        q = store.queue("work", max_attempts=1, max_leased=5, max_payload_bytes=64)
+        q.enqueue_many(["a", "b", "c", "d"])
+        q.enqueue("later", delay_ms=600_000)
+        jobs = q.claim(3)
+        q.ack(jobs[0])
+        q.nack(jobs[1], "boom")
+        q.register_worker(host="h", pid=7, concurrency=1, ttl_ms=60_000)
+        store.queue("rated", rate_limit_per_s=5.0).enqueue("x")
+        store.queue("off").enqueue("x")
+        store.queue("off").pause()
+        store.configure_topic("t", retention_rows=2, max_payload_bytes=128)
+        store.publish_many("t", range(10))
+        store.publish("u", 1)
+        store.commit_offsets("slow", {"t": 3, "u": 0})
+        store.commit_offsets("bronze", {"t": 8}, reader="fast")
+        store.commit_offsets("bronze", {"t": 5}, reader="late")
+        store.commit_offsets("sqliteq.mirror.pre.", {"t": 6})
+        store.run_housekeeping()
+    cycles = ReplicaCycles(path)
+    try:
+        cycles.mark("s3://bucket/golden")
+        cycles.finish(*cycles.begin())
+    finally:
+        cycles.close()
+    with Store(path) as store:
+        store.publish("u", 2)  # waits for the replica
+
+
+def exposition_shape(text: str, store_path: str) -> str:
+    """``text`` with each sample's value reduced to its form (``INT`` or ``FLOAT``) and the
+    store's path to ``<store>``: names, types, help, labels and order stay as they are."""
+    lines = []
+    for line in text.replace(f'"{store_path}"', '"<store>"').splitlines():
+        if not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            line = f"{series} {'INT' if re.fullmatch(r'-?[0-9]+', value) else 'FLOAT'}"
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+def test_the_cli_and_the_server_expose_the_golden_names_types_labels_and_help(
+        store_path, capsys):
+    """tests/fixtures/metrics_exposition.txt is ``sqliteq metrics`` of :func:`every_family_store`
+    as it was before the metrics were declared once: Prometheus rules, dashboards and the
+    alert rules in conf/prometheus name these series, so no refactor may change them."""
+    import urllib.request
+
+    from spark_queue.cli import main
+
+    every_family_store(store_path)
+    assert main(["metrics", store_path]) == 0
+    printed = capsys.readouterr().out
+    server = metrics.MetricsServer(store_path, port=0)
+    server.serve_in_thread()
+    try:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            served = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    golden = GOLDEN.read_text()
+    assert exposition_shape(printed, store_path) == golden
+    assert exposition_shape(served, store_path) == golden
