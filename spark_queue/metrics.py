@@ -1,64 +1,12 @@
-"""Prometheus text exposition of a store: queue depths, topic offsets, consumer lag.
+"""Prometheus text exposition of a store: queue depths, topic offsets, consumer lag, the
+store's own health, Kafka mirrors and the replica.
 
 :func:`render` reads one snapshot of the file; :class:`MetricsServer`
 answers ``GET /metrics`` (and ``/``) over HTTP on 127.0.0.1, opening a
 read-only store per request so no connection crosses threads.
 
-Metrics (gauges unless said; labels in brackets):
-
-- ``sqliteq_queue_jobs{queue, state}``: jobs ready / leased / delayed / dead
-- ``sqliteq_queue_oldest_ready_age_seconds{queue}``: how long the oldest claimable job waited
-- ``sqliteq_queue_paused{queue}``: 1 while the queue is paused
-- ``sqliteq_queue_throttled{queue}``: 1 while a claim would get nothing because the queue is
-  at its ``max_leased`` or out of rate-limit tokens
-- ``sqliteq_queue_max_leased{queue}``, ``sqliteq_queue_rate_limit_per_second{queue}``,
-  ``sqliteq_queue_rate_tokens{queue}``, ``sqliteq_queue_max_payload_bytes{queue}``,
-  ``sqliteq_topic_max_payload_bytes{topic}``: the limits, for queues and topics that set them
-- ``sqliteq_queue_acked_total{queue}``, ``sqliteq_queue_failed_total{queue}``,
-  ``sqliteq_queue_dead_lettered_total{queue}`` (counters): jobs ever acked, nacked (handler
-  failures) and moved to the dead letters, by spark_queue's ack, nack and claim (a client
-  writing the tables with its own SQL is not counted)
-- ``sqliteq_queue_workers{queue}``: workers registered alive (a heartbeat within their
-  last 3 intervals)
-- ``sqliteq_topic_latest_offset{topic}``: the next offset the topic will assign
-- ``sqliteq_topic_published_total{topic}`` (a counter): events ever published to the topic,
-  by spark_queue or by any client through the ``sq_publish`` view (offsets are dense, so it
-  is the next offset: retention never lowers it; deleting the topic resets it)
-- ``sqliteq_topic_earliest_offset{topic}``: the first offset still stored
-- ``sqliteq_consumer_offset{consumer, topic}``: the consumer's saved next offset
-- ``sqliteq_consumer_lag{consumer, topic}``: latest minus saved offset (for a name streaming
-  queries share, its lowest query's)
-- ``sqliteq_consumer_query_lag{consumer, topic, query}``: latest minus one streaming query's
-  own position under the name (each holds retention; docs/reading.md, "Consumer names")
-- ``sqliteq_mirror_offset{mirror, topic, kafka_topic}``: the store offset of the first event
-  a Kafka mirror (``sqliteq kafka export``) has not copied yet, as its hold records it
-- ``sqliteq_mirror_lag{mirror, topic, kafka_topic}``: events the mirror has not copied
-  (the topic's latest offset minus its position)
-- ``sqliteq_mirror_last_delivery_timestamp_seconds{mirror, topic, kafka_topic}``: when Kafka
-  last confirmed the mirror's position (a delivered batch, or the export opening the topic)
-
-The operator's gauges of the store itself (:func:`_store_health`; docs/operations.md):
-
-- ``sqliteq_store_file_bytes{store}``, ``sqliteq_store_wal_bytes{store}``: the file and its
-  ``-wal`` on disk; ``sqliteq_store_free_bytes{store}``: space left for them (unprivileged)
-- ``sqliteq_topic_retention_held_events{topic, consumer}``: events retention would delete
-  now that the consumer's saved offset keeps; ``sqliteq_topic_retention_held_seconds{topic,
-  consumer}``: how much older the oldest of them is than what retention keeps
-- ``sqliteq_retention_last_run_timestamp_seconds{store}``,
-  ``sqliteq_retention_last_run_deleted_events{store}``,
-  ``sqliteq_retention_last_run_deleted_dead_letters{store}``: the last housekeeping run
-  (a start recorded further in the future than ``CLOCK_SKEW_MS`` shows as 0, never);
-  ``sqliteq_retention_last_run_problems{store}``: rows it skipped as broken;
-  ``sqliteq_housekeeping_interval_seconds{store}``: how often it is due (0: off)
-- ``sqliteq_worker_heartbeat_age_seconds{queue, worker, host, pid}``: since each
-  registered worker's last heartbeat; a worker that died without stopping (its
-  registration expired: 3 heartbeat intervals, at least 1 s, after its last heartbeat)
-  leaves the scrape :data:`LOST_WORKER_SCRAPED_MS` (10 minutes) after that, so an alert on
-  its age ends within that bound while its replacement works (``sqliteq queue workers``
-  still lists it for a day)
-- ``sqliteq_replica_lag_events{topic}``, ``sqliteq_replica_lag_seconds``,
-  ``sqliteq_replica_last_sync_timestamp_seconds``, ``sqliteq_replica_requests_per_hour``
-  (replicated stores only): :mod:`spark_queue.replication.replica_metrics`
+Each metric (name, type, labels, help) is declared once, in :mod:`spark_queue.metric_table`;
+this module reads the values and writes them, with :class:`Exposition`, in the text format.
 """
 
 from __future__ import annotations
@@ -67,72 +15,14 @@ import http.server
 import os
 import threading
 import time
-from collections.abc import Iterator
 
+from spark_queue import metric_table as table
 from spark_queue.defaults import CLOCK_SKEW_MS
+from spark_queue.metric_table import METRICS, Metric
 from spark_queue.replication import replica_metrics
-from spark_queue.store import Store, hold_prefix
+from spark_queue.store import QueueConfig, Store, hold_prefix
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-# Metrics that only grow (Prometheus counters); the others are gauges.
-_COUNTERS = frozenset({
-    "sqliteq_topic_published_total", "sqliteq_queue_acked_total", "sqliteq_queue_failed_total",
-    "sqliteq_queue_dead_lettered_total",
-})
-
-_HELP = {
-    "sqliteq_queue_jobs": "Jobs in a queue by state (ready, leased, delayed, dead).",
-    "sqliteq_queue_oldest_ready_age_seconds": "Age of the oldest claimable job (0 if none).",
-    "sqliteq_queue_paused": "1 while the queue is paused (claims return nothing).",
-    "sqliteq_queue_throttled": "1 while claims get nothing: the queue is at max_leased or out "
-    "of rate-limit tokens.",
-    "sqliteq_queue_max_leased": "The most jobs of the queue leased at once.",
-    "sqliteq_queue_rate_limit_per_second": "The queue's claim rate limit (jobs per second).",
-    "sqliteq_queue_rate_tokens": "Jobs the queue's rate limit would let a claim take now.",
-    "sqliteq_queue_max_payload_bytes": "The largest payload the queue accepts.",
-    "sqliteq_queue_acked_total": "Jobs of the queue ever acked.",
-    "sqliteq_queue_failed_total": "Jobs of the queue ever nacked (handler failures).",
-    "sqliteq_queue_dead_lettered_total": "Jobs of the queue ever moved to the dead letters.",
-    "sqliteq_queue_workers": "Workers of the queue registered alive (recent heartbeat).",
-    "sqliteq_topic_latest_offset": "The next offset a topic will assign.",
-    "sqliteq_topic_published_total": "Events ever published to the topic (any writer).",
-    "sqliteq_topic_earliest_offset": "The first offset a topic still stores.",
-    "sqliteq_consumer_offset": "A consumer's saved next offset.",
-    "sqliteq_consumer_lag": "Events a consumer has not read yet (latest - saved offset).",
-    "sqliteq_consumer_query_lag": "Events one query under a consumer name has not committed.",
-    "sqliteq_topic_max_payload_bytes": "The largest value the topic accepts.",
-    **{
-        "sqliteq_mirror_offset": "The first store offset a Kafka mirror has not copied.",
-        "sqliteq_mirror_lag": "Events a Kafka mirror has not copied (latest - its position).",
-        "sqliteq_mirror_last_delivery_timestamp_seconds": "When Kafka last confirmed a "
-        "mirror's position (Unix seconds).",
-    },
-}
-
-
-_STORE_HELP = {
-    "sqliteq_store_file_bytes": "Size of the store file on disk.",
-    "sqliteq_store_wal_bytes": "Size of the store's -wal file on disk (0 if none).",
-    "sqliteq_store_free_bytes": "Free space an unprivileged writer has on the store's file "
-    "system.",
-    "sqliteq_topic_retention_held_events": "Events retention would delete now that a "
-    "consumer's saved offset keeps.",
-    "sqliteq_topic_retention_held_seconds": "How much older the oldest event a consumer keeps "
-    "is than the first event retention keeps.",
-    "sqliteq_retention_last_run_timestamp_seconds": "When the last housekeeping run started "
-    "(0: never).",
-    "sqliteq_retention_last_run_deleted_events": "Events the last housekeeping run deleted.",
-    "sqliteq_retention_last_run_deleted_dead_letters": "Dead letters the last housekeeping "
-    "run deleted.",
-    "sqliteq_retention_last_run_problems": "Rows the last housekeeping run skipped because "
-    "another client broke their rule (sqliteq housekeeping names them).",
-    "sqliteq_housekeeping_interval_seconds": "How often housekeeping is due (0: off).",
-    "sqliteq_worker_heartbeat_age_seconds": "Time since a registered worker's last heartbeat.",
-}
-_HELP.update(_STORE_HELP)
-_HELP.update(replica_metrics.HELP)
-
 
 #: How long a lost worker's heartbeat series stays in the scrape after its registration
 #: expired: long enough for SqliteqWorkerSilent (age > 120 s) to fire and be seen, short
@@ -140,163 +30,138 @@ _HELP.update(replica_metrics.HELP)
 LOST_WORKER_SCRAPED_MS = 600_000
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+class Exposition:
+    """Samples of :data:`~spark_queue.metric_table.METRICS`, written as Prometheus text
+    (version 0.0.4) in the table's order: each family's HELP and TYPE, then its samples in
+    the order they were added. Labels are written in the order the table declares them."""
 
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {metric.name: [] for metric in METRICS}
 
-def _store_health(samples: dict[str, list[str]], store: Store) -> None:
-    """The store's own gauges (file, WAL, disk, retention, heartbeats), in ``samples``."""
-    where = {"store": store.path}
-    wal = store.path + "-wal"
-    disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
-    status = store.housekeeping_status()
-    last = status.last_run
-    # A start recorded by a clock since set back would hold the "not running" alert off.
-    stale = last is not None and last.started_ms > time.time_ns() // 1_000_000 + CLOCK_SKEW_MS
-    values = {
-        "sqliteq_store_file_bytes": os.path.getsize(store.path),
-        "sqliteq_store_wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
-        "sqliteq_store_free_bytes": disk.f_bavail * disk.f_frsize,
-        "sqliteq_retention_last_run_timestamp_seconds": 0 if last is None or stale
-        else last.started_ms / 1000,
-        "sqliteq_retention_last_run_deleted_events": 0 if last is None else last.deleted_events,
-        "sqliteq_retention_last_run_deleted_dead_letters": 0 if last is None
-        else last.deleted_dead_letters,
-        "sqliteq_retention_last_run_problems": 0 if last is None else len(last.problems),
-        "sqliteq_housekeeping_interval_seconds": status.interval_ms / 1000,
-    }
-    for name, value in values.items():
-        samples[name].append(_sample(name, where, value))
-    for held in store.retention_held_back():
-        labels = {"topic": held.topic, "consumer": held.consumer}
-        samples["sqliteq_topic_retention_held_events"].append(
-            _sample("sqliteq_topic_retention_held_events", labels, held.events))
-        samples["sqliteq_topic_retention_held_seconds"].append(
-            _sample("sqliteq_topic_retention_held_seconds", labels, held.held_ms / 1000))
-    now_ms = _now_ms()
-    for config in store.queues():
-        for worker in store.queue(config.name).workers():
-            if now_ms > worker.expires_ms + LOST_WORKER_SCRAPED_MS:
-                continue  # lost long ago: its replacement, or the queue's alerts, speak now
-            labels = {"queue": worker.queue, "worker": str(worker.id), "host": worker.host,
-                      "pid": str(worker.pid)}
-            samples["sqliteq_worker_heartbeat_age_seconds"].append(_sample(
-                "sqliteq_worker_heartbeat_age_seconds", labels,
-                max(0, now_ms - worker.seen_ms) / 1000))
+    def add(self, metric: Metric, value: float, **labels: str) -> None:
+        """One sample of ``metric``; ``labels`` must be exactly the metric's label names."""
+        if labels.keys() != set(metric.labels):
+            raise TypeError(f"{metric.name} takes the labels {', '.join(metric.labels)}; "
+                            f"got {', '.join(labels) or 'none'}")
+        inner = ",".join([f'{k}="{_label(labels[k])}"' for k in metric.labels])
+        number = repr(float(value)) if isinstance(value, float) else str(int(value))
+        self._lines[metric.name].append(f"{metric.name}{{{inner}}} {number}\n")
+
+    def text(self) -> str:
+        return "".join(
+            f"# HELP {metric.name} {metric.help}\n# TYPE {metric.name} {metric.kind}\n"
+            + "".join(self._lines[metric.name])
+            for metric in METRICS
+        )
 
 
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _sample(name: str, labels: dict[str, str], value: float) -> str:
-    inner = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
-    number = repr(float(value)) if isinstance(value, float) else str(int(value))
-    return f"{name}{{{inner}}} {number}"
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def render(store: Store) -> str:
     """All metrics of ``store`` as Prometheus text, read from one snapshot."""
-    samples: dict[str, list[str]] = {name: [] for name in _HELP}
+    out = Exposition()
     with store.snapshot():
         for stats in store.queue_stats():
             for state in ("ready", "leased", "delayed", "dead"):
-                samples["sqliteq_queue_jobs"].append(
-                    _sample(
-                        "sqliteq_queue_jobs",
-                        {"queue": stats.queue, "state": state},
-                        getattr(stats, state),
-                    )
-                )
-            age = (stats.oldest_ready_age_ms or 0) / 1000
-            samples["sqliteq_queue_oldest_ready_age_seconds"].append(
-                _sample("sqliteq_queue_oldest_ready_age_seconds", {"queue": stats.queue}, age)
-            )
+                out.add(table.QUEUE_JOBS, getattr(stats, state), queue=stats.queue, state=state)
+            out.add(table.QUEUE_OLDEST_READY_AGE, (stats.oldest_ready_age_ms or 0) / 1000,
+                    queue=stats.queue)
         for config in store.queues():
-            _queue_controls(samples, store, config)
+            _queue_controls(out, store, config)
         for topic in store.topics():
-            samples["sqliteq_topic_latest_offset"].append(
-                _sample("sqliteq_topic_latest_offset", {"topic": topic.name}, topic.latest)
-            )
-            samples["sqliteq_topic_published_total"].append(
-                _sample("sqliteq_topic_published_total", {"topic": topic.name}, topic.latest)
-            )
-            samples["sqliteq_topic_earliest_offset"].append(
-                _sample("sqliteq_topic_earliest_offset", {"topic": topic.name}, topic.earliest)
-            )
+            out.add(table.TOPIC_LATEST, topic.latest, topic=topic.name)
+            out.add(table.TOPIC_PUBLISHED, topic.latest, topic=topic.name)
+            out.add(table.TOPIC_EARLIEST, topic.earliest, topic=topic.name)
             if topic.max_payload_bytes is not None:
-                samples["sqliteq_topic_max_payload_bytes"].append(
-                    _sample(
-                        "sqliteq_topic_max_payload_bytes",
-                        {"topic": topic.name},
-                        topic.max_payload_bytes,
-                    )
-                )
-        _store_health(samples, store)
+                out.add(table.TOPIC_MAX_PAYLOAD, topic.max_payload_bytes, topic=topic.name)
+        _store_health(out, store)
         for consumer in store.consumers():
-            labels = {"consumer": consumer.consumer, "topic": consumer.topic}
-            samples["sqliteq_consumer_offset"].append(
-                _sample("sqliteq_consumer_offset", labels, consumer.next_offset)
-            )
-            samples["sqliteq_consumer_lag"].append(
-                _sample("sqliteq_consumer_lag", labels, consumer.lag)
-            )
+            out.add(table.CONSUMER_OFFSET, consumer.next_offset, consumer=consumer.consumer,
+                    topic=consumer.topic)
+            out.add(table.CONSUMER_LAG, consumer.lag, consumer=consumer.consumer,
+                    topic=consumer.topic)
         for position in store.consumer_positions():
-            labels = {"consumer": position.consumer, "topic": position.topic,
-                      "query": position.reader}
-            samples["sqliteq_consumer_query_lag"].append(
-                _sample("sqliteq_consumer_query_lag", labels, position.lag)
-            )
-        _mirror_samples(samples, store)
-    for name, labels, value in replica_metrics.samples(store.path):
-        samples[name].append(_sample(name, labels, value))
-    return "".join(_lines(samples))
+            out.add(table.CONSUMER_QUERY_LAG, position.lag, consumer=position.consumer,
+                    topic=position.topic, query=position.reader)
+        _mirror_samples(out, store)
+    for metric, labels, value in replica_metrics.samples(store.path):
+        out.add(metric, value, **labels)
+    return out.text()
 
 
-def _mirror_samples(samples: dict[str, list[str]], store: Store) -> None:
+def _queue_controls(out: Exposition, store: Store, config: QueueConfig) -> None:
+    queue = store.queue(config.name)
+    counted = queue.counters()
+    out.add(table.QUEUE_ACKED, counted.acked, queue=config.name)
+    out.add(table.QUEUE_FAILED, counted.failed, queue=config.name)
+    out.add(table.QUEUE_DEAD_LETTERED, counted.dead_lettered, queue=config.name)
+    out.add(table.QUEUE_WORKERS, sum(w.alive for w in queue.workers()), queue=config.name)
+    admission = queue.admission()
+    throttled = admission.held_by is not None and admission.held_by != "paused"
+    limits: tuple[tuple[Metric, float | None], ...] = (
+        (table.QUEUE_PAUSED, int(config.paused)),
+        (table.QUEUE_THROTTLED, int(throttled)),
+        (table.QUEUE_MAX_LEASED, config.max_leased),
+        (table.QUEUE_RATE_LIMIT, config.rate_limit_per_s),
+        (table.QUEUE_RATE_TOKENS, admission.rate_tokens),
+        (table.QUEUE_MAX_PAYLOAD, config.max_payload_bytes),
+    )
+    for metric, value in limits:
+        if value is not None:  # a limit the queue does not set has no sample
+            out.add(metric, value, queue=config.name)
+
+
+def _store_health(out: Exposition, store: Store) -> None:
+    """The store's own gauges (file, WAL, disk, retention, heartbeats)."""
+    wal = store.path + "-wal"
+    disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
+    status = store.housekeeping_status()
+    last = status.last_run
+    # A start recorded by a clock since set back would hold the "not running" alert off.
+    stale = last is not None and last.started_ms > time.time_ns() // 1_000_000 + CLOCK_SKEW_MS
+    gauges: tuple[tuple[Metric, float], ...] = (
+        (table.STORE_FILE, os.path.getsize(store.path)),
+        (table.STORE_WAL, os.path.getsize(wal) if os.path.exists(wal) else 0),
+        (table.STORE_FREE, disk.f_bavail * disk.f_frsize),
+        (table.HOUSEKEEPING_LAST_RUN, 0 if last is None or stale else last.started_ms / 1000),
+        (table.HOUSEKEEPING_DELETED_EVENTS, 0 if last is None else last.deleted_events),
+        (table.HOUSEKEEPING_DELETED_DEAD, 0 if last is None else last.deleted_dead_letters),
+        (table.HOUSEKEEPING_PROBLEMS, 0 if last is None else len(last.problems)),
+        (table.HOUSEKEEPING_INTERVAL, status.interval_ms / 1000),
+    )
+    for metric, value in gauges:
+        out.add(metric, value, store=store.path)
+    for held in store.retention_held_back():
+        out.add(table.RETENTION_HELD_EVENTS, held.events, topic=held.topic,
+                consumer=held.consumer)
+        out.add(table.RETENTION_HELD_AGE, held.held_ms / 1000, topic=held.topic,
+                consumer=held.consumer)
+    now_ms = _now_ms()
+    for config in store.queues():
+        for worker in store.queue(config.name).workers():
+            if now_ms > worker.expires_ms + LOST_WORKER_SCRAPED_MS:
+                continue  # lost long ago: its replacement, or the queue's alerts, speak now
+            out.add(table.WORKER_HEARTBEAT_AGE, max(0, now_ms - worker.seen_ms) / 1000,
+                    queue=worker.queue, worker=str(worker.id), host=worker.host,
+                    pid=str(worker.pid))
+
+
+def _mirror_samples(out: Exposition, store: Store) -> None:
     """The Kafka mirrors' gauges, from their holds (consumers ``sqliteq.mirror[.<prefix>]``)."""
     for hold in store.consumers():
         prefix = hold_prefix(hold.consumer)
         if prefix is None:
             continue
         labels = {"mirror": hold.consumer, "topic": hold.topic, "kafka_topic": prefix + hold.topic}
-        for name, value in (("sqliteq_mirror_offset", hold.next_offset),
-                            ("sqliteq_mirror_lag", hold.lag),
-                            ("sqliteq_mirror_last_delivery_timestamp_seconds",
-                             hold.updated_ms / 1000)):
-            samples[name].append(_sample(name, labels, value))
-
-
-def _queue_controls(samples: dict[str, list[str]], store: Store, config) -> None:
-    labels = {"queue": config.name}
-    counted = store.queue(config.name).counters()
-    for name, value in (("sqliteq_queue_acked_total", counted.acked),
-                        ("sqliteq_queue_failed_total", counted.failed),
-                        ("sqliteq_queue_dead_lettered_total", counted.dead_lettered)):
-        samples[name].append(_sample(name, labels, value))
-    alive = sum(w.alive for w in store.queue(config.name).workers())
-    samples["sqliteq_queue_workers"].append(_sample("sqliteq_queue_workers", labels, alive))
-    admission = store.queue(config.name).admission()
-    throttled = admission.held_by is not None and admission.held_by != "paused"
-    values = {
-        "sqliteq_queue_paused": int(config.paused),
-        "sqliteq_queue_throttled": int(throttled),
-        "sqliteq_queue_max_leased": config.max_leased,
-        "sqliteq_queue_rate_limit_per_second": config.rate_limit_per_s,
-        "sqliteq_queue_rate_tokens": admission.rate_tokens,
-        "sqliteq_queue_max_payload_bytes": config.max_payload_bytes,
-    }
-    for name, value in values.items():
-        if value is not None:
-            samples[name].append(_sample(name, labels, value))
-
-
-def _lines(samples: dict[str, list[str]]) -> Iterator[str]:
-    for name, lines in samples.items():
-        kind = "counter" if name in _COUNTERS else "gauge"
-        yield f"# HELP {name} {_HELP[name]}\n# TYPE {name} {kind}\n"
-        for line in lines:
-            yield line + "\n"
+        out.add(table.MIRROR_OFFSET, hold.next_offset, **labels)
+        out.add(table.MIRROR_LAG, hold.lag, **labels)
+        out.add(table.MIRROR_LAST_DELIVERY, hold.updated_ms / 1000, **labels)
 
 
 def render_path(path: str | os.PathLike[str]) -> str:

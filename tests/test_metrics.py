@@ -341,3 +341,17 @@ def test_the_cli_and_the_server_expose_the_golden_names_types_labels_and_help(
     golden = GOLDEN.read_text()
     assert exposition_shape(printed, store_path) == golden
     assert exposition_shape(served, store_path) == golden
+
+
+def test_a_sample_with_other_labels_than_declared_is_refused_by_name():
+    import pytest
+
+    from spark_queue.metric_table import QUEUE_JOBS
+
+    out = metrics.Exposition()
+    for wrong in ({"queue": "q"}, {"queue": "q", "state": "ready", "host": "h"},
+                  {"queue": "q", "status": "ready"}):
+        with pytest.raises(TypeError, match="sqliteq_queue_jobs takes the labels queue, state"):
+            out.add(QUEUE_JOBS, 1, **wrong)
+    out.add(QUEUE_JOBS, 1, state="ready", queue='a"b')  # written in the declared order
+    assert 'sqliteq_queue_jobs{queue="a\\"b",state="ready"} 1\n' in out.text()

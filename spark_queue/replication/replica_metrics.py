@@ -1,15 +1,9 @@
-"""Replication's Prometheus gauges, for :mod:`spark_queue.metrics` (``sqliteq metrics``).
-
-- ``sqliteq_replica_lag_events{topic}``: events published but not yet confirmed in the
-  replica (readers do not see them yet)
-- ``sqliteq_replica_lag_seconds``: time since the last confirmed sync while events wait
-  for one (0 when the replica holds everything)
-- ``sqliteq_replica_last_sync_timestamp_seconds``: when the replicator last confirmed that
-  the replica holds the store (0: never)
-- ``sqliteq_replica_requests_per_hour``: LTX files shipped over the last 5 minutes, as a
-  rate per hour: each is at least one object-store request (the bill), compaction adds a
-  few more. Read from Litestream's local directory beside the store (its level-0 files
-  stay there for 5 minutes by default).
+"""Replication's Prometheus gauges, for :mod:`spark_queue.metrics` (``sqliteq metrics``),
+declared in :mod:`spark_queue.metric_table` (``REPLICA_*``): events not yet confirmed in the
+replica (readers do not see them yet), how long they have waited, the last confirmed sync, and
+the object-store requests per hour. The requests are LTX files shipped over the last 5 minutes,
+as a rate per hour, read from Litestream's local directory beside the store (its level-0
+files stay there for 5 minutes by default).
 
 A store that is not replicated has none of them.
 """
@@ -19,39 +13,31 @@ from __future__ import annotations
 import os
 import time
 
+from spark_queue import metric_table as table
 from spark_queue.store import replica_status
 
-HELP = {
-    "sqliteq_replica_lag_events": "Events published but not yet confirmed in the replica.",
-    "sqliteq_replica_lag_seconds": "Time since the last confirmed sync while events wait for "
-    "one (0: the replica holds everything).",
-    "sqliteq_replica_last_sync_timestamp_seconds": "When the replicator last confirmed the "
-    "replica holds the store (0: never).",
-    "sqliteq_replica_requests_per_hour": "LTX files shipped in the last 5 minutes, per hour: "
-    "object-store requests.",
-}
 #: Litestream keeps level-0 LTX files locally this long by default (its L0 retention).
 _WINDOW_S = 300
 
 
-def samples(store_path: str) -> list[tuple[str, dict[str, str], float]]:
-    """``(name, labels, value)`` of each gauge for the store at ``store_path``."""
+def samples(store_path: str) -> list[tuple[table.Metric, dict[str, str], float]]:
+    """``(metric, labels, value)`` of each gauge for the store at ``store_path``."""
     status = replica_status(store_path)
     if status is None:
         return []
     now_s = time.time()
     where = {"store": store_path, "replica": status.url}
-    found: list[tuple[str, dict[str, str], float]] = [
-        ("sqliteq_replica_lag_events", {**where, "topic": topic}, behind)
+    found: list[tuple[table.Metric, dict[str, str], float]] = [
+        (table.REPLICA_LAG_EVENTS, {**where, "topic": topic}, behind)
         for topic, behind in status.behind.items()
     ]
     synced_s = 0.0 if status.synced_ms is None else status.synced_ms / 1000
     waiting = any(status.behind.values())
     found += [
-        ("sqliteq_replica_lag_seconds", where,
+        (table.REPLICA_LAG_AGE, where,
          max(0.0, now_s - synced_s) if waiting and synced_s else 0.0),
-        ("sqliteq_replica_last_sync_timestamp_seconds", where, synced_s),
-        ("sqliteq_replica_requests_per_hour", where, shipped_per_hour(store_path, now_s)),
+        (table.REPLICA_LAST_SYNC, where, synced_s),
+        (table.REPLICA_REQUESTS, where, shipped_per_hour(store_path, now_s)),
     ]
     return found
 
