@@ -34,6 +34,8 @@ import base64
 import os
 import pickle
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -56,10 +58,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the input")
     parser.add_argument("--durability", choices=("full", "normal", "off"), default="normal",
                         help="the sink's durability option (full: an fsync per commit)")
+    parser.add_argument("--section", choices=("all", "durability"), default="all",
+                        help="durability: the sink at durability full against normal, in one "
+                        "micro-batch of --rows rows and in micro-batches of --batch-rows "
+                        "(benchmarks/sink_durability.py)")
+    parser.add_argument("--small-rows", type=int, default=20_000,
+                        help="durability section: rows written in small micro-batches")
+    parser.add_argument("--batch-rows", type=int, default=1_000,
+                        help="durability section: rows per small micro-batch")
     kafka_broker.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.section == "durability":
+        from benchmarks import sink_durability
+
+        workdir = tempfile.mkdtemp(prefix="sq-bench-sink-durability-")
+        try:
+            return sink_durability.run(args, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     return kafka_broker.run_with_broker(args, "sq-bench-sink-", _run)
 
 

@@ -26,7 +26,9 @@ Reads local checkpoints only (a path, or a ``file:`` URI); imports neither pyspa
 the store, so the CLI, the demo and the notebooks call it at start. A query cannot
 call it for itself: Spark reads the checkpoint (``metadata`` at ``start()``, the logs
 when its thread starts) before any of the connector's code runs, the sink's DataSource
-included (built at the first micro-batch; observed on Spark 4.2).
+included (built at the first micro-batch; observed on Spark 4.2). What a failed query can
+do is say how to repair: :func:`diagnose` looks without changing anything, and
+:func:`repair_advice` is the message ``spark_queue.spark.run_available_now`` raises.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -303,6 +306,33 @@ def repair_checkpoint(
         tuple(plan.notes),
         dry_run,
     )
+
+
+def diagnose(checkpoint: str | os.PathLike[str]) -> CheckpointRepair:
+    """What :func:`repair_checkpoint` would remove from ``checkpoint``, changing nothing (a
+    checkpoint not made yet is not torn). Raises
+    :class:`~spark_queue.errors.CheckpointError` for what the repair refuses."""
+    return repair_checkpoint(checkpoint, dry_run=True, missing_ok=True)
+
+
+def repair_advice(found: CheckpointRepair) -> str:
+    """The message for a query that failed on the torn checkpoint ``found`` (from
+    :func:`diagnose`) describes: its torn files and the exact command that repairs it."""
+    quoted = shlex.quote(found.checkpoint)
+    lines = [
+        f"the query's Spark checkpoint {found.checkpoint} is torn, as a power cut leaves "
+        "it (files Spark wrote but never synced), so Spark cannot read it:",
+        *(f"  {line}" for line in found.why),
+        "Repair it, then run the query again (the repair removes only these files and "
+        "their .crc; --dry-run shows them):",
+        f"  sqliteq checkpoint repair {quoted}",
+        "or in Python: spark_queue.checkpoint_repair.repair_checkpoint("
+        f"{found.checkpoint!r})",
+        *found.notes,
+    ]
+    if not any("docs/semantics.md" in note for note in found.notes):
+        lines.append("docs/semantics.md#after-a-power-cut says when the replay is exact.")
+    return "\n".join(lines)
 
 
 def _write_metadata(root: pathlib.Path, query_id: str) -> None:

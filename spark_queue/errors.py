@@ -155,6 +155,17 @@ class CheckpointError(SparkQueueError, ValueError):
     another source's offsets, several sqliteq sources where one was asked for)."""
 
 
+class CheckpointTornError(CheckpointError):
+    """A query failed because a power cut tore its Spark checkpoint (its newest files empty
+    or unreadable); the message names them and the repair command. ``checkpoint`` is its
+    directory, ``torn`` the files (relative to it) the repair removes."""
+
+    def __init__(self, message: str, checkpoint: str = "", torn: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.checkpoint = checkpoint
+        self.torn = torn
+
+
 class StoreRewoundError(CheckpointError, OffsetRangeError):
     """The store went back in time under a Spark query: it was restored from a copy older
     than the query's checkpoint (the source) or than what the sink committed (the sink's

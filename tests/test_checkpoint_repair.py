@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from spark_queue.checkpoint_repair import repair_checkpoint
+from spark_queue.checkpoint_repair import diagnose, repair_advice, repair_checkpoint
 from spark_queue.errors import CheckpointError
 from tests.cli.cli_run import run
 
@@ -141,3 +141,29 @@ def test_the_cli_says_what_it_removed_and_refuses_with_exit_1(tmp_path, capsys):
     (root / "offsets" / "1").write_bytes(b"")
     code, out, err = run(capsys, "checkpoint", "repair", str(root), "--query-id", QUERY_ID)
     assert code == 1 and err.startswith("sqliteq checkpoint repair:") and out == ""
+
+
+@pytest.mark.parametrize("torn", [["offsets/3", "commits/3"], ["commits/3"], ["metadata"]])
+def test_the_diagnosis_names_the_torn_files_and_the_repair_command_and_changes_nothing(
+    tmp_path, torn
+):
+    root = make_checkpoint(tmp_path / "a ckpt")  # a space: the command quotes the path
+    for name in torn:
+        (root / name).write_bytes(b"")
+    before = _files(root)
+    found = diagnose(root)
+    assert found.torn and found.dry_run and _files(root) == before
+    advice = repair_advice(found)
+    assert f"sqliteq checkpoint repair '{root}'" in advice
+    assert f"repair_checkpoint({str(root)!r})" in advice
+    assert all(f"  {name}: it is empty (0 bytes)" in advice for name in torn)
+    assert ("--query-id" in advice) == (torn == ["metadata"])
+
+
+def test_the_diagnosis_of_a_whole_a_missing_and_an_unrepairable_checkpoint(tmp_path):
+    assert not diagnose(make_checkpoint(tmp_path / "whole")).torn
+    assert not diagnose(tmp_path / "not made yet").torn
+    root = make_checkpoint(tmp_path / "ckpt")
+    (root / "offsets" / "1").write_bytes(b"")
+    with pytest.raises(CheckpointError, match="later entry"):
+        diagnose(root)

@@ -20,6 +20,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from spark_queue.connector import compat
 from spark_queue.errors import OptionError
 from spark_queue.spark.query_progress import input_rows
+from spark_queue.spark.torn_checkpoint import raise_if_torn, writer_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,10 @@ def run_available_now(
     met. ``max_runs`` bounds the number of starts, for a producer that outpaces the drain.
 
     The writer must have a ``checkpointLocation`` (Spark's checkpoint is what makes each
-    run resume where the last one stopped, exactly once). A failed run raises Spark's
-    error; an interrupt (Ctrl-C) stops the running query first.
+    run resume where the last one stopped, exactly once). A run that fails because a power
+    cut tore that checkpoint raises :class:`~spark_queue.errors.CheckpointTornError` (from
+    Spark's error), naming the torn files and ``sqliteq checkpoint repair PATH``; any other
+    failure raises Spark's error as it is. An interrupt (Ctrl-C) stops the running query first.
     """
     if max_runs is not None and max_runs < 1:
         raise OptionError(
@@ -69,13 +72,19 @@ def run_available_now(
     batches: list[int] = []
     largest = runs = 0
     while True:
-        query = writer.toTable(table) if table is not None else writer.start(path)
+        try:
+            query = writer.toTable(table) if table is not None else writer.start(path)
+        except Exception as exc:  # a torn metadata fails here
+            raise_if_torn(exc, writer_checkpoint(writer))
+            raise
         runs += 1
         try:
             query.awaitTermination()
-        except BaseException:
+        except BaseException as exc:
             if query.isActive:
                 query.stop()
+            if isinstance(exc, Exception):  # a torn offsets/ or commits/ fails here
+                raise_if_torn(exc, writer_checkpoint(writer))
             raise
         read = [input_rows(progress) for progress in query.recentProgress]
         batches.extend(rows for rows in read if rows)

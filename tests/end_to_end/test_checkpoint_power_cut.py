@@ -90,3 +90,49 @@ def test_a_torn_checkpoint_repaired_restarts_the_query_exactly_once(spark, tmp_p
 
     values = [json.loads(e.value)["i"] for e in stored_events(target, "out")]
     assert Counter(values) == Counter(range(published)), sorted(values)
+
+
+def test_without_the_repair_the_run_s_error_names_the_command_that_lets_it_finish(
+    spark, tmp_path, capsys
+):
+    from spark_queue.cli import main
+    from spark_queue.errors import CheckpointTornError
+    from spark_queue.spark import run_available_now
+
+    source, target = str(tmp_path / "source.sqlite"), str(tmp_path / "target.sqlite")
+    checkpoint = tmp_path / "ckpt"
+    with Store(target) as store:
+        store.create_topic("out")
+
+    def writer():
+        return (
+            spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
+            .option("maxRowsPerTrigger", ROWS_PER_BATCH).option("valueFormat", "string")
+            .load().select("value")
+            .writeStream.format("sqliteq").option("path", target).option("topic", "out")
+            .option("checkpointLocation", str(checkpoint))
+        )
+
+    published = 0
+    # offsets/N and commits/N fail in the query's thread, metadata at start() (whose
+    # error does not name the file: the checkpoint comes from the writer's option).
+    for torn in (["offsets", "commits"], ["metadata"]):
+        with Store(source) as store:
+            store.publish_many("in", [{"i": published + j} for j in range(2 * ROWS_PER_BATCH)])
+        published += 2 * ROWS_PER_BATCH
+        query_id = str(run_available_now(writer()).query.id)
+        names = [f"{log}/{_newest(checkpoint / log)}" for log in torn if log != "metadata"]
+        names += ["metadata"] if "metadata" in torn else []
+        for name in names:
+            (checkpoint / name).write_bytes(b"")
+        with pytest.raises(CheckpointTornError) as failed:
+            run_available_now(writer())
+        command = f"sqliteq checkpoint repair {checkpoint}"
+        assert command in str(failed.value) and failed.value.torn == tuple(names)
+        assert failed.value.__cause__ is not None  # Spark's own error
+        extra = ["--query-id", query_id] if "metadata" in torn else []
+        assert main([*command.split()[1:], *extra]) == 0, capsys.readouterr()
+    assert str(run_available_now(writer()).query.id) == query_id
+
+    values = [json.loads(e.value)["i"] for e in stored_events(target, "out")]
+    assert Counter(values) == Counter(range(published)), sorted(values)

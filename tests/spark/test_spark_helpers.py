@@ -118,6 +118,35 @@ def test_from_4_2_one_availablenow_run_is_the_whole_drain(monkeypatch):
     assert (run.runs, run.batches) == (1, (1000, 1000, 5))
 
 
+class FailingWriter(FakeWriter):
+    def __init__(self, error: Exception) -> None:
+        super().__init__([])
+        self.error = error
+
+    def start(self, path=None):
+        raise self.error
+
+
+def test_a_run_failing_on_a_torn_checkpoint_says_how_to_repair_and_any_other_error_is_spark_s(
+    tmp_path,
+):
+    pytest.importorskip("pyspark")
+    from spark_queue.errors import CheckpointTornError
+    from spark_queue.spark import run_available_now
+    from tests.test_checkpoint_repair import make_checkpoint
+
+    root = make_checkpoint(tmp_path / "ckpt", committed=3)
+    spark_error = RuntimeError(f"Failed to read log file file:{root}/offsets/3. Incomplete log")
+    with pytest.raises(RuntimeError) as unchanged:
+        run_available_now(FailingWriter(spark_error))  # the checkpoint is whole: Spark's error
+    assert unchanged.value is spark_error
+    (root / "offsets" / "3").write_bytes(b"")
+    with pytest.raises(CheckpointTornError, match=f"sqliteq checkpoint repair {root}") as torn:
+        run_available_now(FailingWriter(spark_error))
+    assert torn.value.__cause__ is spark_error and torn.value.torn == ("offsets/3",)
+    assert (root / "offsets" / "3").exists()  # it only says
+
+
 def test_driver_uri_keeps_a_path_on_the_driver_s_disk_whatever_spark_s_default_file_system(
     tmp_path, monkeypatch
 ):
