@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
 def _fill(args: argparse.Namespace, path: str) -> None:
     started = time.perf_counter()
     with Store(path) as store:
-        store.set_housekeeping_interval(0)  # only the delete measured deletes
-        store.create_topic("live")
+        store.housekeeping.set_interval(0)  # only the delete measured deletes
+        store.topic("live").create()
         if args.expired_jobs:
             for first in range(0, args.expired_jobs, 10_000):
                 store.queue("expiring").enqueue_many(
@@ -108,9 +108,9 @@ def _run(args: argparse.Namespace, path: str) -> int:
         with Store(path) as store:
             started = time.perf_counter()
             if args.expired_jobs:
-                deleted = store.sweep_expired()
+                deleted = store.housekeeping.sweep_expired()
             else:
-                [result] = store.prune("backlog", retention_rows=args.keep, force=True)
+                [result] = store.topic("backlog").prune(retention_rows=args.keep, force=True)
                 deleted = result.deleted
             prune_s = time.perf_counter() - started
         time.sleep(0.5)

@@ -149,7 +149,7 @@ def _store_health(samples: dict[str, list[str]], store: Store) -> None:
     where = {"store": store.path}
     wal = store.path + "-wal"
     disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
-    status = store.housekeeping_status()
+    status = store.housekeeping.status()
     last = status.last_run
     # A start recorded by a clock since set back would hold the "not running" alert off.
     stale = last is not None and last.started_ms > time.time_ns() // 1_000_000 + CLOCK_SKEW_MS
@@ -167,7 +167,7 @@ def _store_health(samples: dict[str, list[str]], store: Store) -> None:
     }
     for name, value in values.items():
         samples[name].append(_sample(name, where, value))
-    for held in store.retention_held_back():
+    for held in store.housekeeping.held_back():
         labels = {"topic": held.topic, "consumer": held.consumer}
         samples["sqliteq_topic_retention_held_events"].append(
             _sample("sqliteq_topic_retention_held_events", labels, held.events))
