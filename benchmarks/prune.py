@@ -2,11 +2,11 @@
 
 Fills a store with ``--events`` events (the backlog, 10,000,000 by default; each
 ``{"n": N}``, or ``--event-bytes`` random bytes), then prunes all but the newest
-``--keep`` of them with ``force`` (``Store.prune``: steps of at most 10,000 events and
+``--keep`` of them with ``force`` (``Topic.prune``: steps of at most 10,000 events and
 8 MiB, one write transaction each) while a second process publishes one event every
 ``--every-ms`` ms with the default busy timeout (5 s). With ``--expired-jobs N`` it
-enqueues N jobs whose TTL then passes and measures ``Store.sweep_expired`` (the TTL
-sweep, in the same steps) instead. Reports the delete's time, the publisher's publishes,
+enqueues N jobs whose TTL then passes and measures ``store.housekeeping.sweep_expired()``
+(the TTL sweep, in the same steps) instead. Reports the delete's time, the publisher's publishes,
 errors (``StoreBusyError``) and its worst and p99 publish latency during it: what a
 writer beside maintenance waits.
 """

@@ -6,7 +6,7 @@ key and value bytes, headers and timestamp (CreateTime), plus an
 ``sqliteq.types`` header on the few records whose types an import would infer
 wrongly from the bytes (:mod:`~spark_queue.kafka.records`). The shift is 0 unless
 retention had removed the topic's head before its first export; it is fixed
-then and recorded in the store (``Store.mirror_shift``), and the positions
+then and recorded in the store (``store.topic(name).mirror_shift()``), and the positions
 helpers apply it.
 
 How an interrupted export stays a prefix: the producer is idempotent with
