@@ -111,7 +111,7 @@ def run_consume(path: str, inputs: int, kills: int, batch: int, rng: random.Rand
     with Store(path) as store:
         store.conn.execute("CREATE TABLE results (input INTEGER NOT NULL, doubled INTEGER)")
         store.publish_many(INPUTS, [{"n": i} for i in range(inputs)])
-        store.create_topic(OUTPUTS)
+        store.topic(OUTPUTS).create()
 
         def progress() -> int:
             return store.committed_offsets(CONSUMER).get(INPUTS, 0)

@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
 
     path = os.path.join(workdir, "bench.sqlite")
     with Store(path) as store:
-        store.create_topic("own")
+        store.topic("own").create()
     spark = local_session("spark_queue-bench-latency", args.cores,
                           kafka_broker.session_conf(kafka))
     spark.dataSource.register(_python_rate_source())
@@ -214,7 +214,7 @@ def _measure_turn(spark, variant: Variant, path: str, workdir: str, turn: int, e
             **kafka.source_options(topic), **KAFKA_SOURCES[variant.source])
     else:
         with Store(path) as store:
-            store.create_topic(topic)
+            store.topic(topic).create()
         reader = (spark.readStream.format("sqliteq").option("path", path)
                   .option("topic", topic))
         if variant.source != DEFAULT:  # the default path sets no option at all

@@ -2,11 +2,11 @@
 
 Fills a store with ``--events`` events (the backlog, 10,000,000 by default; each
 ``{"n": N}``, or ``--event-bytes`` random bytes), then prunes all but the newest
-``--keep`` of them with ``force`` (``Store.prune``: steps of at most 10,000 events and
+``--keep`` of them with ``force`` (``Topic.prune``: steps of at most 10,000 events and
 8 MiB, one write transaction each) while a second process publishes one event every
 ``--every-ms`` ms with the default busy timeout (5 s). With ``--expired-jobs N`` it
-enqueues N jobs whose TTL then passes and measures ``Store.sweep_expired`` (the TTL
-sweep, in the same steps) instead. Reports the delete's time, the publisher's publishes,
+enqueues N jobs whose TTL then passes and measures ``store.housekeeping.sweep_expired()``
+(the TTL sweep, in the same steps) instead. Reports the delete's time, the publisher's publishes,
 errors (``StoreBusyError``) and its worst and p99 publish latency during it: what a
 writer beside maintenance waits.
 """
@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
 def _fill(args: argparse.Namespace, path: str) -> None:
     started = time.perf_counter()
     with Store(path) as store:
-        store.set_housekeeping_interval(0)  # only the delete measured deletes
-        store.create_topic("live")
+        store.housekeeping.set_interval(0)  # only the delete measured deletes
+        store.topic("live").create()
         if args.expired_jobs:
             for first in range(0, args.expired_jobs, 10_000):
                 store.queue("expiring").enqueue_many(
@@ -108,9 +108,9 @@ def _run(args: argparse.Namespace, path: str) -> int:
         with Store(path) as store:
             started = time.perf_counter()
             if args.expired_jobs:
-                deleted = store.sweep_expired()
+                deleted = store.housekeeping.sweep_expired()
             else:
-                [result] = store.prune("backlog", retention_rows=args.keep, force=True)
+                [result] = store.topic("backlog").prune(retention_rows=args.keep, force=True)
                 deleted = result.deleted
             prune_s = time.perf_counter() - started
         time.sleep(0.5)

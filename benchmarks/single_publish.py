@@ -82,7 +82,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
 
     def raw() -> float:
         with Store(path(), durability=args.durability) as store:
-            store.create_topic("bench")
+            store.topic("bench").create()
             tid = store.conn.execute("SELECT id FROM sq_topics").fetchall()[0][0]
             conn = store.conn
             started = time.perf_counter()
@@ -103,7 +103,7 @@ def run_single(args: argparse.Namespace, workdir: str) -> None:
 
     def ours() -> float:
         with Store(path(), durability=args.durability) as store:
-            store.create_topic("bench")
+            store.topic("bench").create()
             return _publish_rate(store, values)
 
     cases: dict[str, Callable[[], float]] = {RAW: raw, OURS: ours}
@@ -140,7 +140,7 @@ def _outbox_table(args: argparse.Namespace, workdir: str, durability: str, n: in
     def new_store() -> Store:
         path = os.path.join(workdir, f"outbox-{durability}{next(counter)}.sqlite")
         store = Store(path, durability=durability)
-        store.create_topic("bench")
+        store.topic("bench").create()
         store.conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)")
         return store
 
@@ -205,8 +205,9 @@ def _publish_rate(store: Store, values: list[str]) -> float:
 
 
 def _check(store: Store, n: int) -> None:
-    if store.bounds("bench") != (0, n):
-        raise RuntimeError(f"single publish: stored {store.bounds('bench')}, expected (0, {n})")
+    if store.topic("bench").bounds() != (0, n):
+        raise RuntimeError(
+            f"single publish: stored {store.topic('bench').bounds()}, expected (0, {n})")
 
 
 def _honker(path: str, events: int, size: int) -> float:

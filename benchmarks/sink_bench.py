@@ -102,7 +102,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
     # -- raw apsw ----------------------------------------------------------
     def raw(_: int) -> float:
         with Store(fresh_path()) as store:
-            store.create_topic("bench")
+            store.topic("bench").create()
             ts = now_ms()
             rows = [(1, i, ts, None, v, TEXT, None) for i, v in enumerate(values)]
             started = time.perf_counter()
@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
         # SQLite's own limit: one INSERT ... SELECT per 10,000 rows over the
         # values bound as one array (nothing per row in Python).
         with Store(fresh_path()) as store:
-            store.create_topic("bench")
+            store.topic("bench").create()
             ts = now_ms()
             started = time.perf_counter()
             with store.write() as conn:
@@ -357,6 +357,6 @@ def _print_kafka(kafka: kafka_broker.Kafka, n: int, size: int, repeats: int, bat
 
 def _check(path: str, n: int) -> None:
     with Store(path) as store:
-        bounds = store.bounds("bench")
+        bounds = store.topic("bench").bounds()
     if bounds != (0, n):
         raise AssertionError(f"benchmark wrote offsets {bounds}, expected (0, {n})")

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     workdir = tempfile.mkdtemp(prefix="sq-soak-")
     path = os.path.join(workdir, "soak.sqlite")
     with Store(path) as store:
-        store.create_topic("soak")
+        store.topic("soak").create()
     stop = threading.Event()
     published = [0]
 
@@ -128,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
         with Store(path) as store:
             while time.monotonic() - started < args.minutes * 60:
                 time.sleep(args.sample_s)
-                store.prune("soak", retention_rows=args.keep_rows)
-                latest = store.latest_offset("soak")
+                store.topic("soak").prune(retention_rows=args.keep_rows)
+                latest = store.topic("soak").latest_offset()
                 saved = store.committed_offsets("soak").get("soak", 0)
                 stats = store.queue("soak-jobs").stats()
                 size = sum(os.path.getsize(path + s) for s in ("", "-wal") if

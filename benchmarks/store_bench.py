@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
 
     def raw_setup() -> tuple[Store, list[tuple]]:
         store = fresh()
-        store.create_topic("bench")
+        store.topic("bench").create()
         ts = now_ms()
         return store, [(1, i, ts, None, v, TEXT, None) for i, v in enumerate(values)]
 
@@ -212,13 +212,13 @@ def _run_kafka(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka
 
     def publish_many(chunk: int) -> float:
         with Store(fresh()) as store:
-            store.create_topic("bench")
+            store.topic("bench").create()
             started = time.perf_counter()
             for i in range(0, n, chunk):
                 store.publish_many("bench", records[i : i + chunk])
             elapsed = time.perf_counter() - started
-            if store.bounds("bench") != (0, n):
-                raise RuntimeError(f"store: publish_many wrote {store.bounds('bench')}")
+            if store.topic("bench").bounds() != (0, n):
+                raise RuntimeError(f"store: publish_many wrote {store.topic('bench').bounds()}")
         return elapsed
 
     def producer() -> float:

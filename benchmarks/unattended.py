@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, work: str) -> int:
     path = os.path.join(work, "edge.sqlite")
     with Store(path) as store:
-        store.configure_topic("readings", retention_ms=round(args.retention_s * 1000))
+        store.topic("readings").configure(retention_ms=round(args.retention_s * 1000))
         store.queue("jobs").configure()  # created now: the worker may start first
     commands = {
         "producer": [sys.executable, "-c", _PRODUCER, path, str(args.rate)],
@@ -169,8 +169,8 @@ def _run(args: argparse.Namespace, work: str) -> int:
                     print(" ".join(f"{samples[-1][c]:>10}" for c in columns), flush=True)
             os.kill(procs["producer"].pid, signal.SIGKILL)
             procs["producer"].wait()
-            latest = store.bounds("readings")[1]
-            last_run = store.housekeeping_status().last_run
+            latest = store.topic("readings").bounds()[1]
+            last_run = store.housekeeping.status().last_run
         with open(os.path.join(work, "stop"), "w"):
             pass
         procs["driver"].wait(timeout=900)
@@ -240,7 +240,7 @@ def _count(log: str, text: str) -> int:
 
 
 def _sample(store: Store, path: str, started: float, window: float, kills: list[str]) -> dict:
-    earliest, latest = store.bounds("readings")
+    earliest, latest = store.topic("readings").bounds()
     # One position per query under the one name: the slower holds retention.
     held = [p.next_offset for p in store.consumer_positions("readings") if p.consumer == "bronze"]
     saved = store.committed_offsets("bronze").get("readings", 0)

@@ -89,7 +89,7 @@ print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 # COMMAND ----------
 
 with Store(store_path) as store:
-    first = store.latest_offset("orders") if store.has_topic("orders") else 0
+    first = store.topic("orders").latest_offset() if store.topic("orders").exists() else 0
     published = store.publish_many(
         "orders",
         [Record({"order": i, "amount": round(10 + i * 0.5, 2)}, key=f"customer-{i % 7}")
@@ -149,7 +149,7 @@ with Store(store_path) as store:
     for consumer in store.consumers("orders"):
         print(f"consumer {consumer.consumer}: next offset {consumer.next_offset}, "
               f"latest {consumer.latest}, lag {consumer.lag}")
-    latest = store.latest_offset("orders")
+    latest = store.topic("orders").latest_offset()
 last = run.query.lastProgress["sources"][0]
 print("the query's last batch ended at", offsets(last["endOffset"]), "; the topic's latest is",
       latest)

@@ -76,7 +76,7 @@ fmt = table_format(spark)
 
 def publish(count: int) -> range:
     with Store(store_path) as store:
-        start = store.latest_offset("readings") if store.has_topic("readings") else 0
+        start = store.topic("readings").latest_offset() if store.topic("readings").exists() else 0
         return store.publish_many("readings", [{"sensor": i % 5, "celsius": 20 + i % 9}
                                                for i in range(start, start + count)])
 

@@ -121,7 +121,7 @@ def _store_health(out: Exposition, store: Store) -> None:
     """The store's own gauges (file, WAL, disk, retention, heartbeats)."""
     wal = store.path + "-wal"
     disk = os.statvfs(os.path.dirname(os.path.abspath(store.path)))
-    status = store.housekeeping_status()
+    status = store.housekeeping.status()
     last = status.last_run
     # A start recorded by a clock since set back would hold the "not running" alert off.
     stale = last is not None and last.started_ms > time.time_ns() // 1_000_000 + CLOCK_SKEW_MS
@@ -137,7 +137,7 @@ def _store_health(out: Exposition, store: Store) -> None:
     )
     for metric, value in gauges:
         out.add(metric, value, store=store.path)
-    for held in store.retention_held_back():
+    for held in store.housekeeping.held_back():
         out.add(table.RETENTION_HELD_EVENTS, held.events, topic=held.topic,
                 consumer=held.consumer)
         out.add(table.RETENTION_HELD_AGE, held.held_ms / 1000, topic=held.topic,

@@ -130,7 +130,7 @@ def check_store_page(workdir: Path, outputs: list[str]) -> None:
                                        "1 None {'user': 8, 'page': '/a'}", "2 user-9 raw text"]
     with Store(workdir / "events.sqlite", create=False) as store:
         # The store snippet's three events, then the producer's publish and publish_nowait.
-        assert store.bounds("clicks") == (0, 5)
+        assert store.topic("clicks").bounds() == (0, 5)
         assert store.committed_offsets("billing") == {"clicks": 3}
         assert [job.payload for job in store.queue("emails").peek(10)] == [{"to": "a@b"}]
 
@@ -151,7 +151,7 @@ def check_operations_page(workdir: Path, outputs: list[str]) -> None:
     assert outputs[0].splitlines() == ["0 0 []", "60000 []"]
     with Store(workdir / "app.sqlite", create=False) as store:
         assert store.queue("emails").config().dead_retention_rows == 100_000
-        assert store.housekeeping_status().last_run is not None
+        assert store.housekeeping.status().last_run is not None
 
 
 def check_transactions_page(workdir: Path, outputs: list[str]) -> None:
@@ -160,15 +160,16 @@ def check_transactions_page(workdir: Path, outputs: list[str]) -> None:
     with Store(workdir / "shop.sqlite", create=False) as store:
         # Orders 1 (store.transaction), 3 (sqlite3) and 4 (SQLAlchemy); 2 rolled back.
         ids = [row[0] for row in store.conn.execute("SELECT id FROM orders ORDER BY id")]
-        assert ids == [1, 3, 4] and store.bounds("orders") == (0, 3)
-        assert store.bounds("revenue-updates") == (0, 3) and store.bounds("receipts") == (0, 3)
+        assert ids == [1, 3, 4] and store.topic("orders").bounds() == (0, 3)
+        assert store.topic("revenue-updates").bounds() == (0, 3)
+        assert store.topic("receipts").bounds() == (0, 3)
         assert store.conn.execute("SELECT count(*) FROM receipts").fetchall() == [(3,)]
         assert store.queue("emails").stats()[1:5] == (0, 0, 0, 0)
 
 
 def check_replication_page(workdir: Path, outputs: list[str]) -> None:
     with Store(workdir / "copy.sqlite", create=False) as copy:
-        assert copy.bounds("orders") == (0, 1)
+        assert copy.topic("orders").bounds() == (0, 1)
 
 
 PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,

@@ -63,8 +63,8 @@ def test_published_counts_every_event_ever_published_and_workers_count_the_alive
     store.conn.execute(
         "INSERT INTO sq_publish (topic, value, value_type) VALUES ('t', 'x', 1)"
     )
-    store.set_retention("t", retention_rows=1)
-    store.prune("t")
+    store.topic("t").set_retention(retention_rows=1)
+    store.topic("t").prune()
     text = render(store)
     assert 'sqliteq_topic_published_total{topic="t"} 6' in text
     assert 'sqliteq_topic_earliest_offset{topic="t"} 5' in text  # pruned to one row
@@ -128,7 +128,7 @@ def test_free_bytes_is_what_the_file_system_reports(store, monkeypatch):
 
 
 def test_events_a_consumer_holds_back_from_retention_are_counted_per_topic(store):
-    store.configure_topic("t", retention_rows=2)
+    store.topic("t").configure(retention_rows=2)
     store.publish_many("t", range(10))
     assert gauge(render(store), "sqliteq_topic_retention_held_events", topic="t") is None
     store.commit_offsets("slow", {"t": 3})
@@ -140,14 +140,14 @@ def test_events_a_consumer_holds_back_from_retention_are_counted_per_topic(store
 
 
 def test_the_last_retention_run_shows_when_it_ran_and_what_it_deleted(store):
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(4))
     assert gauge(render(store), "sqliteq_retention_last_run_timestamp_seconds") == 0
-    run = store.run_housekeeping()
+    run = store.housekeeping.run()
     text = render(store)
     assert gauge(text, "sqliteq_retention_last_run_timestamp_seconds") == run.started_ms / 1000
     assert gauge(text, "sqliteq_retention_last_run_deleted_events") == 3
-    store.set_housekeeping_interval(0)
+    store.housekeeping.set_interval(0)
     assert gauge(render(store), "sqliteq_housekeeping_interval_seconds") == 0
 
 

@@ -22,7 +22,7 @@ def visible(store: Store) -> tuple[int, int, int, int, int]:
     with store.snapshot():
         orders, declined = store.conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE id >= 100000) FROM orders").fetchall()[0]
-        return (orders, store.latest_offset("orders"), store.queue("emails").stats().ready,
+        return (orders, store.topic("orders").latest_offset(), store.queue("emails").stats().ready,
                 store.committed_offsets("billing").get("inputs", 0), declined)
 
 
@@ -32,7 +32,7 @@ def test_a_reader_sees_each_order_with_its_event_job_and_offset_or_none_of_them(
         store_path, mode):
     with Store(store_path) as store:
         store.conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)")
-        store.create_topic("orders")
+        store.topic("orders").create()
         store.queue("emails").configure()
         store.publish_many("inputs", range(ORDERS))
         client = subprocess.Popen([sys.executable, CLIENT, mode, store_path, str(ORDERS)],

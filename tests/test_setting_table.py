@@ -149,10 +149,10 @@ def test_one_check_refuses_a_setting_alike_for_queues_and_topics(tmp_path):
         with pytest.raises(QueueConfigError) as queue_error:
             store.queue("q", max_payload_bytes=0)
         with pytest.raises(OptionError) as topic_error:
-            store.configure_topic("t", max_payload_bytes=0)
+            store.topic("t").configure(max_payload_bytes=0)
         with pytest.raises(OptionError, match=r"^retention retention_rows must be an integer "
                            r"from 1 to 2\*\*62 - 1 or None \(no limit\); got 0\.$"):
-            store.configure_topic("t", retention_rows=0)
+            store.topic("t").configure(retention_rows=0)
         assert store.topics() == [] and [c.name for c in store.queues()] == []
     said = "max_payload_bytes must be an integer from 1 to 2**62 - 1 or None (no limit); got 0."
     assert str(queue_error.value) == f"queue 'q' setting {said}"

@@ -30,7 +30,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 def require_known_topic(store: Store, topic: str, *, create_hint: str | None = None) -> None:
     """Raise :class:`UnknownTopicError` unless ``topic`` exists: the closest topic names,
     ``sqliteq topics PATH`` to list them, and ``create_hint`` (how to create it), if given."""
-    if not store.has_topic(topic):
+    if not store.topic(topic).exists():
         _missing(store, "topic", topic, [t.name for t in store.topics()], "topics",
                  UnknownTopicError, create_hint)
 

@@ -26,7 +26,7 @@ from spark_queue.cli.progress import BackupProgressPrinter, watching
 from spark_queue.errors import OptionError, StoreError, StoreNotFoundError
 
 if TYPE_CHECKING:
-    from spark_queue.store import Store
+    from spark_queue.store import Housekeeping, Store, Topic
 
 
 def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
@@ -285,10 +285,12 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
+        pruned: Topic | Housekeeping = store.housekeeping  # no topic named: every topic
         if args.topic is not None:
             require_known_topic(store, args.topic)
-        results = store.prune(args.topic, retention_ms=args.retention_ms,
-                              retention_rows=args.retention_rows, force=args.force)
+            pruned = store.topic(args.topic)
+        results = pruned.prune(retention_ms=args.retention_ms,
+                               retention_rows=args.retention_rows, force=args.force)
     emit([r._asdict() for r in results], as_json=args.json,
          columns=["topic", "deleted", "earliest_before", "earliest_after", "held_by"])
     return 0
@@ -300,9 +302,9 @@ def cmd_housekeeping(args: argparse.Namespace) -> int:
     # wrote must not migrate it under that release's processes (as topics and check).
     with open_store(args.path, readonly=not changes) as store:
         if args.off or args.interval_ms is not None:
-            store.set_housekeeping_interval(0 if args.off else args.interval_ms)
-        ran = store.run_housekeeping() if args.run else None
-        status = store.housekeeping_status()
+            store.housekeeping.set_interval(0 if args.off else args.interval_ms)
+        ran = store.housekeeping.run() if args.run else None
+        status = store.housekeeping.status()
     last = status.last_run
     held_back = [] if last is None else [h._asdict() for h in last.held_back]
     shown: dict[str, Any] = {

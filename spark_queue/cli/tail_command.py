@@ -90,15 +90,15 @@ def cmd_tail(args: argparse.Namespace) -> int:
     since_ms = args.since
     with _open_when_created(args.path, poll_s, readonly=args.group is None,
                             follow=args.follow) as store:
-        if args.follow and not store.has_topic(args.topic):
+        if args.follow and not store.topic(args.topic).exists():
             _say_waiting(f"topic {args.topic!r}")
-            while not store.has_topic(args.topic):
+            while not store.topic(args.topic).exists():
                 pause(poll_s)
         require_known_topic(store, args.topic)
         saved = None if args.group is None else store.committed_offsets(args.group).get(
             args.topic)
         if saved is not None:
-            position = max(saved, store.bounds(args.topic)[0])
+            position = max(saved, store.topic(args.topic).bounds()[0])
         else:
             position = _first_offset(store, args.topic, start, since_ms)
             _say_if_past_the_end(store, args.topic, start, position, follow=args.follow)
@@ -145,7 +145,7 @@ def _say_if_past_the_end(
 ) -> None:
     """A line on stderr when ``--from N`` starts after the newest event: else nothing is
     printed and nothing says why."""
-    latest = store.bounds(topic)[1]
+    latest = store.topic(topic).bounds()[1]
     if isinstance(start, int) and start > latest:
         wait = "waiting for it" if follow else "nothing to print"
         print(f"sqliteq tail: --from {start} is past the end of topic {topic!r}: its next "
@@ -154,9 +154,9 @@ def _say_if_past_the_end(
 
 
 def _first_offset(store: Store, topic: str, start: Start, since_ms: int | None) -> int:
-    earliest, latest = store.bounds(topic)  # UnknownTopicError names the topic
+    earliest, latest = store.topic(topic).bounds()  # UnknownTopicError names the topic
     if since_ms is not None:
-        return store.offset_for_timestamp(topic, since_ms)
+        return store.topic(topic).offset_for_timestamp(since_ms)
     if start == "earliest":
         return earliest
     if start == "latest":

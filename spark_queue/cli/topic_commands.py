@@ -134,10 +134,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_topic_create(args: argparse.Namespace) -> int:
     settings = given_settings(vars(args), TOPIC_SETTINGS)
     with open_for_write(args.path, "topic create", create=args.create) as store:
-        if args.if_not_exists and store.has_topic(args.topic):
+        if args.if_not_exists and store.topic(args.topic).exists():
             info = next(t for t in store.topics() if t.name == args.topic)
         else:
-            info = store.configure_topic(args.topic, exist_ok=False, **settings)
+            info = store.topic(args.topic).configure(exist_ok=False, **settings)
     emit_object(info._asdict(), as_json=args.json)
     return 0
 
@@ -171,7 +171,7 @@ def cmd_topic_config(args: argparse.Namespace) -> int:
             require_known_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
-        info = store.configure_topic(args.topic, exist_ok=True, **settings)
+        info = store.topic(args.topic).configure(exist_ok=True, **settings)
     emit_object(info._asdict(), as_json=args.json)
     return 0
 
@@ -180,7 +180,7 @@ def cmd_topic_delete(args: argparse.Namespace) -> int:
     with open_store(args.path) as store:
         require_known_topic(store, args.topic)
         if not args.yes:
-            earliest, latest = store.bounds(args.topic)  # UnknownTopicError names it
+            earliest, latest = store.topic(args.topic).bounds()  # UnknownTopicError names it
             held = [c.consumer for c in store.consumers(args.topic)]
             raise OptionError(
                 f"topic delete removes topic {args.topic!r} with its {latest - earliest} "
@@ -188,7 +188,7 @@ def cmd_topic_delete(args: argparse.Namespace) -> int:
                 f"{' (' + ', '.join(held) + ')' if held else ''}; nothing was deleted. "
                 "Run again with --yes to delete it."
             )
-        deleted = store.delete_topic(args.topic)
+        deleted = store.topic(args.topic).delete()
     emit_object({"topic": deleted.topic, "deleted_events": deleted.events,
                  "deleted_consumers": deleted.consumers}, as_json=args.json)
     return 0
@@ -196,13 +196,13 @@ def cmd_topic_delete(args: argparse.Namespace) -> int:
 
 def _target(store: Store, topic: str, *, to_earliest: bool, to_latest: bool,
             to_time: int | None, to_offset: int) -> int:
-    earliest, latest = store.bounds(topic)
+    earliest, latest = store.topic(topic).bounds()
     if to_earliest:
         return earliest
     if to_latest:
         return latest
     if to_time is not None:
-        return store.offset_for_timestamp(topic, to_time)
+        return store.topic(topic).offset_for_timestamp(to_time)
     if not earliest <= to_offset <= latest:
         raise OffsetRangeError(
             f"--to-offset {to_offset} is outside topic {topic!r}: it holds offsets "
@@ -237,7 +237,7 @@ def _consumer_rows(
     rows = []
     for info in store.consumers():
         if info.consumer == consumer and info.topic in topics:
-            earliest = store.bounds(info.topic)[0]
+            earliest = store.topic(info.topic).bounds()[0]
             rows.append({"consumer": consumer, "topic": info.topic,
                          "before": before.get(info.topic), "next_offset": info.next_offset,
                          "earliest": earliest, "latest": info.latest, "lag": info.lag})

@@ -40,9 +40,9 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
 
     os.makedirs(config.dir, exist_ok=True)
     with Store(config.store_path) as store:
-        store.create_topic(config.topic)
+        store.topic(config.topic).create()
         store.queue(config.queue, visibility_timeout_ms=10_000, max_attempts=3)
-        start_latest = store.latest_offset(config.topic)
+        start_latest = store.topic(config.topic).latest_offset()
     out(f"store {config.store_path}: topic {config.topic!r} holds {start_latest} events; "
         f"publishing {config.events} more at {config.events_per_second}/s")
     producer = SensorProducer(config.store_path, config.topic, events=config.events,
@@ -98,7 +98,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                 producing = producer.is_alive()
                 progress = bronze.lastProgress
                 bronze_end = end_offset(progress, config.topic)
-                latest = monitor.latest_offset(config.topic)
+                latest = monitor.topic(config.topic).latest_offset()
                 now = time.monotonic()
                 if now - last_print >= config.progress_seconds:
                     report(now, status.phase(progress, producing), progress, latest, monitor)
@@ -129,7 +129,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     bronze_df = spark.read.format(fmt).load(driver_uri(config.bronze_path(fmt)))
     with Store(config.store_path, readonly=True) as store:
         summary = {
-            "events_in_topic": store.latest_offset(config.topic),
+            "events_in_topic": store.topic(config.topic).latest_offset(),
             "events_produced_now": producer.published,
             "bronze_table": f"{fmt} {config.bronze_path(fmt)}",
             "rows_in_bronze": bronze_df.count(),

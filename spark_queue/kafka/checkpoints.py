@@ -121,7 +121,7 @@ def kafka_starting_offsets(
                 f"store {store_id(store)}, another file: give the store the query read."
             )
         for topic in sorted(offsets):
-            shift = store.mirror_shift(topic)
+            shift = store.topic(topic).mirror_shift()
             if shift is None:
                 raise CheckpointError(
                     f"store topic {topic!r} (in the checkpoint) was never exported to Kafka: "

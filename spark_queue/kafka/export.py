@@ -6,7 +6,7 @@ key and value bytes, headers and timestamp (CreateTime), plus an
 ``sqliteq.types`` header on the few records whose types an import would infer
 wrongly from the bytes (:mod:`~spark_queue.kafka.records`). The shift is 0 unless
 retention had removed the topic's head before its first export; it is fixed
-then and recorded in the store (``Store.mirror_shift``), and the positions
+then and recorded in the store (``store.topic(name).mirror_shift()``), and the positions
 helpers apply it.
 
 How an interrupted export stays a prefix: the producer is idempotent with
@@ -212,7 +212,7 @@ class Exporter:
         topic with (``start`` None), or those it has."""
         creating = start is None
         if start is None:
-            start = self.store.earliest_offset(topic)
+            start = self.store.topic(topic).earliest_offset()
         found = topic_checks.refuse_or_warn(config, self.store, topic, kafka_topic, start,
                                             force=self.topic_options.force, creating=creating)
         for problem in found:
@@ -332,7 +332,7 @@ class Exporter:
         """Compare Kafka's end offset with the store's, then the first and last records of
         both logs; KafkaTargetMismatchError names the first difference."""
         target = self.targets[topic]
-        earliest, _ = self.store.bounds(topic)
+        earliest, _ = self.store.topic(topic).bounds()
         # Both logs hold [floor, high): Kafka's retention or the store's may have cut a head.
         floor = earliest - target.shift
         (low, high), windows = self._kafka_ends(target.kafka_topic, SAMPLE_EVENTS,
@@ -399,7 +399,7 @@ def export_topics(
     with Store(path, create=False) as store:
         names = list(dict.fromkeys(topics)) if topics else [i.name for i in store.topics()]
         for name in names:
-            store.bounds(name)  # an unknown topic fails before anything is sent
+            store.topic(name).bounds()  # an unknown topic fails before anything is sent
         hold_name(prefix)  # a prefix that makes no hold's name fails first too
         # One exporter per prefix for the whole run (every pass of a mirror): a second one
         # is refused here, naming this one, before it reads a bound or asks Kafka anything.

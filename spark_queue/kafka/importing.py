@@ -98,14 +98,15 @@ def import_topic(
         starts = {p: ranges[p][0] if first_offset is None else first_offset for p in parts}
         with Store(path) as store:
             for p, name in names.items():
-                if store.has_topic(name) and store.latest_offset(name) not in (0, starts[p]):
+                topic = store.topic(name)
+                if topic.exists() and topic.latest_offset() not in (0, starts[p]):
                     raise TopicExistsError(
                         f"store topic {name!r} holds or held events; an import writes a new "
                         "topic (or continues one where it ends): name another with --into, or "
                         "delete it (`sqliteq topic delete`)."
                     )
             for p, name in names.items():
-                store.start_topic_at(name, starts[p])
+                store.topic(name).start_at(starts[p])
             return [
                 _import_partition(store, link, kafka_topic, p, names[p], ranges[p], value_format)
                 for p in parts
@@ -135,7 +136,7 @@ def _import_partition(
     value_format: str,
 ) -> ImportResult:
     start, end = span
-    first = store.latest_offset(topic)
+    first = store.topic(topic).latest_offset()
     batch: list[Record] = []
     imported = gaps = 0
     expected = start

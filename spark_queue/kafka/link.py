@@ -40,7 +40,7 @@ from spark_queue.kafka.link_types import (
     LogEnds,
     Watermarks,
 )
-from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka, record_of
+from spark_queue.kafka.records import Content, KafkaRecord, headers_for_kafka
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Message, Producer
@@ -66,6 +66,16 @@ def _confluent() -> ModuleType:
 def _codes(names: Iterable[str]) -> set[int]:
     errors = _confluent().KafkaError
     return {getattr(errors, name) for name in names if hasattr(errors, name)}
+
+
+def record_of(msg: Message, topic: str, partition: int, offset: int) -> KafkaRecord:
+    """A consumer's message as a :class:`KafkaRecord`: header values as bytes, in a list."""
+    kind, stamp = msg.timestamp()
+    found = msg.headers()  # a consumer's are a list; the client's type allows a dict too
+    pairs = found.items() if isinstance(found, dict) else found or ()
+    headers = [(name, value.encode() if isinstance(value, str) else value)
+               for name, value in pairs] or None
+    return KafkaRecord(topic, partition, offset, msg.key(), msg.value(), headers, kind, stamp)
 
 
 def error_text(error: object) -> str:

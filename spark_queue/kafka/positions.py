@@ -58,7 +58,7 @@ def commit_consumer_offsets(
                     f"consumer {consumer!r} has no saved offset for topic {topic!r}; it has "
                     f"{', '.join(sorted(saved))}."
                 )
-            shifts[topic] = store.mirror_shift(topic)
+            shifts[topic] = store.topic(topic).mirror_shift()
     with link:
         planned = [_plan(link, topic, prefix + topic, saved[topic], shifts[topic])
                    for topic in wanted]

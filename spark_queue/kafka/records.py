@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from spark_queue.errors import KafkaError, PayloadError
 from spark_queue.store import BYTES, JSON, TEXT, Encoded
@@ -63,27 +63,6 @@ class KafkaRecord:
     timestamp_type: int  # 0: none, 1: CreateTime, 2: LogAppendTime
     timestamp_ms: int
 
-
-
-
-class Message(Protocol):
-    """What :func:`record_of` reads of a consumer's message (confluent-kafka's ``Message``)."""
-
-    def key(self) -> bytes | None: ...
-    def value(self) -> bytes | None: ...
-    def timestamp(self) -> tuple[int, int]: ...
-    def headers(self) -> (dict[str, str | bytes | None] | list[tuple[str, str | bytes | None]]
-                          | None): ...
-
-
-def record_of(msg: Message, topic: str, partition: int, offset: int) -> KafkaRecord:
-    """A consumer's message as a :class:`KafkaRecord`: header values as bytes, in a list."""
-    kind, stamp = msg.timestamp()
-    found = msg.headers()  # a consumer's are a list; the client's type allows a dict too
-    pairs = found.items() if isinstance(found, dict) else found or ()
-    headers = [(name, value.encode() if isinstance(value, str) else value)
-               for name, value in pairs] or None
-    return KafkaRecord(topic, partition, offset, msg.key(), msg.value(), headers, kind, stamp)
 
 def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
     """A row of ``Store.read_arrow(..., payload_format="binary")`` (as a dict), as its Kafka

@@ -43,9 +43,9 @@ def _retention_problem(
         retention_ms = int(text)
     except ValueError:
         return f"retention.ms={text} (not milliseconds)"
-    if retention_ms < 0 or start >= store.latest_offset(topic):
+    if retention_ms < 0 or start >= store.topic(topic).latest_offset():
         return None
-    first_young = store.offset_for_timestamp(topic, now_ms - retention_ms)
+    first_young = store.topic(topic).offset_for_timestamp(now_ms - retention_ms)
     if first_young <= start:
         return None
     return (

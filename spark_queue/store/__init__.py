@@ -13,6 +13,7 @@ from spark_queue.store.file.replica_mark import ReplicaStatus
 from spark_queue.store.housekeeping import (
     HeldBack,
     Housekeeper,
+    Housekeeping,
     HousekeepingRun,
     HousekeepingStatus,
     keep_housekept,
@@ -35,6 +36,7 @@ from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprin
 from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.retention import PruneResult
+from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
@@ -60,6 +62,7 @@ __all__ = [
     "Fingerprint",
     "HeldBack",
     "Housekeeper",
+    "Housekeeping",
     "HousekeepingRun",
     "HousekeepingStatus",
     "Job",
@@ -81,6 +84,7 @@ __all__ = [
     "ReplicaStatus",
     "SinkCommit",
     "Store",
+    "Topic",
     "TopicDeleted",
     "TopicInfo",
     "Transaction",

@@ -33,7 +33,7 @@ skipped and named in the run's ``problems``; the rest of the run goes on.
 worker, the Producer, ``sqliteq metrics --serve``); :func:`keep_housekept` starts one
 per store file for a whole process (a Spark query's driver-side reader, a Kafka
 mirror); :func:`run_housekeeping` runs it once, due or not (``sqliteq housekeeping
---run`` from a timer).
+--run`` from a timer); :class:`Housekeeping` is ``store.housekeeping``, the calls by hand.
 """
 
 from __future__ import annotations
@@ -62,15 +62,17 @@ from spark_queue.setting_table import STORE_SETTING
 from spark_queue.store.file import replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
+    HasStoreConnection,
     StoreConnection,
     now_ms,
     open_connection,
-    read_transaction,
     translate_errors,
+    translated,
 )
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.queues import dead_retention, queue_admin
 from spark_queue.store.streams import retention
+from spark_queue.store.streams.retention import PruneResult
 
 log = logging.getLogger("spark_queue.housekeeping")
 
@@ -138,12 +140,6 @@ def set_interval(conn: apsw.Connection, value_ms: int) -> None:
               owner="housekeeping")
     conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
                  (_INTERVAL_KEY, str(value_ms)))
-
-
-def write_interval(file: StoreConnection, value_ms: int) -> None:
-    """:func:`set_interval` in a write transaction of its own."""
-    with file.write() as conn:
-        set_interval(conn, value_ms)
 
 
 def status(conn: apsw.Connection) -> HousekeepingStatus:
@@ -306,6 +302,60 @@ class Housekeeper:
                 file.close()
 
 
+@translated
+class Housekeeping:
+    """``store.housekeeping``: housekeeping of a store file called by hand (its interval,
+    its last run, a run now). A setting or a look is one transaction, opened here like every
+    Store and Topic method's; a run, a prune of every topic and a TTL sweep are steps of one
+    transaction each, so they take the file, not a connection.
+
+    >>> store.housekeeping.set_interval(60_000)          # doctest: +SKIP
+    >>> store.housekeeping.status().last_run
+    """
+
+    def __init__(self, store: HasStoreConnection) -> None:
+        self.file = store.file
+
+    def __repr__(self) -> str:
+        return f"Housekeeping({self.file.path!r})"
+
+    def status(self) -> HousekeepingStatus:
+        """The housekeeping interval, its last run and its lease's holder (one read)."""
+        with self.file.read() as conn:
+            return status(conn)
+
+    def held_back(self) -> list[HeldBack]:
+        """Events each consumer's saved offset keeps from retention now, per topic (one read)."""
+        with self.file.read() as conn:
+            return held_back(conn, self.file.now_ms())
+
+    def set_interval(self, interval_ms: int) -> None:
+        """How often long-running processes run housekeeping (store-wide, one transaction;
+        0: never)."""
+        with self.file.write() as conn:
+            set_interval(conn, interval_ms)
+
+    def run(self) -> HousekeepingRun | None:
+        """Run housekeeping now unless another process holds its lease (then None)."""
+        return run_housekeeping(self.file)
+
+    def prune(
+        self, *, retention_ms: int | None = None, retention_rows: int | None = None,
+        force: bool = False, at_ms: int | None = None, **deprecated: int | None,
+    ) -> list[PruneResult]:
+        """Apply retention (``retention_ms``, ``retention_rows`` given, else each topic's own)
+        to every topic, in write transactions of at most 10,000 events and 8 MiB; never at
+        or above the lowest saved consumer offset unless ``force``. One topic:
+        ``store.topic(name).prune()``."""
+        age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
+        return retention.prune(self.file, None, retention_ms=age, retention_rows=rows,
+                               force=force, at_ms=at_ms)
+
+    def sweep_expired(self) -> int:
+        """Delete jobs past their TTL in every queue, in steps (one transaction each)."""
+        return queue_admin.sweep_expired(self.file)
+
+
 _PROCESS_HOUSEKEEPERS: dict[str, Housekeeper] = {}
 _PROCESS_LOCK = threading.Lock()
 
@@ -426,15 +476,3 @@ def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
             tuple(str(p) for p in record.get("problems", ())),
         )
     return None
-
-
-def read_held_back(file: StoreConnection) -> list[HeldBack]:
-    """:func:`held_back` now, in a read transaction of its own."""
-    with translate_errors(file.path), read_transaction(file.conn) as conn:
-        return held_back(conn, now_ms())
-
-
-def read_status(file: StoreConnection) -> HousekeepingStatus:
-    """:func:`status` in a read transaction of its own."""
-    with translate_errors(file.path), read_transaction(file.conn) as conn:
-        return status(conn)

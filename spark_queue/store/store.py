@@ -18,8 +18,8 @@ import apsw
 import pyarrow as pa
 
 from spark_queue import defaults
-from spark_queue.store import housekeeping, maintenance, sinks
-from spark_queue.store.file import payload_limits, replica_mark
+from spark_queue.store import maintenance, sinks
+from spark_queue.store.file import replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     StoreConnection,
@@ -29,25 +29,26 @@ from spark_queue.store.file.connection import (
     translated,
 )
 from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.housekeeping import Housekeeping
 from spark_queue.store.queues import queue_admin, queue_jobs
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.queues.queue_config import QueueSettings
+from spark_queue.store.store_moved import with_moved_delegates
 from spark_queue.store.streams import (
     arrow_read,
     consumer_offsets,
     consumer_positions,
-    mirrors,
-    retention,
-    topic_admin,
     topic_log,
     topic_reads,
 )
 from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.publish_one import OnePublisher
+from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
 from spark_queue.store.transaction import Transaction
 
 
+@with_moved_delegates
 @translated
 class Store:
     """A spark_queue store file, opened with the store's pragmas and schema checks.
@@ -55,6 +56,13 @@ class Store:
     >>> with Store("events.sqlite") as store:           # doctest: +SKIP
     ...     store.publish_many("clicks", [{"user": 1}, {"user": 2}])
     ...     store.read("clicks", 0, limit=10)
+    ...     store.topic("clicks").bounds()
+
+    The everyday calls are here; a topic's offsets and settings are on
+    :meth:`topic`, a queue's work on :meth:`queue`, retention runs and their
+    setting on :attr:`housekeeping`. Each method opens its transaction through
+    ``self.file`` (:class:`~spark_queue.store.file.connection.StoreConnection`);
+    the names that moved keep working for one release (store_moved.py).
     """
 
     def __init__(
@@ -126,17 +134,11 @@ class Store:
             yield self
 
     # -- topics ----------------------------------------------------------
-    def create_topic(self, topic: str) -> None:
-        """Create ``topic`` if it does not exist (one transaction; idempotent)."""
-        with self.write():
-            topic_log.ensure_topic(self.conn, topic)
-
-    def start_topic_at(self, topic: str, offset: int) -> None:
-        """Create ``topic`` empty, its first event to get ``offset`` (as if retention had
-        removed the events before it), in one transaction; idempotent for that offset.
-        A topic that holds or held events is refused (TopicExistsError)."""
-        with self.write():
-            topic_admin.start_at(self.conn, topic, offset)
+    def topic(self, name: str) -> Topic:
+        """A handle on topic ``name``: its offsets (``bounds``, ``offset_for_timestamp``)
+        and its settings (``configure``, ``set_retention``, ``prune``, ``delete``...).
+        Nothing is read or written until one of its methods runs."""
+        return Topic(self, name)
 
     def publish(
         self,
@@ -149,8 +151,8 @@ class Store:
     ) -> int:
         """Append one event in its own transaction; returns its offset (durable on return).
 
-        Creates ``topic`` if it does not exist (check :meth:`has_topic` first when the
-        name comes from a user: a typo would make a new topic). Stores what
+        Creates ``topic`` if it does not exist (check ``store.topic(name).exists()`` first
+        when the name comes from a user: a typo would make a new topic). Stores what
         ``publish_many([Record(value, key, headers, timestamp_ms)])`` stores."""
         return self._one.publish(topic, value, key, headers, timestamp_ms)
 
@@ -161,8 +163,8 @@ class Store:
         any error (a bad payload, a crash), none of them is stored. Creates ``topic``
         if it does not exist, as :meth:`publish` does.
         """
-        with self.write():
-            return topic_log.append(self.conn, topic, items)
+        with self.file.write() as conn:
+            return topic_log.append(conn, topic, items)
 
     def read(
         self, topic: str, start: int = 0, end: int | None = None, limit: int | None = None
@@ -173,8 +175,8 @@ class Store:
         SQLite client stored against the format raises CorruptStoreError naming
         topic and offset.
         """
-        with self.file.read():
-            return topic_reads.read(self.conn, topic, start, end, limit)
+        with self.file.read() as conn:
+            return topic_reads.read(conn, topic, start, end, limit)
 
     def read_arrow(
         self,
@@ -186,8 +188,8 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow (payloads undecoded), from one snapshot;
         offsets and headers verified as in :meth:`read`."""
-        with self.file.read():
-            return arrow_read.read_arrow(self.conn, topic, start, end, limit, payload_format)
+        with self.file.read() as conn:
+            return arrow_read.read_arrow(conn, topic, start, end, limit, payload_format)
 
     def read_arrow_payloads(
         self,
@@ -199,81 +201,14 @@ class Store:
     ) -> pa.Table:
         """Events in ``[start, end)`` as Arrow without ``value_type`` (the Spark source's
         bulk read), from one snapshot; offsets verified dense, headers (when asked) checked."""
-        with self.file.read():
-            return arrow_read.read_arrow_payloads(
-                self.conn, topic, start, end, payload_format, headers
-            )
-
-    def bounds(self, topic: str) -> tuple[int, int]:
-        """``(earliest, latest)`` of ``topic``; latest is the next offset to be assigned."""
-        with self.file.read():
-            return topic_reads.bounds(self.conn, topic)
-
-    def earliest_offset(self, topic: str) -> int:
-        return self.bounds(topic)[0]
-
-    def latest_offset(self, topic: str) -> int:
-        return self.bounds(topic)[1]
-
-    def offset_for_timestamp(self, topic: str, timestamp_ms: int) -> int:
-        """The first offset stamped at or after ``timestamp_ms`` (latest if none)."""
-        with self.file.read():
-            return topic_reads.offset_for_timestamp(self.conn, topic, timestamp_ms)
+        with self.file.read() as conn:
+            return arrow_read.read_arrow_payloads(conn, topic, start, end, payload_format,
+                                                  headers)
 
     def topics(self) -> list[TopicInfo]:
         """Every topic with its earliest and latest offsets and event count."""
-        with self.file.read():
-            return topic_reads.list_topics(self.conn)
-
-    def set_topic_limits(self, topic: str, *, max_payload_bytes: int | None) -> None:
-        """Set ``topic``'s payload limit in one transaction (None removes it).
-
-        Creates the topic if missing. From the commit on, a publish with a
-        value over the limit fails whole with ``PayloadTooLargeError``.
-        """
-        limit = payload_limits.validate_limit(max_payload_bytes, f"topic {topic!r}")
-        with self.write() as conn:
-            tid, _ = topic_log.ensure_topic(conn, topic)
-            payload_limits.set_topic_limit(conn, tid, limit)
-
-    def configure_topic(
-        self, topic: str, *, exist_ok: bool = True, **settings: int | None
-    ) -> TopicInfo:
-        """Create ``topic`` if missing and set ``retention_ms``, ``retention_rows`` or
-        ``max_payload_bytes`` (None clears one; the rest keep their value), in one transaction.
-
-        ``exist_ok=False`` refuses an existing topic with ``TopicExistsError``.
-        Returns the topic as it is after the commit.
-        """
-        with self.write() as conn:
-            return topic_admin.configure(conn, topic, settings, exist_ok=exist_ok)
-
-    def delete_topic(self, topic: str) -> topic_admin.TopicDeleted:
-        """Delete ``topic`` with its events and its consumers' saved offsets (one transaction).
-
-        Readers of the topic fail from the commit on (``UnknownTopicError``); a
-        publish creates it anew from offset 0. Sink-ledger entries, keyed by
-        sink id, stay.
-        """
-        with self.write() as conn:
-            return topic_admin.delete(conn, topic)
-
-    def has_topic(self, topic: str) -> bool:
-        """Whether ``topic`` exists (one read)."""
         with self.file.read() as conn:
-            return topic_reads.find_id(conn, topic) is not None
-
-    def mirror_shift(self, topic: str) -> int | None:
-        """The fixed shift of ``topic``'s exported copy (copy offset = store offset - shift),
-        or None if it was never exported (one read)."""
-        with self.file.read() as conn:
-            return mirrors.shift(conn, topic)
-
-    def fix_mirror_shift(self, topic: str, shift: int) -> int:
-        """Record ``shift`` for ``topic``'s copy unless one is recorded, in one transaction;
-        returns the recorded shift (the first export's, for good)."""
-        with self.write() as conn:
-            return mirrors.fix_shift(conn, topic, shift)
+            return topic_reads.list_topics(conn)
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(
@@ -287,9 +222,9 @@ class Store:
         becomes the lowest position. ``confirmed=False`` marks a start position its query has
         not checkpointed yet: it holds retention only while saved again within
         ``UNCONFIRMED_POSITION_HOLD_MS``. A reset without ``reader`` moves every position."""
-        with self.write():
-            return consumer_offsets.commit(self.conn, consumer, offsets, reset=reset,
-                                           reader=reader, confirmed=confirmed)
+        with self.file.write() as conn:
+            return consumer_offsets.commit(conn, consumer, offsets, reset=reset, reader=reader,
+                                           confirmed=confirmed)
 
     def reset_offsets(
         self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int], *,
@@ -298,15 +233,15 @@ class Store:
         """Move ``consumer``'s saved offsets, back or forward, to ``target(topic)`` for each topic.
 
         ``target`` runs inside the write transaction, so what it reads (this
-        Store's ``bounds``, ``offset_for_timestamp``) cannot change before
+        Store's ``topic(name).bounds()``, ``offset_for_timestamp``) cannot change before
         the offsets are saved: a prune in between would leave an offset below
         the earliest, which readers report as lost data. Errors it raises
         roll everything back. Every query's position under the name moves too; with
         ``reader``, only that query's position.
         """
-        with self.write():
+        with self.file.write() as conn:
             return consumer_offsets.commit(
-                self.conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True,
+                conn, consumer, {topic: target(topic) for topic in topic_names}, reset=True,
                 reader=reader,
             )
 
@@ -316,26 +251,26 @@ class Store:
         """Choose a new query's start offsets (``choose()``, run inside ONE write transaction,
         so no retention run can delete above them before they are saved) and save them as
         ``reader``'s unconfirmed position under ``consumer``; returns them."""
-        with self.write():
+        with self.file.write() as conn:
             start = dict(choose())
-            consumer_offsets.commit(self.conn, consumer, start, reader=reader, confirmed=False)
+            consumer_offsets.commit(conn, consumer, start, reader=reader, confirmed=False)
             return start
 
     def committed_offsets(self, consumer: str) -> dict[str, int]:
         """The saved next-offsets of ``consumer`` by topic."""
-        with self.file.read():
-            return consumer_offsets.committed(self.conn, consumer)
+        with self.file.read() as conn:
+            return consumer_offsets.committed(conn, consumer)
 
     def consumers(self, topic: str | None = None) -> list[consumer_offsets.ConsumerInfo]:
         """Consumers with their offsets and lag, from one snapshot."""
-        with self.file.read():
-            return consumer_offsets.list_consumers(self.conn, topic)
+        with self.file.read() as conn:
+            return consumer_offsets.list_consumers(conn, topic)
 
     def consumer_positions(self, topic: str | None = None) -> list[PositionInfo]:
         """The position of each query reading under a consumer name, from one snapshot."""
-        with self.file.read():
-            tid = None if topic is None else topic_reads.topic_id(self.conn, topic)
-            return consumer_positions.list_positions(self.conn, tid)
+        with self.file.read() as conn:
+            tid = None if topic is None else topic_reads.topic_id(conn, topic)
+            return consumer_positions.list_positions(conn, tid)
 
     def delete_consumer(
         self, consumer: str, topic: str | None = None, *, reader: str | None = None
@@ -343,58 +278,15 @@ class Store:
         """Forget ``consumer``'s saved offsets and its queries' positions, for one topic or all
         (one transaction); returns how many topics it had. Retention is no longer held back by
         it. With ``reader``, only that query's position goes (returns how many rows)."""
-        with self.write():
-            return consumer_offsets.delete(self.conn, consumer, topic, reader)
+        with self.file.write() as conn:
+            return consumer_offsets.delete(conn, consumer, topic, reader)
 
-    # -- retention and maintenance --------------------------------------
-    def set_retention(
-        self,
-        topic: str,
-        *,
-        retention_ms: int | None = None,
-        retention_rows: int | None = None,
-        **deprecated: int | None,
-    ) -> None:
-        """Store the topic's default retention limits (used by :meth:`prune`): the settings
-        ``retention_ms``, ``retention_rows`` of :meth:`configure_topic` (deprecated names:
-        ``max_age_ms``, ``max_rows``)."""
-        age, rows = retention.retention_limits("set_retention", retention_ms, retention_rows,
-                                               deprecated)
-        with self.write():
-            retention.set_retention(self.conn, topic, retention_ms=age, retention_rows=rows)
-
-    def prune(
-        self,
-        topic: str | None = None,
-        *,
-        retention_ms: int | None = None,
-        retention_rows: int | None = None,
-        force: bool = False,
-        at_ms: int | None = None,
-        **deprecated: int | None,
-    ) -> list[retention.PruneResult]:
-        """Apply retention (``retention_ms``, ``retention_rows`` given, else each topic's own) to
-        one topic or all, in write transactions of at most 10,000 events and 8 MiB;
-        never at or above the lowest saved consumer offset unless ``force``."""
-        age, rows = retention.retention_limits("prune", retention_ms, retention_rows, deprecated)
-        return retention.prune(self.file, topic, retention_ms=age, retention_rows=rows,
-                               force=force, at_ms=at_ms)
-
-    def housekeeping_status(self) -> housekeeping.HousekeepingStatus:
-        """The housekeeping interval, its last run and its lease's holder (one read)."""
-        return housekeeping.read_status(self.file)
-
-    def retention_held_back(self) -> list[housekeeping.HeldBack]:
-        """Events each consumer's saved offset keeps from retention now, per topic (one read)."""
-        return housekeeping.read_held_back(self.file)
-
-    def set_housekeeping_interval(self, interval_ms: int) -> None:
-        """How often long-running processes run housekeeping (store-wide; 0: never)."""
-        housekeeping.write_interval(self.file, interval_ms)
-
-    def run_housekeeping(self) -> housekeeping.HousekeepingRun | None:
-        """Run housekeeping now unless another process holds its lease (then None)."""
-        return housekeeping.run_housekeeping(self.file)
+    # -- maintenance -------------------------------------------------------
+    @property
+    def housekeeping(self) -> Housekeeping:
+        """A handle on the store's housekeeping: ``run()``, ``status()``,
+        ``set_interval(ms)``, ``held_back()``, ``prune()`` of every topic, ``sweep_expired()``."""
+        return Housekeeping(self)
 
     def backup(
         self,
@@ -476,20 +368,15 @@ class Store:
 
     def queues(self) -> list[queue_admin.QueueConfig]:
         """Every queue's settings, by name."""
-        with self.file.read():
-            return queue_admin.list_queues(self.conn)
+        with self.file.read() as conn:
+            return queue_admin.list_queues(conn)
 
     def queue_stats(self) -> list[queue_admin.QueueStats]:
         """Ready/leased/delayed/dead counts and oldest ready age of each queue (one snapshot)."""
-        with self.file.read():
-            return queue_admin.stats(self.conn)
+        with self.file.read() as conn:
+            return queue_admin.stats(conn)
 
     def delete_queue(self, name: str) -> int:
         """Remove a queue with its jobs and dead letters (one transaction); returns jobs removed."""
-        with self.write() as conn:
+        with self.file.write() as conn:
             return queue_admin.delete_queue(conn, name)
-
-    def sweep_expired(self) -> int:
-        """Delete jobs past their TTL in every queue, in steps (one transaction each)."""
-        return queue_admin.sweep_expired(self.file)
-

@@ -43,7 +43,7 @@ class Transaction:
     ...     tx.publish("orders", {"id": 7, "total": 120})
     ...     tx.enqueue("emails", {"order": 7})
 
-    Reads of the Store (``store.read``, ``store.bounds``) inside the block see the
+    Reads of the Store (``store.read``, ``store.topic(name).bounds()``) inside the block see the
     block's own writes; a Store or Queue call that writes raises
     :class:`~spark_queue.errors.TransactionOpenError`.
     """

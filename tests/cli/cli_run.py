@@ -44,6 +44,6 @@ def existing(path: str) -> str:
     from spark_queue.store import Store
 
     with Store(path) as store:
-        store.create_topic("t")
+        store.topic("t").create()
         store.queue("q").configure()
     return path

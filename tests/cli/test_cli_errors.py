@@ -152,7 +152,7 @@ def test_write_commands_on_a_read_only_store_exit_1_with_one_line_and_write_noth
         assert "cannot be written" in err and "Traceback" not in err
     monkeypatch.undo()
     with Store(path) as store:
-        assert store.bounds("t") == (0, 1) and store.queue("q").stats().ready == 1
+        assert store.topic("t").bounds() == (0, 1) and store.queue("q").stats().ready == 1
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")

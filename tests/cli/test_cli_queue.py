@@ -257,7 +257,7 @@ def test_metrics_show_pause_throttling_and_limits(capsys, store_path):
         store.queue("off").enqueue("x")
         store.queue("off").pause()
         store.queue("rated", rate_limit_per_s=5.0, max_payload_bytes=64)
-        store.set_topic_limits("t", max_payload_bytes=128)
+        store.topic("t").set_limits(max_payload_bytes=128)
     code, out, _ = run(capsys, "metrics", store_path)
     assert code == 0
     for line in (

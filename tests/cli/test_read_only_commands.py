@@ -51,7 +51,7 @@ def test_a_read_only_command_leaves_a_schema_7_store_byte_identical(schema_7_sto
 
 def test_check_leaves_no_wal_or_shm_beside_a_copy(tmp_path):
     with Store(str(tmp_path / "live.sqlite"), create=True) as store:
-        store.create_topic("t")
+        store.topic("t").create()
         store.publish("t", {"n": 1})
         copy = tmp_path / "copy"
         copy.mkdir()
@@ -74,8 +74,8 @@ def test_housekeeping_status_shows_a_current_store_without_writing_it(tmp_path, 
 def test_housekeeping_prints_durations_and_utc_times_as_every_table(tmp_path, capsys):
     path = tmp_path / "store.sqlite"
     with Store(str(path), create=True) as store:
-        store.create_topic("t")
-        store.configure_topic("t", retention_rows=2)
+        store.topic("t").create()
+        store.topic("t").configure(retention_rows=2)
         store.publish_many("t", range(10))
         store.commit_offsets("slow", {"t": 3})
     assert main(["housekeeping", str(path), "--interval", "30s", "--run"]) == 0

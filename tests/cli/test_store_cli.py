@@ -128,7 +128,7 @@ def test_every_command_refuses_a_foreign_sqlite_file_leaving_it_byte_identical(
 def test_auto_stores_what_is_not_standard_json_as_text(capsys, store_path):
     # Python's json reads NaN and Infinity; standard JSON has no such values (#24).
     with Store(store_path) as store:
-        store.create_topic("t")
+        store.topic("t").create()
     for text in ("NaN", "Infinity", "-Infinity", "1e999x", "42"):
         assert run(capsys, "publish", store_path, "t", "--", text)[0] == 0
     with Store(store_path) as store:
@@ -139,7 +139,7 @@ def test_auto_stores_what_is_not_standard_json_as_text(capsys, store_path):
 
 def test_a_header_given_twice_is_refused_and_nothing_is_published(capsys, store_path):
     with Store(store_path) as store:
-        store.create_topic("t")
+        store.topic("t").create()
     code, out, err = run(capsys, "publish", store_path, "t", "v", "--header", "a=1",
                          "--header", "a=2")
     assert (code, out) == (1, "") and "--header 'a' is given twice (a=1 and a=2)" in err

@@ -32,7 +32,7 @@ def test_from_minus_n_prints_the_last_n_events(capsys, store_path):
     assert offsets(capsys, store_path, "t", "--from", "-3", "--limit", "2") == [7, 8]
     assert offsets(capsys, store_path, "t", "--from", "-50") == list(range(10))
     with Store(store_path) as store:
-        store.prune("t", retention_rows=2)
+        store.topic("t").prune(retention_rows=2)
     assert offsets(capsys, store_path, "t", "--from", "-5") == [8, 9]  # never below earliest
 
 

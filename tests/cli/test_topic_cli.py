@@ -112,7 +112,8 @@ def test_topic_delete_without_yes_says_what_would_go_and_deletes_nothing(capsys,
     assert "with its 5 event(s) and the saved offsets of 1 consumer(s) (spark-job)" in err
     assert "--yes" in err
     with Store(store_path) as store:
-        assert store.bounds("t") == (0, 5) and store.committed_offsets("spark-job") == {"t": 3}
+        assert store.topic("t").bounds() == (0, 5)
+        assert store.committed_offsets("spark-job") == {"t": 3}
 
 
 def test_topic_delete_with_yes_removes_events_and_saved_offsets_only_of_that_topic(
@@ -148,7 +149,7 @@ def _reset(capsys, store_path, *flags: str) -> dict:
 def test_consumer_reset_moves_the_saved_offset_both_ways_within_the_topic(capsys, store_path):
     with Store(store_path) as store:
         store.publish_many("t", range(10))
-        store.prune("t", retention_rows=7)  # earliest 3
+        store.topic("t").prune(retention_rows=7)  # earliest 3
         store.commit_offsets("c", {"t": 5})
     row = _reset(capsys, store_path, "--to-earliest")
     assert (row["before"], row["next_offset"], row["earliest"], row["latest"], row["lag"]) == (

@@ -55,7 +55,7 @@ def test_a_torn_checkpoint_repaired_restarts_the_query_exactly_once(spark, tmp_p
     source, target = str(tmp_path / "source.sqlite"), str(tmp_path / "target.sqlite")
     checkpoint = tmp_path / "ckpt"
     with Store(target) as store:
-        store.create_topic("out")
+        store.topic("out").create()
 
     def run() -> str:
         query = (

@@ -47,7 +47,7 @@ def test_demo_killed_mid_stream_then_rerun_ends_by_itself_with_every_event_once(
         time.sleep(0.2)
     drivers.kill_group(first)
     with Store(os.path.join(directory, "demo.sqlite")) as store:
-        published_before = store.latest_offset("readings")
+        published_before = store.topic("readings").latest_offset()
     assert 0 < published_before < 1_000_000
 
     second = demo(directory, 2000)

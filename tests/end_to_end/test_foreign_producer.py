@@ -48,7 +48,7 @@ def test_a_second_sqlite_library_publishes_alongside_publish_many_while_spark_re
     spark, store_path, tmp_path
 ):
     with Store(store_path) as store:
-        store.create_topic("mixed")
+        store.topic("mixed").create()
     release = str(tmp_path / "release")
     rows: list[tuple[int, str]] = []
     arrived = threading.Event()
@@ -94,5 +94,5 @@ def test_a_second_sqlite_library_publishes_alongside_publish_many_while_spark_re
         seqs = [v["seq"] for v in values if v["p"] == producer]
         assert seqs == list(range(PER_PRODUCER)), f"producer {producer}"
     with Store(store_path) as store:
-        assert store.bounds("mixed") == (0, total)
+        assert store.topic("mixed").bounds() == (0, total)
         assert store.check() == (True, [], ())

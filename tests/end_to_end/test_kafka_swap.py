@@ -341,4 +341,4 @@ def test_a_sink_batch_whose_headers_repeat_a_key_is_refused_whole(spark, store_p
         df.write.format("sqliteq").mode("append").option("path", store_path) \
             .option("topic", "out").save()
     with Store(store_path) as store:
-        assert not store.has_topic("out")
+        assert not store.topic("out").exists()

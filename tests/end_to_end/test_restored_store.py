@@ -55,7 +55,7 @@ def test_a_query_facing_stores_older_than_its_checkpoint_stops_loudly(spark, tmp
     assert "commits batch 2, but the ledger" in str(raised.value)
     assert "ends at batch 0: batch 1, which the query's checkpoint" in str(raised.value)
     with Store(sink) as store:
-        assert store.bounds("out") == (0, 5)  # nothing written
+        assert store.topic("out").bounds() == (0, 5)  # nothing written
         assert [e.last_batch_id for e in sinks.list_ledger(store.conn)] == [0]
 
     put_back(str(tmp_path / "source-copy.sqlite"), source)
@@ -70,4 +70,4 @@ def test_a_query_facing_stores_older_than_its_checkpoint_stops_loudly(spark, tmp
         run(spark, source, sink, checkpoint)
     assert "holds another event there" in str(raised.value)
     with Store(sink) as store:
-        assert store.bounds("out") == (0, 5)
+        assert store.topic("out").bounds() == (0, 5)

@@ -27,8 +27,8 @@ def wait_until(condition, what: str) -> None:
 
 def test_a_slow_query_on_a_shared_consumer_keeps_its_unread_events(spark, store_path, tmp_path):
     with Store(store_path) as store:
-        store.set_housekeeping_interval(1)
-        store.configure_topic("readings", retention_rows=BATCH_ROWS)
+        store.housekeeping.set_interval(1)
+        store.topic("readings").configure(retention_rows=BATCH_ROWS)
         store.publish_many("readings", range(3 * BATCH_ROWS))
         seen: dict[str, list[int]] = {"fast": [], "slow": []}
         held, release = threading.Event(), threading.Event()
@@ -53,11 +53,12 @@ def test_a_slow_query_on_a_shared_consumer_keeps_its_unread_events(spark, store_
             assert held.wait(TIMEOUT_S), "the slow query never reached its second batch"
             slow_read = len(seen["slow"])  # batches 0 and 1: read, batch 1 not committed
             store.publish_many("readings", range(10 * BATCH_ROWS))
-            latest = store.bounds("readings")[1]
+            latest = store.topic("readings").bounds()[1]
             wait_until(lambda: len(seen["fast"]) == latest, "the fast query to read all")
             # Retention ran (the fast query is done), held at the slow query's position.
-            wait_until(lambda: store.bounds("readings")[0] >= BATCH_ROWS, "retention to run")
-            earliest = store.bounds("readings")[0]
+            wait_until(lambda: store.topic("readings").earliest_offset() >= BATCH_ROWS,
+                       "retention to run")
+            earliest = store.topic("readings").bounds()[0]
             assert earliest <= slow_read
             positions = sorted(p.next_offset for p in store.consumer_positions("readings"))
             assert positions[0] == earliest and positions[-1] >= latest - BATCH_ROWS

@@ -118,7 +118,7 @@ def test_a_schema_problem_fails_the_stream_at_start_and_writes_nothing(
     ):
         run_stream(stream, store_path, str(tmp_path / "ck"), topic="out")
     with Store(store_path) as store:
-        assert not store.has_topic("out")
+        assert not store.topic("out").exists()
 
 
 # -- batch: payload shapes ---------------------------------------------------
@@ -198,7 +198,7 @@ def test_the_topic_option_overrides_a_topic_column(spark, store_path):
     df.write.format("sqliteq").mode("append").option("topic", "fixed").save(store_path)
     assert [e.value for e in stored_events(store_path, "fixed")] == ["1"]
     with Store(store_path) as store:
-        assert not store.has_topic("a")
+        assert not store.topic("a").exists()
 
 
 def test_a_null_topic_in_a_routed_row_fails_the_job_and_writes_nothing(spark, store_path):
@@ -206,7 +206,7 @@ def test_a_null_topic_in_a_routed_row_fails_the_job_and_writes_nothing(spark, st
     with pytest.raises(Exception, match="null topic"):
         df.coalesce(1).write.format("sqliteq").mode("append").save(store_path)
     with Store(store_path) as store:
-        assert not store.has_topic("a")
+        assert not store.topic("a").exists()
 
 
 def test_batch_id_option_makes_a_batch_write_exactly_once(spark, store_path):
@@ -293,7 +293,7 @@ def test_duplicate_idempotency_keys_keep_one_job_within_and_across_batches(
 @pytest.mark.slow
 def test_a_million_row_batch_write_is_one_transaction(spark, store_path):
     with Store(store_path) as store:
-        store.create_topic("big")
+        store.topic("big").create()
     seen: set[int] = set()
     reads = [0]
     done = threading.Event()
@@ -322,7 +322,7 @@ def test_a_million_row_batch_write_is_one_transaction(spark, store_path):
     assert seen <= {0, 1_000_000}, f"a reader saw a partial batch: {sorted(seen)}"
     assert 0 in seen and reads[0] > 10
     with Store(store_path) as store:
-        assert store.bounds("big") == (0, 1_000_000)
+        assert store.topic("big").bounds() == (0, 1_000_000)
         last = store.read("big", 999_999)[0].value
     assert last.startswith("0000999999-") or len(last) == 91
 

@@ -24,7 +24,7 @@ def _ledger(path):
 
 def test_a_row_over_the_topic_limit_fails_the_batch_whole_naming_its_position(spark, store_path):
     with Store(store_path) as store:
-        store.set_topic_limits("t", max_payload_bytes=4)
+        store.topic("t").set_limits(max_payload_bytes=4)
     rows = [("a",), ("bb",), ("cccc",), ("ddddd",), ("e",)]
     df = spark.createDataFrame(rows, "value STRING").coalesce(1)  # one task: the order is kept
     with pytest.raises(Exception, match=r"topic 't' refuses row 3 of the batch.*5 bytes"):
@@ -33,7 +33,7 @@ def test_a_row_over_the_topic_limit_fails_the_batch_whole_naming_its_position(sp
             .option("sinkId", "daily").option("batchId", 0).save(store_path)
         )
     with Store(store_path) as store:
-        assert store.bounds("t") == (0, 0)
+        assert store.topic("t").bounds() == (0, 0)
     assert _ledger(store_path) == []
 
 

@@ -60,7 +60,7 @@ def test_overwrite_fails_at_start_naming_append(spark, store_path):
     with pytest.raises(Exception, match=r"supports mode\('append'\) only; got overwrite"):
         df.write.format("sqliteq").mode("overwrite").option("topic", "t").save(store_path)
     with Store(store_path) as store:
-        assert not store.has_topic("t")
+        assert not store.topic("t").exists()
 
 
 @pytest.mark.parametrize("mode", ["ignore", "errorifexists"])

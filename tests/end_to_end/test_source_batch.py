@@ -64,7 +64,7 @@ def test_batch_read_with_the_driver_shipped_path(spark, store, store_path):
 
 
 def test_empty_topic_and_empty_range_read_as_no_rows(spark, store, store_path):
-    store.create_topic("empty")
+    store.topic("empty").create()
     assert read(spark, store_path, topic="empty").count() == 0
     assert read(spark, store_path, topicPattern="nothing.*").count() == 0
 
@@ -99,7 +99,7 @@ def test_typed_read_permissive_gives_nulls_and_the_raw_text(spark, store, store_
 
 def test_data_loss_in_a_batch_read(spark, store, store_path):
     store.publish_many("t", range(100))
-    store.prune("t", retention_rows=30)
+    store.topic("t").prune(retention_rows=30)
     df = read(spark, store_path, topic="t", startingOffsets='{"t": 5}')
     with pytest.raises(Exception, match="requested offset 5.*earliest available offset 70"):
         df.collect()

@@ -111,7 +111,7 @@ def test_consumer_commits_and_committed_start_resumes_at_saved_offsets(
 
 def test_fail_on_data_loss_names_topic_requested_and_earliest(spark, store, store_path, tmp_path):
     store.publish_many("events", range(100))
-    store.prune("events", retention_rows=40)  # earliest is now 60
+    store.topic("events").prune(retention_rows=40)  # earliest is now 60
     with pytest.raises(StreamingQueryException) as info:
         run_available_now(
             spark, store_path, str(tmp_path / "strict"), topic="events",
@@ -184,7 +184,7 @@ def test_min_rows_per_trigger_waits_for_rows_or_the_delay(spark, store, store_pa
 
 
 def test_min_rows_per_trigger_holds_a_small_backlog(spark, store, store_path, ckpt):
-    store.create_topic("events")
+    store.topic("events").create()
     seen = []
 
     query = (

@@ -31,8 +31,8 @@ def test_the_position_is_the_end_of_the_last_committed_batch_minus_the_shift(sto
                                                                              tmp_path):
     store.publish_many("a", range(10))
     store.publish_many("b", range(10))
-    store.fix_mirror_shift("a", 0)
-    store.fix_mirror_shift("b", 4)
+    store.topic("a").fix_mirror_shift(0)
+    store.topic("b").fix_mirror_shift(4)
     checkpoint = write_checkpoint(tmp_path / "chk", {
         0: ['{"a":3,"b":5}'], 1: ['{"a":7,"b":9}'], 2: ['{"a":10,"b":10}'],
     }, commits=[0, 1])
@@ -48,7 +48,7 @@ def test_a_checkpoint_naming_its_query_under_a_consumer_converts_alike(store, st
                                                                        tmp_path):
     """A source with ``consumer`` carries its query's id (``@reader``) in every offset."""
     store.publish_many("a", range(10))
-    store.fix_mirror_shift("a", 2)
+    store.topic("a").fix_mirror_shift(2)
     checkpoint = write_checkpoint(tmp_path / "chk", {
         0: ['{"@reader":"5c1d9e0a7b3f4e21","a":6}'],
     }, commits=[0])
@@ -60,7 +60,7 @@ def test_a_checkpoint_naming_its_query_under_a_consumer_converts_alike(store, st
 def test_the_cli_prints_the_json_and_names_an_uncommitted_batch(capsys, store, store_path,
                                                                 tmp_path):
     store.publish_many("t", range(5))
-    store.fix_mirror_shift("t", 2)
+    store.topic("t").fix_mirror_shift(2)
     checkpoint = write_checkpoint(tmp_path / "chk", {0: ['{"t":4}'], 1: ['{"t":5}']}, [0])
     code, out, err = run(capsys, "kafka", "starting-offsets", store_path, checkpoint)
     assert code == 0, err
@@ -77,7 +77,7 @@ def test_the_cli_prints_the_json_and_names_an_uncommitted_batch(capsys, store, s
 def test_a_checkpoint_without_one_sqliteq_position_is_named(store, store_path, tmp_path,
                                                             offsets, commits, message):
     store.publish_many("t", range(5))
-    store.fix_mirror_shift("t", 0)
+    store.topic("t").fix_mirror_shift(0)
     root = tmp_path / "chk"
     if offsets:
         write_checkpoint(root, offsets, commits)
@@ -88,7 +88,7 @@ def test_a_checkpoint_without_one_sqliteq_position_is_named(store, store_path, t
 def test_a_query_reading_several_sources_names_the_one_to_move(capsys, store, store_path,
                                                                tmp_path):
     store.publish_many("t", range(5))
-    store.fix_mirror_shift("t", 0)
+    store.topic("t").fix_mirror_shift(0)
     checkpoint = write_checkpoint(tmp_path / "chk", {0: ['{"t":2}', '{"other":{"0":7}}',
                                                          '{"t":4}']}, [0])
     code, out, err = run(capsys, "kafka", "starting-offsets", store_path, checkpoint,
@@ -111,7 +111,7 @@ def test_a_broker_that_does_not_answer_is_one_line_naming_it_and_the_timeout(cap
     err = one_line_error(capsys, "kafka", "export", store_path, "--bootstrap", "127.0.0.1:1",
                          "--timeout", "1s")
     assert "no Kafka broker at 127.0.0.1:1 answered within 1 s" in err
-    assert store.mirror_shift("t") is None  # nothing recorded, nothing sent
+    assert store.topic("t").mirror_shift() is None  # nothing recorded, nothing sent
 
 
 def test_without_the_kafka_client_the_commands_name_the_extra(store, store_path):
@@ -160,7 +160,7 @@ def test_a_checkpoint_recording_the_store_s_identity_reads_and_another_store_is_
     from spark_queue.store import store_id
 
     store.publish_many("t", range(5))
-    store.fix_mirror_shift("t", 0)
+    store.topic("t").fix_mirror_shift(0)
     own = json.dumps({"@store": store_id(store), "t": 4})
     start = kafka_starting_offsets(write_checkpoint(tmp_path / "own", {0: [own]}, [0]),
                                    store_path)
@@ -177,7 +177,7 @@ def test_a_checkpoint_with_the_last_events_fingerprints_reads_as_its_topics(
     from spark_queue.store import store_id
 
     store.publish_many("t", range(5))
-    store.fix_mirror_shift("t", 0)
+    store.topic("t").fix_mirror_shift(0)
     logged = json.dumps({"@store": store_id(store), "@last": {"t": [3, 1, "00ff00ff00ff00ff"]},
                          "t": 4})
     start = kafka_starting_offsets(write_checkpoint(tmp_path / "chk", {0: [logged]}, [0]),

@@ -32,7 +32,7 @@ def mixed_events(n: int, start: int = 0) -> list:
 
 def event_tuples(store: Store, topic: str) -> list[tuple]:
     return [(e.offset, e.key, e.value, e.value_type, e.headers, e.timestamp_ms)
-            for e in store.read(topic, store.earliest_offset(topic))]
+            for e in store.read(topic, store.topic(topic).earliest_offset())]
 
 
 def kafka_contents(kafka, topic: str, start: int = 0) -> list:
@@ -126,15 +126,15 @@ def test_a_kafka_topic_of_several_partitions_is_refused_naming_it(kafka, prefix,
 def test_a_topic_whose_head_retention_removed_starts_at_a_fixed_shift(kafka, prefix, store,
                                                                        store_path):
     store.publish_many("t", [f"v{i}" for i in range(100)])
-    store.prune("t", retention_rows=40, force=True)
-    assert store.bounds("t") == (60, 100)
+    store.topic("t").prune(retention_rows=40, force=True)
+    assert store.topic("t").bounds() == (60, 100)
 
     [first] = export_topics(store_path, kafka, ["t"], prefix=prefix)
     assert (first.shift, first.kafka_start, first.kafka_end) == (60, 0, 40)
-    assert store.mirror_shift("t") == 60
+    assert store.topic("t").mirror_shift() == 60
 
     store.publish_many("t", [f"v{i}" for i in range(100, 120)])
-    store.prune("t", retention_rows=30, force=True)  # the head moves on; the shift does not
+    store.topic("t").prune(retention_rows=30, force=True)  # the head moves on; the shift does not
     [second] = export_topics(store_path, kafka, ["t"], prefix=prefix)
     assert (second.shift, second.written, second.kafka_end) == (60, 20, 60)
     values = [c.value for _, c in kafka_contents(kafka, prefix + "t")]
@@ -145,11 +145,11 @@ def test_a_topic_whose_head_retention_removed_starts_at_a_fixed_shift(kafka, pre
     [imported] = import_topic(back, kafka, prefix + "t", into="t", first_offset=60)
     assert (imported.store_start, imported.imported) == (60, 60)
     with Store(back) as copy:
-        assert copy.bounds("t") == (60, 120)
+        assert copy.topic("t").bounds() == (60, 120)
         assert event_tuples(copy, "t")[30:] == event_tuples(store, "t")
 
     store.publish_many("t", ["lost", "kept"])
-    store.prune("t", retention_rows=1, force=True)  # removes an event Kafka never got
+    store.topic("t").prune(retention_rows=1, force=True)  # removes an event Kafka never got
     with pytest.raises(KafkaTargetMismatchError, match="cannot be continued without a gap"):
         export_topics(store_path, kafka, ["t"], prefix=prefix)
 

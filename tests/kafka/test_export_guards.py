@@ -61,25 +61,25 @@ def test_a_housekeeping_run_while_a_mirror_opens_its_copy_deletes_nothing_the_co
         kafka, store, store_path):
     publish(store, 1000)
     ever = contents(store)
-    store.set_retention("t", retention_rows=600)
+    store.topic("t").set_retention(retention_rows=600)
     stop = threading.Event()
 
     def housekeeping_in_the_window(call: str) -> None:
         # Any process's run, between the bounds the copy starts from and its first record.
         if call == "log_ends" and kafka.calls["log_ends"] == 1:
             with Store(store_path) as other:
-                assert other.run_housekeeping() is not None
+                assert other.housekeeping.run() is not None
 
     kafka.before = stop_after_flushes(kafka, 3, stop, housekeeping_in_the_window)
     [result] = export_topics(store_path, BOOTSTRAP, ["t"], follow=True, stop=stop, poll_ms=1)
 
     assert kafka.logs["t"] == ever  # offset n holds event n: no event skipped, none twice
     assert (result.shift, result.kafka_end, result.written) == (0, 1000, 1000)
-    assert store.mirror_shift("t") == 0
+    assert store.topic("t").mirror_shift() == 0
     # The copy has everything now: the next run applies the retention the hold kept back.
     assert store.committed_offsets(hold_name())["t"] == 1000
-    store.run_housekeeping()
-    assert store.bounds("t") == (400, 1000)
+    store.housekeeping.run()
+    assert store.topic("t").bounds() == (400, 1000)
 
 
 def test_a_forced_prune_while_a_copy_opens_is_refused_and_a_rerun_starts_the_copy_there(
@@ -90,7 +90,7 @@ def test_a_forced_prune_while_a_copy_opens_is_refused_and_a_rerun_starts_the_cop
     def forced_prune(call: str) -> None:
         if call == "log_ends" and kafka.calls["log_ends"] == 1:
             with Store(store_path) as other:
-                other.prune("t", retention_rows=600, force=True)
+                other.topic("t").prune(retention_rows=600, force=True)
 
     kafka.before = forced_prune
     with pytest.raises(MirrorGapError, match=r"store topic 't'.* 0 .*removed up to 399"):
@@ -98,7 +98,7 @@ def test_a_forced_prune_while_a_copy_opens_is_refused_and_a_rerun_starts_the_cop
     assert kafka.logs["t"] == []  # nothing misnumbered went out
     # The refused opening left no hold and no shift: a rerun starts the copy where the store
     # starts now, shift 400, numbered right.
-    assert store.mirror_shift("t") is None
+    assert store.topic("t").mirror_shift() is None
     assert store.committed_offsets(hold_name()) == {}
     [result] = export_topics(store_path, BOOTSTRAP, ["t"])
     assert (result.shift, result.kafka_start, result.kafka_end) == (400, 0, 600)
@@ -114,7 +114,7 @@ def test_send_refuses_rows_that_do_not_start_where_the_copy_ends(
     def forced_prune_after_the_first_chunk(call: str) -> None:
         if call == "produce" and kafka.calls["produce"] == 1:
             with Store(store_path) as other:
-                other.prune("t", retention_rows=500, force=True)
+                other.topic("t").prune(retention_rows=500, force=True)
 
     kafka.before = forced_prune_after_the_first_chunk
     with pytest.raises(MirrorGapError, match=r"store topic 't'.*offset 100.*removed up to 499"):
@@ -135,7 +135,7 @@ def test_a_running_mirror_refuses_a_topic_deleted_and_created_anew(
     def recreate_after_the_first_pass(call: str) -> None:
         if call == "flush" and kafka.calls["flush"] == 1:
             with Store(store_path) as other:
-                other.delete_topic("t")
+                other.topic("t").delete()
                 publish(other, new_events, "new")
 
     kafka.before = stop_after_flushes(kafka, 4, stop, recreate_after_the_first_pass)

@@ -24,7 +24,7 @@ def test_retention_never_deletes_what_the_copy_lacks_so_kafka_gets_every_event(
     store.publish_many("t", events[1000:])
     ever += [from_store_row(row) for row in store.read_arrow("t", 1000).to_pylist()]
 
-    [pruned] = store.prune("t", retention_rows=100)  # not forced
+    [pruned] = store.topic("t").prune(retention_rows=100)  # not forced
 
     hold = f"sqliteq.mirror.{prefix}"
     assert (pruned.earliest_after, pruned.held_by) == (1000, hold)
@@ -46,4 +46,4 @@ def test_retention_never_deletes_what_the_copy_lacks_so_kafka_gets_every_event(
     # Removing the hold is one command; retention then applies.
     store.publish_many("t", ["more"] * 10)
     assert main(["consumer", "delete", store_path, hold]) == 0, capsys.readouterr()
-    assert store.prune("t", retention_rows=100)[0].earliest_after == 1910
+    assert store.topic("t").prune(retention_rows=100)[0].earliest_after == 1910

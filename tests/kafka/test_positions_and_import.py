@@ -24,7 +24,7 @@ def test_saved_consumer_offsets_become_the_groups_offsets_shifted(kafka, prefix,
                                                                   store_path):
     store.publish_many("a", range(10))
     store.publish_many("b", range(10))
-    store.prune("b", retention_rows=6, force=True)  # b's copy starts at store offset 4
+    store.topic("b").prune(retention_rows=6, force=True)  # b's copy starts at store offset 4
     store.commit_offsets("billing", {"a": 7, "b": 9})
     export_topics(store_path, kafka, prefix=prefix)
 
@@ -99,7 +99,7 @@ def test_a_time_range_imports_the_records_stamped_in_it(capsys, kafka, prefix, s
     with Store(store_path) as store:  # Kafka's numbering: store offset n = Kafka offset n
         assert [(e.offset, e.value) for e in store.read("t", 3)] == [
             (3, "v3"), (4, "v4"), (5, "v5")]
-        assert store.bounds("t") == (3, 6)
+        assert store.topic("t").bounds() == (3, 6)
     with pytest.raises(TopicExistsError, match="'t' holds or held events"):
         import_topic(store_path, kafka, name, into="t")
     # Continued where the store ends: the records from Kafka offset 6 on append.

@@ -40,7 +40,7 @@ def _roundtrip(tmp_path, url: str) -> None:
             futures = [producer.publish_nowait("t", i) for i in range(5, 105)]
             acked += [f.result(timeout=60) for f in futures]
         with Store(store) as s:
-            assert s.bounds("t")[1] >= 105  # a replicated write is readable once it returns
+            assert s.topic("t").bounds()[1] >= 105  # a replicated write is readable once it returns
     finally:
         stop.set()
         thread.join(60)
@@ -49,7 +49,7 @@ def _roundtrip(tmp_path, url: str) -> None:
     assert restore(copy, url) is True
     with Store(copy) as s:
         assert [e.value for e in s.read("t", 0)] == list(range(105))
-        assert s.bounds("t") == (0, 105)
+        assert s.topic("t").bounds() == (0, 105)
     assert check_file(copy).ok
     status = replica_status(copy)
     assert status is not None and status.url == url
@@ -85,4 +85,4 @@ def test_restore_at_a_timestamp_yields_the_state_then(tmp_path):
     old = str(tmp_path / "old.sqlite")
     restore(old, url, timestamp_ms=middle_ms)
     with Store(old) as s:
-        assert s.bounds("t") == (0, 10)
+        assert s.topic("t").bounds() == (0, 10)

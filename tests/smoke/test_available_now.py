@@ -62,7 +62,7 @@ def publish_backlog(store_path: str) -> None:
 
 def copied_offsets(store_path: str) -> list[int]:
     with Store(store_path, readonly=True) as store:
-        if not store.has_topic("copy"):
+        if not store.topic("copy").exists():
             return []
         return [int(event.value) for event in store.read("copy", 0, limit=10 * BACKLOG)]
 

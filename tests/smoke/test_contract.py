@@ -110,7 +110,7 @@ def test_batch_write_publishes_and_enqueues_exactly_once(spark, store_path):
     with Store(store_path) as store:
         out = [e.value for e in store.read("out", 0, limit=100)]
         assert sorted(out, key=lambda v: v["id"]) == [{"id": i, "v": f"v{i}"} for i in range(20)]
-        assert store.bounds("led") == (0, 20)
+        assert store.topic("led").bounds() == (0, 20)
         queue = store.queue("q")
         claimed = queue.claim(100, lease_ms=60_000)
         assert sorted(j.payload for j in claimed) == sorted(f'{{"id":{i}}}' for i in range(20))

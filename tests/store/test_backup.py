@@ -65,8 +65,8 @@ def test_backup_of_a_40mb_store_finishes_under_a_publisher_and_the_copy_passes_c
     report = check_file(dest)
     assert (report.ok, report.problems, report.warnings) == (True, [], ())
     with Store(dest, create=False) as copy:
-        assert copy.bounds("bulk") == (0, 40_000)
-        earliest, latest = copy.bounds("busy")
+        assert copy.topic("bulk").bounds() == (0, 40_000)
+        earliest, latest = copy.topic("busy").bounds()
         assert earliest == 0 and 1 <= latest <= published
         assert [e.offset for e in copy.read("busy")] == list(range(latest))
 

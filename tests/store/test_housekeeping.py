@@ -25,42 +25,42 @@ def wait_for(condition, timeout_s=60.0):
 
 
 def test_a_run_applies_every_topics_stored_retention_and_records_it(store):
-    store.configure_topic("kept", retention_rows=5)
-    store.configure_topic("free")
+    store.topic("kept").configure(retention_rows=5)
+    store.topic("free").configure()
     store.publish_many("kept", range(20))
     store.publish_many("free", range(20))
-    run = store.run_housekeeping()
+    run = store.housekeeping.run()
     assert (run.deleted_events, run.held_back, run.complete) == (15, [], True)
-    assert store.bounds("kept") == (15, 20)
-    assert store.bounds("free") == (0, 20)
-    status = store.housekeeping_status()
+    assert store.topic("kept").bounds() == (15, 20)
+    assert store.topic("free").bounds() == (0, 20)
+    status = store.housekeeping.status()
     assert status.last_run == run
     assert status.lease_holder is None  # released at the end of the run
 
 
 def test_a_consumer_holding_retention_back_is_recorded_and_keeps_its_events(store):
-    store.configure_topic("t", retention_rows=2)
+    store.topic("t").configure(retention_rows=2)
     store.publish_many("t", range(10))
     store.commit_offsets("slow", {"t": 3})
-    run = store.run_housekeeping()
+    run = store.housekeeping.run()
     assert run.deleted_events == 3
     assert [tuple(h)[:3] for h in run.held_back] == [("t", "slow", 5)]
-    assert store.bounds("t")[0] == 3
+    assert store.topic("t").bounds()[0] == 3
 
 
 def test_no_run_while_another_process_holds_the_lease_and_one_after_it_expires(store):
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(5))
     with store.write() as conn:
         conn.execute("INSERT OR REPLACE INTO sq_meta VALUES ('housekeeping_lease', ?)",
                      (json.dumps({"holder": "other", "until_ms": now_ms() + 600_000,
                                   "renewed_ms": now_ms()}),))
-    assert store.run_housekeeping() is None
-    assert store.bounds("t")[0] == 0
+    assert store.housekeeping.run() is None
+    assert store.topic("t").bounds()[0] == 0
     with store.write() as conn:  # the holder died: its lease ran out
         conn.execute("UPDATE sq_meta SET value = ? WHERE key = 'housekeeping_lease'",
                      (json.dumps({"holder": "other", "until_ms": now_ms() - 1}),))
-    assert store.run_housekeeping().deleted_events == 4
+    assert store.housekeeping.run().deleted_events == 4
 
 
 def test_dead_letters_beyond_their_retention_are_deleted_oldest_first(store):
@@ -70,18 +70,18 @@ def test_dead_letters_beyond_their_retention_are_deleted_oldest_first(store):
         q.nack(job, "boom")
     assert q.stats().dead == 5
     q.configure(dead_retention_rows=2)
-    assert store.run_housekeeping().deleted_dead_letters == 3
+    assert store.housekeeping.run().deleted_dead_letters == 3
     assert sorted(d.payload for d in q.dead_letters()) == [3, 4]
     q.configure(dead_retention_rows=None, dead_retention_ms=1)
     wait_for(lambda: now_ms() > max(d.dead_ms for d in q.dead_letters()) + 1)
-    assert store.run_housekeeping().deleted_dead_letters == 2
+    assert store.housekeeping.run().deleted_dead_letters == 2
     assert q.stats().dead == 0
 
 
 def test_the_interval_is_a_store_setting_and_zero_switches_self_applied_runs_off(store):
-    assert store.housekeeping_status().interval_ms == 30_000
-    store.set_housekeeping_interval(0)
-    store.configure_topic("t", retention_rows=1)
+    assert store.housekeeping.status().interval_ms == 30_000
+    store.housekeeping.set_interval(0)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(5))
     keeper = Housekeeper(store.path, check_every_s=0.01).start()
     try:
@@ -91,24 +91,24 @@ def test_the_interval_is_a_store_setting_and_zero_switches_self_applied_runs_off
             assert run_housekeeping(other.file, due_only=True) is None
     finally:
         keeper.stop()
-    assert keeper.runs == 0 and store.bounds("t")[0] == 0
-    assert store.run_housekeeping() is not None  # asked for: runs even when off
+    assert keeper.runs == 0 and store.topic("t").bounds()[0] == 0
+    assert store.housekeeping.run() is not None  # asked for: runs even when off
     with pytest.raises(OptionError, match="housekeeping_interval_ms"):
-        store.set_housekeeping_interval(-1)
+        store.housekeeping.set_interval(-1)
 
 
 def test_a_housekeeper_applies_retention_with_no_command(store):
-    store.set_housekeeping_interval(1)
-    store.configure_topic("t", retention_rows=10)
+    store.housekeeping.set_interval(1)
+    store.topic("t").configure(retention_rows=10)
     keeper = Housekeeper(store.path, check_every_s=0.01).start()
     try:
         store.publish_many("t", range(100))
-        wait_for(lambda: store.bounds("t")[0] == 90)
+        wait_for(lambda: store.topic("t").bounds()[0] == 90)
         store.publish_many("t", range(100))
-        wait_for(lambda: store.bounds("t")[0] == 190)
+        wait_for(lambda: store.topic("t").bounds()[0] == 190)
     finally:
         keeper.stop()
-    assert store.housekeeping_status().last_run.holder == keeper.holder
+    assert store.housekeeping.status().last_run.holder == keeper.holder
 
 
 HOLD_LEASE_AND_HANG = """
@@ -125,7 +125,7 @@ with Store(sys.argv[1]) as store:
 
 @pytest.mark.slow
 def test_a_sigkilled_holders_lease_expires_and_another_process_runs(store):
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(5))
     lease_ms = 3_000
     child = subprocess.Popen([sys.executable, "-c", HOLD_LEASE_AND_HANG, store.path,
@@ -134,17 +134,17 @@ def test_a_sigkilled_holders_lease_expires_and_another_process_runs(store):
         assert child.stdout.readline().strip() == "held"
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-        until = store.housekeeping_status().lease_until_ms
-        run = store.run_housekeeping()
+        until = store.housekeeping.status().lease_until_ms
+        run = store.housekeeping.run()
         if now_ms() < until:  # asked while the dead holder's lease still ran
-            assert run is None and store.bounds("t")[0] == 0
-        wait_for(lambda: store.run_housekeeping() is not None or store.bounds("t")[0] == 4)
+            assert run is None and store.topic("t").bounds()[0] == 0
+        wait_for(lambda: store.housekeeping.run() is not None or store.topic("t").bounds()[0] == 4)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    assert store.bounds("t")[0] == 4
-    assert store.housekeeping_status().last_run.holder != "doomed"
+    assert store.topic("t").bounds()[0] == 4
+    assert store.housekeeping.status().last_run.holder != "doomed"
 
 
 def burst(store, total_bytes):
@@ -163,7 +163,7 @@ def test_the_wal_returns_below_its_limit_after_a_burst(store, burst_mb):
     wal = store.path + "-wal"
     burst(store, burst_mb * 2**20)
     assert os.path.getsize(wal) > burst_mb * 2**20
-    store.run_housekeeping()
+    store.housekeeping.run()
     assert os.path.getsize(wal) <= WAL_LIMIT_BYTES
 
 
@@ -175,10 +175,10 @@ def test_a_reader_holding_a_snapshot_keeps_the_wal_until_it_ends(store):
     with Store(store.path) as reader, reader.snapshot():
         reader.read("t", 0)  # the snapshot is taken at the first read
         burst(store, WAL_LIMIT_BYTES * 5 // 4)
-        store.run_housekeeping()
+        store.housekeeping.run()
         # The checkpoint cannot pass the reader's snapshot: the WAL keeps the burst.
         assert os.path.getsize(wal) > WAL_LIMIT_BYTES
-    store.run_housekeeping()
+    store.housekeeping.run()
     assert os.path.getsize(wal) <= WAL_LIMIT_BYTES
 
 
@@ -201,28 +201,28 @@ def test_a_run_recorded_while_the_clock_was_a_day_ahead_does_not_stop_housekeepi
     from spark_queue.metrics import render
     from spark_queue.store.housekeeping import run_housekeeping
 
-    store.set_housekeeping_interval(1000)
-    store.run_housekeeping()
+    store.housekeeping.set_interval(1000)
+    store.housekeeping.run()
     shift_last_run(store, DAY_MS)
     # The metric does not say a run happened tomorrow (the alert on it could never fire).
     [line] = [x for x in render(store).splitlines()
               if x.startswith("sqliteq_retention_last_run_timestamp_seconds{")]
     assert float(line.split()[-1]) <= now_ms() / 1000
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(100))
     assert run_housekeeping(store.file, due_only=True) is not None
-    assert store.bounds("t")[0] == 99
-    assert store.housekeeping_status().last_run.started_ms <= now_ms()
+    assert store.topic("t").bounds()[0] == 99
+    assert store.housekeeping.status().last_run.started_ms <= now_ms()
 
 
 def test_a_lease_written_while_the_clock_was_a_day_ahead_does_not_block_a_run(store):
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(5))
     with store.write() as conn:  # its holder died with the clock a day ahead
         conn.execute("INSERT OR REPLACE INTO sq_meta VALUES ('housekeeping_lease', ?)",
                      (json.dumps({"holder": "other", "until_ms": now_ms() + DAY_MS}),))
-    assert store.run_housekeeping() is not None
-    assert store.bounds("t")[0] == 4
+    assert store.housekeeping.run() is not None
+    assert store.topic("t").bounds()[0] == 4
 
 
 def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
@@ -232,7 +232,7 @@ def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
     from spark_queue.metrics import render
 
     for topic in ("a_bad", "b_good"):
-        store.configure_topic(topic, retention_rows=1)
+        store.topic(topic).configure(retention_rows=1)
         store.publish_many(topic, range(5))
     bad_q = store.queue("a_bad_q", max_attempts=1)
     bad_q.enqueue_many(list(range(3)))
@@ -246,21 +246,21 @@ def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
         conn.execute("UPDATE sq_topics SET retention_rows = 'ten' WHERE name = 'a_bad'")
         conn.execute("UPDATE sq_queues SET dead_retention_ms = 'a week', "
                      "idempotency_window_ms = 'a day' WHERE name = 'a_bad_q'")
-    run = store.run_housekeeping()
+    run = store.housekeeping.run()
     assert run.complete
-    assert store.bounds("b_good")[0] == 4 and store.bounds("a_bad")[0] == 0
+    assert store.topic("b_good").bounds()[0] == 4 and store.topic("a_bad").bounds()[0] == 0
     assert (run.deleted_events, run.deleted_dead_letters) == (4, 2)
     assert len(run.problems) == 3, run.problems
     assert any("'a_bad'" in p and "retention_rows" in p and "'ten'" in p for p in run.problems)
     assert any("'a_bad_q'" in p and "dead_retention_ms" in p for p in run.problems)
     assert any("'a_bad_q'" in p and "idempotency_window_ms" in p for p in run.problems)
-    assert store.housekeeping_status().last_run == run
+    assert store.housekeeping.status().last_run == run
     report = store.check()
     assert not report.ok
     assert any("'a_bad'" in p and "retention_rows" in p for p in report.problems)
     assert any("'a_bad_q'" in p and "dead_retention_ms" in p for p in report.problems)
     # A limit given by hand replaces the broken one.
-    assert store.prune("a_bad", retention_rows=2)[0].deleted == 3
+    assert store.topic("a_bad").prune(retention_rows=2)[0].deleted == 3
     text = render(store)
     assert "sqliteq_retention_last_run_problems{" in text
     [line] = [x for x in text.splitlines()
@@ -273,7 +273,7 @@ def test_the_due_check_is_a_read_that_never_waits_for_a_writer(store):
     of them (a Spark source too) a writer waiting behind long writers."""
     from spark_queue.store.housekeeping import run_housekeeping
 
-    store.run_housekeeping()  # just ran: the next is due in 30 s
+    store.housekeeping.run()  # just ran: the next is due in 30 s
     with Store(store.path, busy_timeout_ms=50) as checker, Store(store.path) as writer:
         statements = []
         checker.conn.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True

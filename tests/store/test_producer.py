@@ -86,7 +86,7 @@ def test_calls_waiting_together_commit_in_one_transaction_only_when_released(sto
         futures = [producer.publish_nowait("t", i) for i in range(5)]
         futures.append(producer.enqueue_nowait("jobs", "j"))
         # Nothing is visible or answered while the calls linger.
-        assert not reader.has_topic("t") and not any(f.done() for f in futures)
+        assert not reader.topic("t").exists() and not any(f.done() for f in futures)
         producer.flush()
         assert all(f.done() for f in futures)
         assert [f.result() for f in futures[:5]] == [0, 1, 2, 3, 4]
@@ -154,7 +154,7 @@ def test_a_failed_batch_fails_every_call_with_the_error_and_writes_nothing(store
             with pytest.raises(StoreFullError, match="nothing of this transaction"):
                 future.result()
         with Store(store_path) as reader:
-            assert reader.bounds("t") == (0, 1)
+            assert reader.topic("t").bounds() == (0, 1)
             assert reader.queues() == []
         conn.execute("PRAGMA max_page_count=4294967294")
         # Offsets stay dense: the next batch continues after the seed.
@@ -195,7 +195,7 @@ def test_a_full_queue_fails_only_the_calls_that_do_not_fit(store_path):
 
 def test_a_payload_over_its_limit_fails_alone_and_the_rest_of_its_topic_commits(store_path):
     with Store(store_path) as store:
-        store.set_topic_limits("t", max_payload_bytes=10)
+        store.topic("t").set_limits(max_payload_bytes=10)
         store.queue("jobs", max_payload_bytes=10)
     with Producer(store_path, linger_ms=HOLD_MS) as producer:
         sent = [producer.publish_nowait("t", v) for v in ("a", "x" * 11, "b")]

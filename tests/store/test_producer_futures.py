@@ -60,7 +60,7 @@ def test_a_sent_call_cannot_be_cancelled_and_is_written(store_path):
 def test_callbacks_run_once_answered_and_at_once_when_added_after(store_path):
     seen = []
     with Store(store_path) as store:
-        store.set_topic_limits("small", max_payload_bytes=4)
+        store.topic("small").set_limits(max_payload_bytes=4)
     with Producer(store_path, linger_ms=HOLD_MS) as producer:
         fits = producer.publish_nowait("small", "ok")
         too_big = producer.publish_nowait("small", "x" * 10)

@@ -28,7 +28,7 @@ def foreign(*args: object) -> subprocess.Popen:
 @pytest.mark.slow
 def test_view_and_hand_written_sql_publish_alongside_publish_many_with_dense_offsets(store_path):
     with Store(store_path) as store:
-        store.create_topic("mixed")
+        store.topic("mixed").create()
         procs = [foreign(store_path, mode, p, 2000, 50) for p, mode in ((1, "view"), (2, "sql"))]
         ours = 0
         while any(proc.poll() is None for proc in procs):
@@ -76,7 +76,7 @@ def test_the_publish_view_assigns_dense_offsets_and_types(store):
         (0, "by the store"), (1, {"a": 1}), (2, b"\x00\xff"), (3, "after")]
     assert (events[1].key, events[1].headers, events[1].timestamp_ms) == ("k", {"h": "v"}, 1234)
     assert abs(events[2].timestamp_ms - events[3].timestamp_ms) < 60_000
-    assert store.bounds("u") == (0, 1)
+    assert store.topic("u").bounds() == (0, 1)
     assert store.check().ok
 
 
@@ -104,7 +104,7 @@ def test_the_publish_view_refuses_rows_that_break_the_format_and_writes_nothing(
     store.publish("t", "first")
     with pytest.raises(apsw.ConstraintError, match=f"sq_publish: {message}"):
         store.conn.execute(f"INSERT INTO sq_publish ({columns}) VALUES ({values})")
-    assert store.bounds("t") == (0, 1)
+    assert store.topic("t").bounds() == (0, 1)
     assert [t.name for t in store.topics()] == ["t"]
 
 

@@ -57,7 +57,7 @@ def test_a_failing_batch_leaves_neither_rows_nor_ledger_entry(store):
     with pytest.raises(PayloadError):
         sinks.commit_batch(store.conn, "q1", 0, write)
     assert sinks.ledger_entry(store.conn, "q1") is None
-    assert not store.has_topic("t")
+    assert not store.topic("t").exists()
     # ...and the same batch id commits afterwards.
     assert not sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a"])).skipped
 
@@ -98,7 +98,7 @@ def test_encoded_chunks_get_dense_offsets_across_chunks(store):
     assert [e.offset for e in events] == [0, 1, 2, 3, 4]
     assert [e.value for e in events] == ["a", "b", b"\x00", b"\x01", {"n": 1}]
     assert (events[0].key, events[0].headers, events[0].timestamp_ms) == ("k1", {"h": "1"}, 1234)
-    assert store.latest_offset("t") == 5
+    assert store.topic("t").latest_offset() == 5
 
 
 def test_routed_rows_get_dense_offsets_per_topic(store):
@@ -145,7 +145,7 @@ def test_routed_rows_are_stored_as_each_topics_own_append_would_store_them(store
 def test_a_row_with_a_null_or_invalid_topic_fails_the_whole_batch(store, bad):
     with pytest.raises((PayloadError, InvalidNameError)), store.write() as conn:
         topic_log.append_routed(conn, [topic_log.EncodedChunk(["1", "2"], TEXT, topics=["a", bad])])
-    assert not store.has_topic("a")
+    assert not store.topic("a").exists()
 
 
 def test_a_contiguous_writer_s_batch_past_the_ledger_s_next_is_refused_and_writes_nothing(
@@ -163,7 +163,7 @@ def test_a_contiguous_writer_s_batch_past_the_ledger_s_next_is_refused_and_write
                            contiguous=True)
     assert not called
     assert sinks.ledger_entry(store.conn, "s").last_batch_id == 4
-    assert store.bounds("t") == (0, 5)
+    assert store.topic("t").bounds() == (0, 5)
     # Without contiguous (a user's own ids, foreachBatch) a gap is fine.
     assert not sinks.commit_batch(store.conn, "s", 10, lambda c: publish(c, "t", ["y"])).skipped
 

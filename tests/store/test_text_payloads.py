@@ -33,7 +33,7 @@ def test_a_lone_surrogate_fails_the_publish_naming_the_item_and_writes_nothing(
         store.publish_many("t", items)
     assert named in str(raised.value) and "UTF-8" in str(raised.value)
     assert [e.value for e in store.read("t")] == ["before"]
-    assert store.bounds("t") == (0, 1)
+    assert store.topic("t").bounds() == (0, 1)
 
 
 def test_non_ascii_text_that_utf8_can_hold_is_stored_and_read_back_unchanged(store):

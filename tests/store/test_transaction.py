@@ -30,7 +30,7 @@ def shop(store):
 def everything(store: Store) -> tuple:
     with store.snapshot():
         orders = store.conn.execute("SELECT count(*) FROM orders").fetchall()[0][0]
-        return (orders, store.bounds("orders") if store.has_topic("orders") else None,
+        return (orders, store.topic("orders").bounds() if store.topic("orders").exists() else None,
                 store.queue("emails").stats().ready if store.queue("emails").exists() else 0,
                 store.committed_offsets("billing"))
 
@@ -81,15 +81,16 @@ def test_a_store_call_inside_an_open_transaction_is_named_and_points_to_the_api(
                      lambda: shop.transaction().__enter__()):
             with pytest.raises(TransactionOpenError, match=r"tx\.publish.*tx\.enqueue"):
                 call()
-        assert shop.read("orders") and shop.bounds("orders") == (0, 1)  # reads see the block
+        # Reads see the block.
+        assert shop.read("orders") and shop.topic("orders").bounds() == (0, 1)
     with pytest.raises(TransactionOpenError, match="store.transaction"), shop.write():
         shop.publish("orders", 3)
-    assert shop.bounds("orders") == (0, 1)
+    assert shop.topic("orders").bounds() == (0, 1)
 
 
 def test_a_call_that_fails_leaves_the_transaction_as_before_it(shop):
     shop.queue("full", max_size=1).enqueue("one")
-    shop.set_topic_limits("small", max_payload_bytes=8)
+    shop.topic("small").set_limits(max_payload_bytes=8)
     with shop.transaction() as tx:
         tx.execute("INSERT INTO orders VALUES (1, 1)")
         with pytest.raises(QueueFullError):
@@ -101,7 +102,7 @@ def test_a_call_that_fails_leaves_the_transaction_as_before_it(shop):
         with pytest.raises(QueueConfigError, match="wait_ms must be 0 inside a transaction"):
             tx.enqueue("emails", 1, wait_ms=100)
         tx.publish("small", "ok")
-    assert everything(shop)[0] == 1 and shop.bounds("small") == (0, 1)
+    assert everything(shop)[0] == 1 and shop.topic("small").bounds() == (0, 1)
     assert shop.committed_offsets("billing") == {} and shop.queue("full").stats().ready == 1
 
 

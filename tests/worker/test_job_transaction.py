@@ -36,7 +36,7 @@ def test_a_handler_s_rows_and_events_commit_with_its_ack(done_table, store_path)
                    until_empty=True).run()
     assert stats.acked == 20 and stats.failed == 0
     assert rows(done_table) == [(i, 1) for i in ids]
-    assert done_table.bounds("results") == (0, 20)
+    assert done_table.topic("results").bounds() == (0, 20)
     assert done_table.queue("q").counters().acked == 20
 
 
@@ -77,7 +77,7 @@ def test_a_stale_worker_whose_job_was_reclaimed_commits_nothing(done_table, stor
     worker = Worker(store_path, "q", handler, visibility_timeout_ms=100, heartbeat_ms=60_000)
     stats = worker.run()
     assert (stats.acked, stats.lost_leases) == (0, 1)
-    assert rows(done_table) == [] and not done_table.has_topic("results")
+    assert rows(done_table) == [] and not done_table.topic("results").exists()
     assert [j.id for j in reclaimed] == [job_id]
     assert q.stats().leased == 1  # still the other worker's
 

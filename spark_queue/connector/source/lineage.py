@@ -240,7 +240,7 @@ class HistoryGuard:
             elif now.get(topic) == mark:
                 valid[topic] = mark
             elif topic in now:
-                first_after = store.offset_for_timestamp(topic, mark.ts_ms + 1)
+                first_after = store.topic(topic).offset_for_timestamp(mark.ts_ms + 1)
                 self._rewritten(topic, position, mark, now[topic], latest, first_after)
             else:  # below the earliest offset: retention removed it (maybe after the bounds
                 # were read: offsets are dense, so a missing one below latest was pruned)

@@ -295,7 +295,7 @@ def _first_offset_at_time(
         return bounds[0]
     if timestamp_ms == LATEST_SENTINEL:
         return bounds[1]
-    return store.offset_for_timestamp(topic, timestamp_ms)
+    return store.topic(topic).offset_for_timestamp(timestamp_ms)
 
 
 def _at_time(

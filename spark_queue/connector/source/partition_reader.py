@@ -171,7 +171,7 @@ def _store_tables(
             got_first = table.column("offset")[0].as_py() if table.num_rows else end
             if got_first != start:
                 # Retention removed the front of the range after it was planned.
-                earliest = store.earliest_offset(topic)
+                earliest = store.topic(topic).earliest_offset()
                 resumed = effective_start(topic, start, earliest, options)
                 if resumed >= end:
                     break

@@ -35,12 +35,17 @@ from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
-from spark_queue.store.producers.producer_batch import JOB, BatchWriter, event_call, new_job
+from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
+from spark_queue.store.file.names import validate_name
+from spark_queue.store.producers.producer_batch import EVENT, JOB, BatchWriter
 from spark_queue.store.producers.producer_queue import CallQueue
 from spark_queue.store.producers.producer_replies import Ack, Reply
+from spark_queue.store.queues import queue_jobs
+from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.store import Store
 
 _MAX_WAIT_MS = defaults.MAX_WAIT_MS
+_NAMES_KEPT = 1024  # validated topic names a producer remembers (see event_call)
 
 
 class Producer(CallQueue):
@@ -195,3 +200,39 @@ class Producer(CallQueue):
 
     def __repr__(self) -> str:
         return f"Producer({self.path!r})"
+
+
+# -- calls, made in the calling thread ---------------------------------------------
+def event_call(
+    topic: str, value: Any, key: Any, headers: Any, reply: Any, named: set[str]
+) -> tuple:
+    """The call with its event as stored (see codec), encoded in the calling thread, so a
+    bad one raises PayloadError there; ``named`` holds the topic names checked already."""
+    if type(topic) is not str or topic not in named:
+        validate_name(topic)
+        if type(topic) is str:
+            if len(named) >= _NAMES_KEPT:
+                named.clear()
+            named.add(topic)
+    if type(value) is str and value.isascii():  # the hot case; other text is checked
+        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
+    stored, value_type = encode_value(value)
+    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
+
+
+def new_job(
+    queue: str,
+    payload: Any,
+    priority: int,
+    delay_ms: int,
+    ttl_ms: int | None,
+    idempotency_key: str | None,
+    max_attempts: int | None,
+) -> NewJob:
+    """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
+    validate_name(queue, "queue")
+    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
+                 max_attempts, ttl_ms)
+    queue_jobs.check_job(job)
+    return job
+

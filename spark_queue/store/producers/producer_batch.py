@@ -1,9 +1,10 @@
 """One producer batch: its calls written in ONE transaction, then every call answered.
 
-A call is one flat tuple, made in the calling thread by :func:`event_call`
-or :func:`new_job` (a bad one raises there): an event ``(EVENT, topic, reply, value,
-value_type, key, headers)`` in its stored form, a job ``(JOB, queue, reply,
-job)`` with a checked :class:`NewJob`. One tuple, not a call holding a row:
+A call is one flat tuple, made in the calling thread by the Producer
+(:func:`~spark_queue.store.producers.producer.event_call`,
+:func:`~spark_queue.store.producers.producer.new_job`: a bad one raises there): an event
+``(EVENT, topic, reply, value, value_type, key, headers)`` in its stored form, a job
+``(JOB, queue, reply, job)`` with a checked :class:`NewJob`. One tuple, not a call holding a row:
 calls in flight are what the garbage collector walks, and a topic's calls
 turn into the columns :func:`~spark_queue.store.streams.event_log.write_events`
 stores with one transpose. ``reply`` is an
@@ -32,17 +33,13 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import PayloadTooLargeError, QueueFullError
-from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.connection import StoreConnection, now_ms
-from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
 from spark_queue.store.producers.producer_replies import settle_all
 from spark_queue.store.queues import queue_jobs
-from spark_queue.store.queues.queue_jobs import NewJob
 from spark_queue.store.streams import event_log
 
 EVENT, JOB = 0, 1
-_NAMES_KEPT = 1024  # validated topic names a producer remembers (see event_call)
 _KIND, _NAME = operator.itemgetter(0), operator.itemgetter(1)
 
 
@@ -172,39 +169,3 @@ def _undone_if_refused(
         raise
     conn.execute("RELEASE sq_producer_group")
     return written
-
-
-# -- calls, made in the calling thread ---------------------------------------------
-def event_call(
-    topic: str, value: Any, key: Any, headers: Any, reply: Any, named: set[str]
-) -> tuple:
-    """The call with its event as stored (see codec), encoded in the calling thread, so a
-    bad one raises PayloadError there; ``named`` holds the topic names checked already."""
-    if type(topic) is not str or topic not in named:
-        validate_name(topic)
-        if type(topic) is str:
-            if len(named) >= _NAMES_KEPT:
-                named.clear()
-            named.add(topic)
-    if type(value) is str and value.isascii():  # the hot case; other text is checked
-        return (EVENT, topic, reply, value, TEXT, encode_key(key), encode_headers(headers))
-    stored, value_type = encode_value(value)
-    return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
-
-
-def new_job(
-    queue: str,
-    payload: Any,
-    priority: int,
-    delay_ms: int,
-    ttl_ms: int | None,
-    idempotency_key: str | None,
-    max_attempts: int | None,
-) -> NewJob:
-    """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
-    validate_name(queue, "queue")
-    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
-                 max_attempts, ttl_ms)
-    queue_jobs.check_job(job)
-    return job
-

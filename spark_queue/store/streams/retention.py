@@ -123,7 +123,7 @@ def bad_retention(topic: object, column: str, problem: str) -> str:
     flag = TOPIC_SETTING[column].flag
     return (f"topic {topic!r}: sq_topics.{column} {problem} (another SQLite client wrote "
             f"it); retention skips the topic until it is set again: `sqliteq topic config "
-            f"PATH TOPIC {flag} ...` or Store.configure_topic")
+            f"PATH TOPIC {flag} ...` or store.topic(name).configure(...)")
 
 
 def prune_id(
@@ -171,7 +171,8 @@ def prune(
     force: bool,
     at_ms: int | None,
 ) -> list[PruneResult]:
-    """:func:`prune_topics` of ``topic``, or of every topic (``Store.prune``)."""
+    """:func:`prune_topics` of ``topic``, or of every topic (``Topic.prune``,
+    ``Housekeeping.prune``)."""
     with file.read() as conn:
         # All by id, not by name: a topic a foreign writer named against the rule is
         # pruned like any other, and never stops the rest.

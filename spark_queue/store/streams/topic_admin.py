@@ -1,7 +1,7 @@
 """Topic administration: create a topic with its settings, change them, delete the topic.
 
 A topic's settings are its retention (``retention_ms``, ``retention_rows``:
-what :meth:`Store.prune <spark_queue.store.Store.prune>` applies when given no limit)
+what :meth:`Topic.prune <spark_queue.store.Topic.prune>` applies when given no limit)
 and its ``max_payload_bytes``. Each call is one write transaction the caller
 holds: a topic is created together with its settings or not at all.
 """

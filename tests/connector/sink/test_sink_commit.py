@@ -53,7 +53,7 @@ def test_a_million_row_commit_holds_one_copy_of_the_batch(store_path):
     assert all(m.arrow_ipc is None for m in messages), "a consumed message kept its rows"
     assert ipc_bytes > 0
     with Store(store_path) as store:
-        assert store.bounds("t") == (0, ROWS)
+        assert store.topic("t").bounds() == (0, ROWS)
         assert store.read("t", ROWS - 1)[0].value.startswith(f"{ROWS - 1:010d}-")
 
 
@@ -93,7 +93,7 @@ def test_abort_writes_nothing(store_path):
     m = writer._pack(iter([pa.record_batch([pa.array(["a"])], names=["value"])]))
     writer.abort([m, None])
     with Store(store_path) as store:
-        assert not store.has_topic("t")
+        assert not store.topic("t").exists()
 
 
 def test_writers_pickle_without_a_connection():

@@ -61,7 +61,7 @@ def test_batch_10_after_a_restored_ledger_at_4_is_refused_and_writes_nothing(
         commit(writer, batch, [f"b{batch}"])  # Spark's checkpoint: committed through 9
     put_back(copy, store_path)
     with Store(store_path) as store:
-        before = (store.bounds("out") if target == "topic"
+        before = (store.topic("out").bounds() if target == "topic"
                   else store.queue("jobs").stats().ready)
 
     with pytest.raises(StoreRewoundError) as raised:
@@ -75,7 +75,7 @@ def test_batch_10_after_a_restored_ledger_at_4_is_refused_and_writes_nothing(
         assert way_out in message
     assert "\n" not in message
     with Store(store_path) as store:
-        after = (store.bounds("out") if target == "topic"
+        after = (store.topic("out").bounds() if target == "topic"
                  else store.queue("jobs").stats().ready)
     assert after == before and ledger(store_path) == 4
 

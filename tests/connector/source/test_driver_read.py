@@ -54,7 +54,7 @@ def test_a_piece_retention_removed_meanwhile_is_read_from_the_callers_snapshot(
     with store.snapshot():
         store.read_arrow_payloads("t", 0, 1)  # the snapshot starts at its first read
         with Store(store_path) as other:
-            other.prune("t", retention_rows=600)  # offsets 0-399 go
+            other.topic("t").prune(retention_rows=600)  # offsets 0-399 go
         shipped = driver_read.shipped_pieces(store, options, pieces, "binary", False)
     tables = _tables(shipped)
     assert [t.column("offset").to_pylist() for t in tables] == [

@@ -78,7 +78,7 @@ def put_back(copy: str, path: str) -> None:
     """The restore of docs/operations.md: every process stopped, the copy back in place
     (a millisecond later than the last event published: a restore takes longer)."""
     with Store(path) as store:
-        last_ms = store.read("t", store.bounds("t")[1] - 1)[0].timestamp_ms
+        last_ms = store.read("t", store.topic("t").bounds()[1] - 1)[0].timestamp_ms
     while time.time() * 1000 < last_ms + 2:  # the clock passes that millisecond
         time.sleep(0.0005)
     directory, name = os.path.split(path)
@@ -212,11 +212,11 @@ def test_a_fingerprinted_event_that_retention_removed_is_not_a_rewind(kind, stor
     checkpoint, _ = next_batch(reader, reader.initialOffset())
     publish(store_path, [f"more-{i}" for i in range(10)])
     with Store(store_path) as store:
-        store.prune("t", retention_rows=10, force=True)  # earliest 10: event 9 is gone
+        store.topic("t").prune(retention_rows=10, force=True)  # earliest 10: event 9 is gone
     end, read = next_batch(new_reader(kind, store_path), checkpoint)
     assert read == [f"more-{i}" for i in range(10)] and checkpoint_offsets(end) == {"t": 20}
     with Store(store_path) as store:
-        store.prune("t", retention_rows=5, force=True)  # and now a gap: [10, 15) removed
+        store.topic("t").prune(retention_rows=5, force=True)  # and now a gap: [10, 15) removed
     with pytest.raises(DataLossError, match=r"offsets \[10, 15\) were removed by retention"):
         next_batch(new_reader(kind, store_path), checkpoint)
 
@@ -224,7 +224,7 @@ def test_a_fingerprinted_event_that_retention_removed_is_not_a_rewind(kind, stor
 def test_a_topic_deleted_and_created_anew_is_caught_too(kind, history, store_path):
     _, checkpoint, _ = history
     with Store(store_path) as store:
-        store.delete_topic("t")
+        store.topic("t").delete()
         store.publish_many("t", [f"new-{i}" for i in range(20)])
     with pytest.raises(StoreRewoundError, match="another event there"):
         next_batch(new_reader(kind, store_path), checkpoint)

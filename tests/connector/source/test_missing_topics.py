@@ -21,7 +21,7 @@ from spark_queue.errors import OptionError, UnknownTopicError
 
 def test_a_batch_read_of_a_missing_named_topic_fails_naming_the_close_topics(store, store_path):
     store.publish("clicks", 1)
-    store.create_topic("orders")
+    store.topic("orders").create()
     for options in ({"topic": "clickz"}, {"topics": "orders,clickz"},
                     {"assign": '{"clickz": [0]}'}):
         opts = parse_source_options({"path": store_path, **options}, streaming=False)

@@ -46,7 +46,7 @@ def plan(reader, start: dict) -> dict:
 
 
 def pruned_to(store: Store) -> int:
-    return store.prune("t", retention_rows=1)[0].earliest_after
+    return store.topic("t").prune(retention_rows=1)[0].earliest_after
 
 
 def test_a_new_querys_first_batch_is_held_before_spark_commits_anything(kind, store, store_path):

@@ -97,7 +97,7 @@ def test_commit_saves_consumer_offsets_monotonically(store, store_path):
 
 def test_data_loss_fails_naming_topic_requested_and_earliest(store, store_path):
     store.publish_many("t", range(100))
-    store.prune("t", retention_rows=40)  # earliest becomes 60
+    store.topic("t").prune(retention_rows=40)  # earliest becomes 60
     reader = make_reader(store_path, topic="t")
     with pytest.raises(DataLossError) as info:
         reader.latestOffset({"t": 10}, ReadAllAvailable())
@@ -121,7 +121,7 @@ def test_reader_pickles_without_a_connection(store, store_path):
 def test_skipping_lost_offsets_advances_even_without_new_rows(store, store_path):
     store.publish_many("t", range(50))
     # Everything gone: earliest == latest == 50.
-    store.prune("t", retention_ms=1, at_ms=now_ms() + 1000, force=True)
+    store.topic("t").prune(retention_ms=1, at_ms=now_ms() + 1000, force=True)
     lenient = make_reader(store_path, topic="t", failOnDataLoss="false")
     assert topics(lenient.latestOffset({"t": 10}, ReadAllAvailable())) == {"t": 50}
     assert topics(lenient.latestOffset({"t": 50}, ReadAllAvailable())) == {"t": 50}

@@ -15,8 +15,8 @@ from spark_queue.store import keep_housekept
 
 
 def test_planning_a_micro_batch_keeps_the_store_housekept(store, store_path):
-    store.set_housekeeping_interval(1)
-    store.configure_topic("clicks", retention_rows=2)
+    store.housekeeping.set_interval(1)
+    store.topic("clicks").configure(retention_rows=2)
     store.publish_many("clicks", range(10))
     opts = parse_source_options({"path": store_path, "topic": "clicks"}, streaming=True)
     reader = SqliteQueueStreamReader(opts, default_schema(opts))
@@ -27,7 +27,7 @@ def test_planning_a_micro_batch_keeps_the_store_housekept(store, store_path):
     assert keep_housekept(store_path) is keeper and keeper.alive
     try:
         deadline = time.monotonic() + 120  # its first check comes 5 s after its start
-        while store.bounds("clicks")[0] != 8:
+        while store.topic("clicks").bounds()[0] != 8:
             assert time.monotonic() < deadline, "retention never applied"
             time.sleep(0.05)
     finally:

@@ -21,7 +21,7 @@ def test_disk_full_rolls_back_the_whole_batch_and_recovers(store):
     store.conn.execute(f"PRAGMA max_page_count={pages + 20}")
     with pytest.raises(StoreFullError, match="disk holding the store is full"):
         store.publish_many("t", ["x" * 1000] * 10_000)
-    assert store.bounds("t") == (0, 10)
+    assert store.topic("t").bounds() == (0, 10)
     assert store.check().ok
     store.conn.execute("PRAGMA max_page_count=4294967294")
     assert store.publish_many("t", ["x" * 1000] * 10_000) == range(10, 10_010)
@@ -36,7 +36,7 @@ def test_writer_waits_for_the_busy_timeout_then_names_the_lock(store_path):
                 writer.publish("t", "blocked")
             assert time.monotonic() - started >= 0.25
             # Readers are never blocked by a writer in WAL mode.
-            assert writer.bounds("t") == (0, 1)
+            assert writer.topic("t").bounds() == (0, 1)
         assert writer.publish("t", "after") == 1
         assert writer.check().ok
 

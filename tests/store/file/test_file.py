@@ -75,7 +75,7 @@ def test_reopen_keeps_data_and_version(store_path):
     with Store(store_path) as store:
         store.publish_many("t", range(3))
     with Store(store_path, create=False) as store:
-        assert store.bounds("t") == (0, 3)
+        assert store.topic("t").bounds() == (0, 3)
 
 
 def test_readonly_open_reads_but_cannot_write(store_path):
@@ -85,7 +85,7 @@ def test_readonly_open_reads_but_cannot_write(store_path):
         assert store.read("t")[0].value == 1
         with pytest.raises(ReadOnlyStoreError, match="opened read-only"):
             store.publish("t", 2)
-        assert store.latest_offset("t") == 1
+        assert store.topic("t").latest_offset() == 1
 
 
 def test_backup_is_a_complete_store_and_never_overwrites(store_path, tmp_path):
@@ -97,7 +97,7 @@ def test_backup_is_a_complete_store_and_never_overwrites(store_path, tmp_path):
         with pytest.raises(StoreError, match="already exists"):
             store.backup(dest)
     with Store(dest, create=False) as copy:
-        assert copy.bounds("t") == (0, 1000)
+        assert copy.topic("t").bounds() == (0, 1000)
         assert copy.committed_offsets("c") == {"t": 10}
         assert copy.check().ok
 

@@ -149,7 +149,7 @@ def _publish_many(open_store, path, acked):
 
 def _producer(open_store, path, acked):
     with open_store() as store:
-        store.create_topic("t")
+        store.topic("t").create()
     producer = Producer(path, durability=open_store.durability)  # type: ignore[attr-defined]
     lock = threading.Lock()
 

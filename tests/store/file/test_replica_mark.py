@@ -23,18 +23,19 @@ def test_readers_of_a_replicated_store_see_only_the_mark(tmp_path):
         store.publish_many("t", [1, 2, 3])
         cycles = ReplicaCycles(path)
         cycles.mark("file:///replica")
-        assert store.bounds("t") == (0, 3)  # the mark starts at what the store held
+        assert store.topic("t").bounds() == (0, 3)  # the mark starts at what the store held
         store.publish_many("t", [4, 5])
-        assert store.bounds("t") == (0, 3)
+        assert store.topic("t").bounds() == (0, 3)
         assert store.topics()[0].latest == 3
         assert [e.value for e in store.read("t", 0)] == [1, 2, 3]
         cycle(cycles)
-        assert store.bounds("t") == (0, 5)
+        assert store.topic("t").bounds() == (0, 5)
         assert [e.value for e in store.read("t", 3)] == [4, 5]
         store.publish("new", "x")
-        assert store.bounds("new") == (0, 0)  # a topic made after the last cycle: nothing yet
+        # A topic made after the last cycle: nothing yet.
+        assert store.topic("new").bounds() == (0, 0)
         cycle(cycles)
-        assert store.bounds("new") == (0, 1)
+        assert store.topic("new").bounds() == (0, 1)
         assert cycles.unmark()
         cycles.close()
 
@@ -76,7 +77,7 @@ def test_a_replicated_write_returns_after_a_cycle_that_began_after_its_commit(tm
             offset = store.publish("t", "x")
             status = replica_status(path)
             assert status is not None and status.behind == {"t": 0}
-            assert store.bounds("t") == (0, offset + 1)
+            assert store.topic("t").bounds() == (0, offset + 1)
     finally:
         stop.set()
         thread.join()
@@ -91,7 +92,7 @@ def test_a_replicated_write_with_no_replicator_fails_naming_the_command(tmp_path
         with pytest.raises(ReplicationTimeoutError, match="sqliteq replicate"):
             store.publish("t", "y")
         store.file.after_commit = None
-        assert store.bounds("t") == (0, 2)  # committed locally all the same
+        assert store.topic("t").bounds() == (0, 2)  # committed locally all the same
 
 
 def test_a_replicated_store_leaves_wal_checkpoints_to_litestream(tmp_path):

@@ -412,7 +412,7 @@ def test_the_ttl_sweep_deletes_in_steps_of_at_most_step_rows_and_step_bytes(stor
     large = store.queue("large")
     large.enqueue_many([NewJob(b"x" * 2**20, ttl_ms=1) for _ in range(20)])
     wait_past_every_ttl(store)
-    swept, per_step = steps_of_sweep(store, store.sweep_expired)
+    swept, per_step = steps_of_sweep(store, store.housekeeping.sweep_expired)
     assert swept == 2 * STEP_ROWS + 520
     assert max(per_step) <= STEP_ROWS and len(per_step) >= 3, per_step
     large.enqueue_many([NewJob(b"x" * 2**20, ttl_ms=1) for _ in range(20)])

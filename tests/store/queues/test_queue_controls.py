@@ -266,7 +266,7 @@ def test_bad_control_settings_fail_with_a_message_naming_them(store):
         with pytest.raises(QueueConfigError, match=match):
             q.configure(**settings)
     with pytest.raises(OptionError, match="max_payload_bytes"):
-        store.set_topic_limits("t", max_payload_bytes=0)
+        store.topic("t").set_limits(max_payload_bytes=0)
 
 
 # -- payload size limits --------------------------------------------------------------
@@ -288,21 +288,21 @@ def test_a_payload_over_the_queue_limit_is_refused_naming_the_row_and_nothing_is
 
 def test_a_value_over_the_topic_limit_fails_the_publish_whole(store):
     store.publish("t", "before")
-    store.set_topic_limits("t", max_payload_bytes=8)
+    store.topic("t").set_limits(max_payload_bytes=8)
     assert store.topics()[0].max_payload_bytes == 8
     with pytest.raises(PayloadTooLargeError, match="topic 't' refuses row 1 of the batch"):
         store.publish_many("t", ["ok", Record("x" * 9), "ok"])
     with pytest.raises(PayloadTooLargeError):
         store.publish("t", b"123456789")
-    assert store.bounds("t") == (0, 1)
+    assert store.topic("t").bounds() == (0, 1)
     store.publish_many("t", ["12345678", "ééé"])
-    store.set_topic_limits("t", max_payload_bytes=None)
+    store.topic("t").set_limits(max_payload_bytes=None)
     store.publish("t", "x" * 100)
-    assert store.bounds("t") == (0, 4)
+    assert store.topic("t").bounds() == (0, 4)
 
 
 def test_encoded_and_routed_appends_name_the_row_in_the_whole_batch(store):
-    store.set_topic_limits("small", max_payload_bytes=3)
+    store.topic("small").set_limits(max_payload_bytes=3)
     chunks = [
         topic_log.EncodedChunk(["a", "bb"], 1, topics=["small", "big"]),
         topic_log.EncodedChunk(["cc", "dddd"], 1, topics=["big", "small"]),
@@ -313,8 +313,8 @@ def test_encoded_and_routed_appends_name_the_row_in_the_whole_batch(store):
     chunks = [topic_log.EncodedChunk(["a", "b"], 1), topic_log.EncodedChunk([b"c", b"dddd"], 0)]
     with pytest.raises(PayloadTooLargeError, match="row 3"), store.write() as conn:
         topic_log.append_encoded(conn, "small", chunks)
-    assert store.bounds("small") == (0, 0)
-    assert not store.has_topic("big")
+    assert store.topic("small").bounds() == (0, 0)
+    assert not store.topic("big").exists()
 
 
 def test_admission_of_a_queue_that_does_not_exist_is_open_like_its_claim(store):

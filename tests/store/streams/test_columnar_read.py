@@ -138,7 +138,7 @@ def test_more_rows_than_the_reader_expected_read_as_before(monkeypatch, store):
 
 def test_a_range_after_retention_reads_byte_identical(monkeypatch, store):
     store.publish_many("t", range(10))
-    store.prune("t", retention_rows=4)
+    store.topic("t").prune(retention_rows=4)
     _assert_same_both_ways(monkeypatch, store, "t", 0, 10)
 
 
@@ -148,7 +148,7 @@ def test_stores_of_every_schema_version_read_byte_identical(monkeypatch, tmp_pat
     shutil.copyfile(os.path.join(FIXTURES, f"v{version}.sqlite"), path)
     with Store(path) as store:
         for topic in ("events", "other"):
-            end = store.latest_offset(topic)
+            end = store.topic(topic).latest_offset()
             _assert_same_both_ways(monkeypatch, store, topic, 0, end)
 
 

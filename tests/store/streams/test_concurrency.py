@@ -73,7 +73,7 @@ def test_sigkill_mid_publish_leaves_all_or_none_of_the_batch(store_path):
     proc.wait(timeout=30)
     with Store(store_path, create=False) as store:
         assert store.check().ok
-        assert store.bounds("t") == (0, 1)
+        assert store.topic("t").bounds() == (0, 1)
         assert [e.value for e in store.read("t")] == ["before"]
         # The next publish continues densely after the rolled-back batch.
         assert store.publish("t", "after") == 1
@@ -91,12 +91,12 @@ def test_sigkill_after_commit_keeps_the_whole_batch(store_path):
     proc.wait(timeout=30)
     with Store(store_path, create=False) as store:
         assert store.check().ok
-        assert store.bounds("t") == (0, 100_001)
+        assert store.topic("t").bounds() == (0, 100_001)
 
 
 def test_waiting_writer_gets_in_after_lock_holder_commits(store_path):
     with Store(store_path) as holder, Store(store_path, busy_timeout_ms=10_000) as waiter:
-        holder.create_topic("t")
+        holder.topic("t").create()
         with holder.write():
             holder.conn.execute("UPDATE sq_topics SET created_ms = created_ms")
             proc = subprocess.Popen(
@@ -109,4 +109,4 @@ def test_waiting_writer_gets_in_after_lock_holder_commits(store_path):
             time.sleep(0.3)
             assert proc.poll() is None
         assert proc.communicate(timeout=30)[0].strip() == "0"
-        assert waiter.latest_offset("t") == 1
+        assert waiter.topic("t").latest_offset() == 1

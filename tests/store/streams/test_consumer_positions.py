@@ -12,7 +12,7 @@ def test_two_positions_under_one_name_hold_retention_at_the_lower(store):
     # The faster query saving again never releases what the slower one has not read.
     store.commit_offsets("bronze", {"t": 100}, reader="fast")
     assert store.committed_offsets("bronze") == {"t": 20}
-    [result] = store.prune("t", retention_rows=5)
+    [result] = store.topic("t").prune(retention_rows=5)
     assert (result.earliest_after, result.held_by) == (20, "bronze")
     positions = {(p.reader, p.next_offset) for p in store.consumer_positions("t")}
     assert positions == {("fast", 100), ("slow", 20)}
@@ -20,17 +20,17 @@ def test_two_positions_under_one_name_hold_retention_at_the_lower(store):
     store.commit_offsets("bronze", {"t": 60}, reader="slow")
     store.commit_offsets("bronze", {"t": 30}, reader="slow")
     assert store.committed_offsets("bronze") == {"t": 60}
-    assert store.prune("t", retention_rows=5)[0].earliest_after == 60
+    assert store.topic("t").prune(retention_rows=5)[0].earliest_after == 60
 
 
 def test_a_stopped_querys_position_holds_until_deleted(store):
     store.publish_many("t", range(50))
     store.commit_offsets("bronze", {"t": 50}, reader="live")
     store.commit_offsets("bronze", {"t": 10}, reader="stopped")
-    assert store.prune("t", retention_rows=1)[0].earliest_after == 10
+    assert store.topic("t").prune(retention_rows=1)[0].earliest_after == 10
     assert store.delete_consumer("bronze", "t", reader="stopped") == 1
     assert store.committed_offsets("bronze") == {"t": 50}
-    assert store.prune("t", retention_rows=1)[0].earliest_after == 49
+    assert store.topic("t").prune(retention_rows=1)[0].earliest_after == 49
     # Deleting the last position of a name deletes the name's offset with it.
     assert store.delete_consumer("bronze", reader="live") == 1
     assert store.committed_offsets("bronze") == {}
@@ -50,10 +50,10 @@ def test_an_unconfirmed_start_position_holds_only_while_refreshed(store, monkeyp
     store.publish_many("t", range(40))
     store.commit_offsets("bronze", {"t": 40}, reader="running")
     store.commit_offsets("bronze", {"t": 0}, reader="starting", confirmed=False)
-    assert store.prune("t", retention_rows=1)[0].earliest_after == 0
+    assert store.topic("t").prune(retention_rows=1)[0].earliest_after == 0
     # A start whose process died before its first checkpoint is never resumed under its id.
     monkeypatch.setattr(consumer_positions, "UNCONFIRMED_POSITION_HOLD_MS", -1)
-    assert store.prune("t", retention_rows=1)[0].earliest_after == 39
+    assert store.topic("t").prune(retention_rows=1)[0].earliest_after == 39
     store.commit_offsets("bronze", {"t": 40}, reader="running")
     assert [p.reader for p in store.consumer_positions()] == ["running"]
     assert store.committed_offsets("bronze") == {"t": 40}
@@ -62,7 +62,7 @@ def test_an_unconfirmed_start_position_holds_only_while_refreshed(store, monkeyp
 def test_deleting_a_topic_forgets_its_positions(store):
     store.publish_many("t", range(3))
     store.commit_offsets("bronze", {"t": 1}, reader="a")
-    store.delete_topic("t")
+    store.topic("t").delete()
     assert store.consumer_positions() == []
 
 
@@ -70,7 +70,7 @@ def test_each_position_is_a_metric_and_check_names_the_holder(store, monkeypatch
     from spark_queue import defaults
     from spark_queue.metrics import render
 
-    store.configure_topic("t", retention_rows=1)
+    store.topic("t").configure(retention_rows=1)
     store.publish_many("t", range(10))
     store.commit_offsets("bronze", {"t": 9}, reader="fastquery")
     store.commit_offsets("bronze", {"t": 2}, reader="stoppedquery")

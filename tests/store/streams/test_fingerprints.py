@@ -36,7 +36,7 @@ def test_another_event_at_the_same_offset_and_time_differs(tmp_path):
 
 def test_offsets_the_store_does_not_hold_are_left_out(store):
     store.publish_many("t", range(10))
-    store.prune("t", retention_rows=5, force=True)
+    store.topic("t").prune(retention_rows=5, force=True)
     assert set(event_fingerprints(store, {"t": 4, "missing": 0})) == set()
     assert set(event_fingerprints(store, {"t": 10})) == set()
     assert set(event_fingerprints(store, {"t": 5})) == {"t"}

@@ -17,7 +17,7 @@ from spark_queue.store.streams.arrow_read import verify_offsets
 
 def reads(store: Store, topic: str, start: int = 0, end: int | None = None):
     """Every read path the store offers, over one range."""
-    stop = store.latest_offset(topic) if end is None else end
+    stop = store.topic(topic).latest_offset() if end is None else end
     return [
         lambda: store.read(topic, start, end),
         lambda: store.read_arrow(topic, start, end),
@@ -100,7 +100,7 @@ def test_events_inserted_without_advancing_next_offset_are_found_and_stop_the_ne
         store.publish("t", "c")
     with pytest.raises(CorruptStoreError, match="next_offset"):
         store.publish_many("t", ["c", "d"])
-    assert store.bounds("t") == (0, 2)
+    assert store.topic("t").bounds() == (0, 2)
 
 
 def test_a_topic_named_against_the_rule_never_stops_prune_or_other_reads(store):
@@ -111,9 +111,9 @@ def test_a_topic_named_against_the_rule_never_stops_prune_or_other_reads(store):
         "FROM sq_events WHERE topic_id = 1"
     )
     store.conn.execute("UPDATE sq_topics SET next_offset = 10 WHERE id = 2")
-    results = {r.topic: r.deleted for r in store.prune(retention_rows=4)}
+    results = {r.topic: r.deleted for r in store.housekeeping.prune(retention_rows=4)}
     assert results == {"bad name!": 6, "good": 6}
-    assert store.bounds("good") == (6, 10)
+    assert store.topic("good").bounds() == (6, 10)
     assert "invalid topic name 'bad name!'" in check_problems(store)
     with pytest.raises(InvalidNameError):
         store.read("bad name!")
@@ -180,5 +180,5 @@ def test_a_consumer_offset_beyond_latest_shows_no_negative_lag_and_is_reported(s
 def test_a_clean_store_passes_check(store):
     store.publish_many("t", [Record({"a": 1}, key=b"k", headers={"h": "v"}), b"x", "y", None])
     store.commit_offsets("c", {"t": 4})
-    store.prune("t", retention_rows=2, force=True)
+    store.topic("t").prune(retention_rows=2, force=True)
     assert store.check() == (True, [], ())

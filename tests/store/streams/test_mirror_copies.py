@@ -36,14 +36,14 @@ def test_opening_a_copy_holds_every_event_before_anything_else_is_asked(copies, 
     assert (opened.earliest, opened.latest, opened.mark.shift) == (0, 10, 0)
     assert (opened.new_hold, opened.new_shift) == (True, True)
     assert store.committed_offsets("sqliteq.mirror.p.") == {"t": 0}
-    assert store.prune("t", retention_rows=2)[0].earliest_after == 0  # held by the copy
+    assert store.topic("t").prune(retention_rows=2)[0].earliest_after == 0  # held by the copy
     copies.save([(opened.mark, 10)])
-    assert store.prune("t", retention_rows=2)[0].earliest_after == 8
+    assert store.topic("t").prune(retention_rows=2)[0].earliest_after == 8
 
 
 def test_a_position_below_the_earliest_offset_is_refused_never_saved(copies, store):
     opened = copies.open("t")
-    store.prune("t", retention_rows=5, force=True)
+    store.topic("t").prune(retention_rows=5, force=True)
     with pytest.raises(MirrorGapError, match=r"'p.t' needs the events from offset 3 on.*up to 4"):
         copies.save([(opened.mark, 3)])
     assert store.committed_offsets("sqliteq.mirror.p.") == {"t": 0}  # as opened
@@ -52,7 +52,7 @@ def test_a_position_below_the_earliest_offset_is_refused_never_saved(copies, sto
 def test_rows_start_where_asked_or_not_at_all(copies, store):
     mark = copies.open("t").mark
     assert copies.rows(mark, 2, 4).column("offset").to_pylist() == [2, 3]
-    store.prune("t", retention_rows=5, force=True)
+    store.topic("t").prune(retention_rows=5, force=True)
     with pytest.raises(MirrorGapError, match="rows from offset 2 on"):
         copies.rows(mark, 2, 7)
     assert store.read_arrow("t", 2, 7).column("offset").to_pylist() == [5, 6]  # others clamp
@@ -60,7 +60,7 @@ def test_rows_start_where_asked_or_not_at_all(copies, store):
 
 def test_a_topic_deleted_or_created_anew_is_not_the_one_opened(copies, store):
     mark = copies.open("t").mark
-    store.delete_topic("t")
+    store.topic("t").delete()
     copies.save([(mark, 10)])  # nothing left to hold
     with pytest.raises(MirrorTopicChangedError, match="'t' was deleted while"):
         copies.bounds(mark)
@@ -99,16 +99,16 @@ def test_a_refused_opening_leaves_no_hold_and_no_shift_another_copy_relies_on(co
     opened = copies.open("t")
     copies.abandon(opened)
     assert store.committed_offsets("sqliteq.mirror.p.") == {}
-    assert store.mirror_shift("t") is None
+    assert store.topic("t").mirror_shift() is None
     opened = copies.open("t")
     store.commit_offsets("sqliteq.mirror.q.", {"t": 0})  # another prefix's copy
     copies.abandon(opened)
-    assert store.mirror_shift("t") == 0
+    assert store.topic("t").mirror_shift() == 0
 
 
 @pytest.mark.slow  # a subprocess, killed
 def test_a_lease_whose_process_was_killed_is_taken_at_once_on_the_same_machine(store):
-    store.create_topic("t")
+    store.topic("t").create()
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
          "from spark_queue.store import MirrorCopies, Store\n"
@@ -128,7 +128,7 @@ def test_a_lease_whose_process_was_killed_is_taken_at_once_on_the_same_machine(s
 
 def test_a_topic_created_anew_under_the_same_id_is_still_not_the_one_opened(copies, store):
     mark = copies.open("t").mark
-    store.delete_topic("t")
+    store.topic("t").delete()
     store.publish_many("t", ["new"])  # the only topic: SQLite gives the new row the same id
     with store.snapshot():
         assert store.conn.execute("SELECT id FROM sq_topics WHERE name = 't'").fetchone()[0] \
@@ -141,6 +141,6 @@ def test_a_topic_created_anew_under_the_same_id_is_still_not_the_one_opened(copi
 
 def test_a_copy_abandoned_at_its_first_opening_opens_again_as_new(copies, store):
     copies.abandon(copies.open("t"))
-    store.prune("t", retention_rows=4)  # nothing holds it now
+    store.topic("t").prune(retention_rows=4)  # nothing holds it now
     opened = copies.open("t")
     assert (opened.mark.shift, opened.new_shift) == (6, True)

@@ -66,7 +66,7 @@ def test_every_other_commit_makes_the_next_publish_read_its_topic_again(store_pa
         ours.publish_many("t", [5, 6])  # this Store's other write path
         ours.publish("t", 7)
         assert [e.value for e in other.read("t")] == [0, 1, 2, "3", 4, 5, 6, 7]
-        other.set_topic_limits("t", max_payload_bytes=4)
+        other.topic("t").set_limits(max_payload_bytes=4)
         with pytest.raises(PayloadTooLargeError):
             ours.publish("t", "12345")
         with other.write() as conn:  # a stray row above next_offset
@@ -74,11 +74,11 @@ def test_every_other_commit_makes_the_next_publish_read_its_topic_again(store_pa
                          "VALUES (1, 9, 0, 'stray', 1)")
         with pytest.raises(CorruptStoreError, match="offsets 8..9, at or above its next_offset 8"):
             ours.publish("t", "ok")
-        assert ours.bounds("t") == (0, 8)
+        assert ours.topic("t").bounds() == (0, 8)
         with other.write() as conn:
             conn.execute("DELETE FROM sq_events WHERE offset = 9")
         assert ours.publish("t", "ok") == 8
-        ours.delete_topic("t")
+        ours.topic("t").delete()
         assert ours.publish("t", "anew") == 0
 
 
@@ -115,7 +115,7 @@ def test_single_publishes_from_two_stores_and_another_client_keep_lookups_exact(
                 with other.write() as conn:
                     conn.execute("INSERT INTO sq_publish (topic, value, ts_ms) "
                                  "VALUES ('t', 'x', ?)", (n * 11 % 100,))
-        assert ours.latest_offset("t") == 46
+        assert ours.topic("t").latest_offset() == 46
         assert_marks_hold(ours)
         assert_exact(ours, "t")
         assert ours.check().ok

@@ -27,7 +27,7 @@ def test_payload_read_matches_read_arrow_row_for_row(store):
 
 def test_payload_read_after_retention_returns_the_surviving_suffix(store):
     store.publish_many("t", range(10))
-    store.prune("t", retention_rows=4)
+    store.topic("t").prune(retention_rows=4)
     table = store.read_arrow_payloads("t", 0, 10)
     assert table.column("offset").to_pylist() == [6, 7, 8, 9]
     assert table.column("value").to_pylist() == [b"6", b"7", b"8", b"9"]

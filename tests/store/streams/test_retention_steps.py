@@ -40,14 +40,14 @@ def test_a_prune_deletes_a_backlog_in_transactions_of_at_most_step_rows(store):
     [result], seen = earliest_at_each_step(store, retention_rows=1000, force=True)
     assert result.deleted == 2 * STEP_ROWS + STEP_ROWS // 2
     assert seen == [0, STEP_ROWS, 2 * STEP_ROWS]  # three transactions
-    assert store.bounds("t") == (2 * STEP_ROWS + STEP_ROWS // 2, 2 * STEP_ROWS + STEP_ROWS // 2
-                                 + 1000)
+    kept_from = 2 * STEP_ROWS + STEP_ROWS // 2
+    assert store.topic("t").bounds() == (kept_from, kept_from + 1000)
 
 
 def test_store_prune_commits_once_per_step(store):
     store.publish_many("t", range(3 * STEP_ROWS + 10))
     commits = counting_commits(store)
-    [result] = store.prune("t", retention_rows=10, force=True)
+    [result] = store.topic("t").prune(retention_rows=10, force=True)
     store.conn.set_commit_hook(None)
     assert result.deleted == 3 * STEP_ROWS
     # One per step: 3 full; the last knows nothing is left, so no empty fourth.
@@ -60,13 +60,13 @@ def test_no_step_deletes_at_or_above_the_lowest_saved_offset(store):
     [result], seen = earliest_at_each_step(store, retention_rows=10)
     assert (result.deleted, result.held_by) == (STEP_ROWS + 300, "slow")
     assert seen == [0, STEP_ROWS]
-    assert store.bounds("t")[0] == STEP_ROWS + 300
+    assert store.topic("t").bounds()[0] == STEP_ROWS + 300
 
 
 def test_a_topic_with_nothing_to_delete_costs_no_write_transaction(store):
     store.publish_many("t", range(100))
     commits = counting_commits(store)
-    assert store.prune(retention_rows=1000)[0].deleted == 0
+    assert store.housekeeping.prune(retention_rows=1000)[0].deleted == 0
     store.conn.set_commit_hook(None)
     assert commits == []
 
@@ -84,4 +84,4 @@ def test_a_step_of_large_events_deletes_at_most_step_bytes(store):
     assert result.deleted == 39
     per_step = [b - a for a, b in zip(seen, [*seen[1:], 39], strict=True)]
     assert sum(per_step) == 39 and max(per_step) <= STEP_MIB, per_step
-    assert store.bounds("t") == (39, 40)
+    assert store.topic("t").bounds() == (39, 40)

@@ -34,14 +34,14 @@ def brute_force(store: Store, topic: str, ts: int) -> int:
     for event in store.read(topic):
         if event.timestamp_ms >= ts:
             return event.offset
-    return store.latest_offset(topic)
+    return store.topic(topic).latest_offset()
 
 
 def assert_exact(store: Store, topic: str) -> None:
     stamps = sorted({e.timestamp_ms for e in store.read(topic)})
     probes = {0, 2**62} | {max(0, s + d) for s in stamps for d in (-1, 0, 1)}
     for ts in sorted(probes):
-        assert store.offset_for_timestamp(topic, ts) == brute_force(store, topic, ts), ts
+        assert store.topic(topic).offset_for_timestamp(ts) == brute_force(store, topic, ts), ts
 
 
 def assert_marks_hold(store: Store) -> None:
@@ -101,7 +101,7 @@ def test_events_another_client_wrote_are_found_then_marked_by_the_write_that_fil
     assert_marks_hold(store)
     ends, top = store.conn.execute(
         "SELECT max(end_offset), max(max_ts_ms) FROM sq_time_marks").fetchall()[0]
-    assert ends == store.latest_offset("t") == 28
+    assert ends == store.topic("t").latest_offset() == 28
     assert top == 400  # the other client's newest event, folded in
     assert_exact(store, "t")
     # A topic only another client ever wrote.
@@ -128,7 +128,7 @@ def test_single_publishes_write_a_mark_per_run_and_lookups_stay_exact(store, sho
         store.publish("t", n, timestamp_ms=rng.randrange(0, 1000))
         marked = store.conn.execute(
             "SELECT coalesce(max(end_offset), 0) FROM sq_time_marks").fetchall()[0][0]
-        assert store.latest_offset("t") - marked < time_marks.RUN
+        assert store.topic("t").latest_offset() - marked < time_marks.RUN
         assert_marks_hold(store)
     assert store.conn.execute("SELECT count(*) FROM sq_time_marks").fetchall()[0][0] == 3
     assert_exact(store, "t")
@@ -138,20 +138,20 @@ def test_retention_and_delete_keep_lookups_exact(store, short_runs):
     rng = random.Random(3)
     for _ in range(20):
         store.publish_many("t", [Record(i, timestamp_ms=rng.randrange(0, 500)) for i in range(5)])
-    store.prune("t", retention_rows=37)
+    store.topic("t").prune(retention_rows=37)
     assert_exact(store, "t")
     marks = store.conn.execute("SELECT min(offset), min(end_offset) FROM sq_time_marks")
     first, first_end = marks.fetchall()[0]
     assert first <= 63 < first_end  # the runs retention deleted whole are forgotten
     # Retention by age over timestamps out of order: everything before the first young one.
-    store.prune("t", retention_ms=100, at_ms=500)
+    store.topic("t").prune(retention_ms=100, at_ms=500)
     survivors = store.read("t")
     assert survivors and survivors[0].timestamp_ms >= 400
     assert_exact(store, "t")
-    store.delete_topic("t")
+    store.topic("t").delete()
     store.publish_many("t", [Record("again", timestamp_ms=7)])
-    assert store.offset_for_timestamp("t", 8) == 1
-    assert store.offset_for_timestamp("t", 7) == 0
+    assert store.topic("t").offset_for_timestamp(8) == 1
+    assert store.topic("t").offset_for_timestamp(7) == 0
     assert_marks_hold(store)
 
 
@@ -208,7 +208,7 @@ def test_a_large_store_written_by_the_previous_release_migrates_exactly(tmp_path
         assert [e.value for e in events] == [n for n in range(30) for _ in range(400)]
         rng = random.Random(5)
         for ts in [rng.randrange(0, 10_002) for _ in range(60)]:
-            assert store.offset_for_timestamp("t", ts) == next(
+            assert store.topic("t").offset_for_timestamp(ts) == next(
                 (e.offset for e in events if e.timestamp_ms >= ts), 12_000)
         assert_exact(store, "u")
 

@@ -14,18 +14,18 @@ from spark_queue.store import Store
 
 
 def test_a_topic_is_created_together_with_its_settings(store):
-    info = store.configure_topic("t", exist_ok=False, retention_ms=3_600_000, retention_rows=10)
+    info = store.topic("t").configure(exist_ok=False, retention_ms=3_600_000, retention_rows=10)
     assert (info.name, info.retention_ms, info.retention_rows, info.max_payload_bytes) == (
         "t", 3_600_000, 10, None)
     with pytest.raises(TopicExistsError, match="topic 't' already exists; change its settings"):
-        store.configure_topic("t", exist_ok=False, retention_rows=5)
+        store.topic("t").configure(exist_ok=False, retention_rows=5)
     assert store.topics()[0].retention_rows == 10
 
 
 def test_configuring_one_setting_keeps_the_others_and_none_clears(store):
-    store.configure_topic("t", retention_ms=1000, retention_rows=10, max_payload_bytes=64)
-    store.configure_topic("t", retention_rows=None)
-    info = store.configure_topic("t", max_payload_bytes=128)
+    store.topic("t").configure(retention_ms=1000, retention_rows=10, max_payload_bytes=64)
+    store.topic("t").configure(retention_rows=None)
+    info = store.topic("t").configure(max_payload_bytes=128)
     assert (info.retention_ms, info.retention_rows, info.max_payload_bytes) == (1000, None, 128)
 
 
@@ -35,15 +35,15 @@ def test_configuring_one_setting_keeps_the_others_and_none_clears(store):
 )
 def test_a_bad_setting_creates_nothing(store, settings):
     with pytest.raises(SparkQueueError):
-        store.configure_topic("t", **settings)
-    assert not store.has_topic("t")
+        store.topic("t").configure(**settings)
+    assert not store.topic("t").exists()
 
 
 def test_stored_retention_is_what_prune_applies(store):
     store.publish_many("t", range(10))
-    store.configure_topic("t", retention_rows=3)
-    [result] = store.prune("t")
-    assert (result.deleted, store.bounds("t")) == (7, (7, 10))
+    store.topic("t").configure(retention_rows=3)
+    [result] = store.topic("t").prune()
+    assert (result.deleted, store.topic("t").bounds()) == (7, (7, 10))
 
 
 def test_deleting_a_topic_removes_its_events_and_consumers_but_not_other_topics(store):
@@ -51,7 +51,7 @@ def test_deleting_a_topic_removes_its_events_and_consumers_but_not_other_topics(
     store.publish_many("other", range(2))
     store.commit_offsets("a", {"t": 2, "other": 1})
     store.commit_offsets("b", {"t": 5})
-    deleted = store.delete_topic("t")
+    deleted = store.topic("t").delete()
     assert (deleted.events, deleted.consumers) == (5, ["a", "b"])
     assert [t.name for t in store.topics()] == ["other"]
     assert store.committed_offsets("a") == {"other": 1}
@@ -60,28 +60,28 @@ def test_deleting_a_topic_removes_its_events_and_consumers_but_not_other_topics(
         store.read("t")
     assert store.publish("t", "again") == 0  # created anew from offset 0
     with pytest.raises(UnknownTopicError, match="topic 'nope' does not exist"):
-        store.delete_topic("nope")
+        store.topic("nope").delete()
 
 
 def test_deleting_a_topic_keeps_the_sink_ledger_keyed_by_sink_id(store_path):
     with Store(store_path) as store:
         store.commit_sink_batch("s", 0, topic="t")
-        store.delete_topic("t")
+        store.topic("t").delete()
         assert store.commit_sink_batch("s", 0, topic="t").skipped
-        assert not store.has_topic("t")
+        assert not store.topic("t").exists()
 
 
 def test_unknown_settings_are_named(store):
     with pytest.raises(OptionError, match="unknown topic setting"):
-        store.configure_topic("t", retention=5)
+        store.topic("t").configure(retention=5)
 
 
 def test_a_topic_started_at_an_offset_is_a_pruned_topic_that_publishes_from_there(store):
-    store.start_topic_at("copy", 1000)
-    store.start_topic_at("copy", 1000)  # idempotent for that offset
-    assert store.bounds("copy") == (1000, 1000)
+    store.topic("copy").start_at(1000)
+    store.topic("copy").start_at(1000)  # idempotent for that offset
+    assert store.topic("copy").bounds() == (1000, 1000)
     assert list(store.publish_many("copy", ["a", "b"])) == [1000, 1001]
     assert [(e.offset, e.value) for e in store.read("copy", 1000)] == [(1000, "a"), (1001, "b")]
     assert store.check().ok
     with pytest.raises(TopicExistsError, match="'copy' already holds events up to offset 1001"):
-        store.start_topic_at("copy", 5)
+        store.topic("copy").start_at(5)

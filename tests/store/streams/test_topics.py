@@ -18,7 +18,7 @@ def test_first_offset_is_zero_and_each_next_is_plus_one(store):
     assert store.publish_many("t", ["b", "c", "d"]) == range(1, 4)
     assert store.publish("t", "e") == 4
     assert [e.offset for e in store.read("t")] == [0, 1, 2, 3, 4]
-    assert store.bounds("t") == (0, 5)
+    assert store.topic("t").bounds() == (0, 5)
 
 
 @pytest.mark.parametrize(
@@ -84,22 +84,22 @@ def test_failed_batch_stores_nothing(store):
     store.publish("t", "before")
     with pytest.raises(PayloadError, match="item 2 of the batch"):
         store.publish_many("t", ["a", "b", object()])
-    assert store.bounds("t") == (0, 1)
+    assert store.topic("t").bounds() == (0, 1)
     assert store.publish("t", "after") == 1
 
 
 def test_offset_for_timestamp_finds_first_at_or_after(store):
     for ts in (100, 200, 200, 300):
         store.publish("t", ts, timestamp_ms=ts)
-    assert store.offset_for_timestamp("t", 150) == 1
-    assert store.offset_for_timestamp("t", 200) == 1
-    assert store.offset_for_timestamp("t", 301) == 4
-    assert store.offset_for_timestamp("t", 0) == 0
+    assert store.topic("t").offset_for_timestamp(150) == 1
+    assert store.topic("t").offset_for_timestamp(200) == 1
+    assert store.topic("t").offset_for_timestamp(301) == 4
+    assert store.topic("t").offset_for_timestamp(0) == 0
 
 
 def test_topics_lists_counts(store):
     store.publish_many("b", range(3))
-    store.create_topic("a")
+    store.topic("a").create()
     assert [(t.name, t.earliest, t.latest, t.count) for t in store.topics()] == [
         ("a", 0, 0, 0), ("b", 0, 3, 3)]
 
@@ -108,12 +108,12 @@ def test_reader_snapshot_is_stable_while_writer_appends(store_path):
     with Store(store_path) as reader, Store(store_path) as writer:
         writer.publish_many("t", range(100))
         with reader.snapshot():
-            assert reader.bounds("t") == (0, 100)
+            assert reader.topic("t").bounds() == (0, 100)
             writer.publish_many("t", range(50))
-            assert reader.bounds("t") == (0, 100)
+            assert reader.topic("t").bounds() == (0, 100)
             assert len(reader.read("t")) == 100
             assert reader.read_arrow("t").num_rows == 100
-        assert reader.bounds("t") == (0, 150)
+        assert reader.topic("t").bounds() == (0, 150)
 
 
 @pytest.mark.parametrize("name", ["", "has space", "semi;colon", "x" * 201, "quote'", "ä"])
@@ -124,7 +124,7 @@ def test_invalid_topic_name_is_rejected_with_the_rule(store, name):
 
 def test_longest_allowed_name_works(store):
     store.publish("a" * 200, "v")
-    assert store.latest_offset("a" * 200) == 1
+    assert store.topic("a" * 200).latest_offset() == 1
 
 
 @pytest.mark.parametrize(
