@@ -108,9 +108,10 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
 def delete(
     conn: apsw.Connection, consumer: str, topic: str | None = None, reader: str | None = None
 ) -> int:
-    """Forget a consumer's offsets and its queries' positions (one topic or all); returns how
-    many rows of the name's offsets went. With ``reader``, only that query's position goes
-    (:func:`consumer_positions.delete`), and the count is of its rows."""
+    """Forget a consumer's offsets and its queries' positions (one topic or all; of all, the
+    batches they planned too); returns how many rows of the name's offsets went. With
+    ``reader``, only that query's position and plans go (:func:`consumer_positions.delete`),
+    and the count is of its position's rows."""
     validate_name(consumer, "consumer")
     tid = None if topic is None else topic_id(conn, topic)
     if reader is not None:
