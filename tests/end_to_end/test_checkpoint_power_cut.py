@@ -94,7 +94,8 @@ def test_a_torn_checkpoint_repaired_restarts_the_query_exactly_once(spark, tmp_p
     assert Counter(values) == Counter(range(published)), sorted(values)
 
 
-def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, tmp_path):
+@pytest.mark.parametrize("mode", ["auto", "low"])  # the default reader and the simple one
+def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, tmp_path, mode):
     """Batch 1 ends short of maxRowsPerTrigger (the end of the data), the sink commits it,
     a cut tears its offsets and commit files; more events arrive before the repaired query
     restarts. The source hands Spark the end it recorded for batch 1's start, so the ledger
@@ -108,6 +109,7 @@ def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, 
         query = (
             spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
             .option("consumer", "bronze").option("maxRowsPerTrigger", 100)
+            .option("latencyMode", mode)
             .option("valueFormat", "string").load().select("value")
             .writeStream.format("sqliteq").option("path", target).option("topic", "out")
             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
