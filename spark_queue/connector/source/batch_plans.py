@@ -24,6 +24,7 @@ from spark_queue.connector.offset_json import reader_of
 from spark_queue.connector.source.offsets import Bounds, checkpoint_offsets
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import FORMAT_NAME
+from spark_queue.errors import StoreBusyError
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -54,11 +55,17 @@ def replanned_end(
 
 def record_plan(store: Store, options: SourceOptions, start: dict, end: dict) -> None:
     """Record the end ``end`` of the batch from ``start`` before Spark sees it (no-op without
-    a consumer or a reader id). Call it outside any transaction of ``store``."""
+    a consumer or a reader id; a store kept busy past its timeout is logged, not fatal, as
+    a saved offset is). Call it outside any transaction of ``store``."""
     from spark_queue.store import record_planned_end
 
     reader = reader_of(start)
     if options.consumer is None or reader is None or end is start:
         return
-    record_planned_end(store, options.consumer, reader, checkpoint_offsets(start),
-                       checkpoint_offsets(end))
+    try:
+        record_planned_end(store, options.consumer, reader, checkpoint_offsets(start),
+                           checkpoint_offsets(end))
+    except StoreBusyError as exc:  # a writer held the lock past the busy timeout: run the
+        # batch anyway; only a power cut before its next plan would make its replay inexact
+        log.warning("%s source: could not record the batch planned from %s to %s (consumer "
+                    "%r): %s", FORMAT_NAME, start, end, options.consumer, exc)

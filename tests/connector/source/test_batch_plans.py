@@ -66,3 +66,25 @@ def test_offsets_written_before_reader_ids_plan_as_before(store, store_path):
     first, _ = short_batch("default", store, store_path)
     first = {key: value for key, value in first.items() if key != READER_KEY}
     assert checkpoint_offsets(plan(new_reader("default", store_path), first)) == {"t": 10}
+
+
+def test_before_pyspark_4_2_the_replanned_batch_ends_where_it_ended(store, store_path):
+    """pyspark < 4.2 calls latestOffset() without the start: the reader follows it from
+    the empty range Spark plans at the checkpoint's offsets on a restart."""
+    first, second = short_batch("default", store, store_path)
+    restarted = new_reader("default", store_path)
+    restarted.partitions(first, first)
+    assert restarted.latestOffset() == second
+
+
+def test_a_store_kept_busy_runs_the_batch_unrecorded(store, store_path, monkeypatch, caplog):
+    from spark_queue.errors import StoreBusyError
+
+    def busy(*args):
+        raise StoreBusyError("database is locked")
+
+    monkeypatch.setattr("spark_queue.store.record_planned_end", busy)
+    store.publish_many("t", range(3))
+    reader = new_reader("default", store_path)
+    assert checkpoint_offsets(plan(reader, reader.initialOffset())) == {"t": 3}
+    assert "could not record the batch" in caplog.text
