@@ -97,3 +97,10 @@ PYTHON_READ_SLOWER = "4.8x slower"
 #: so no restart can ever name it) stops holding retention (docs/reading.md).
 UNCONFIRMED_POSITION_HOLD_MS = 60_000
 POSITION_REFRESH_MS = 5_000
+
+#: The end a streaming query chose for each batch start is kept (sq_planned_batches) so a
+#: batch planned again after a power cut tore the checkpoint covers the same range. A cut
+#: tears only what the OS had not yet written back (Linux: dirty pages expire after 30 s),
+#: so a query's plans are kept ten times that long, and its newest few whatever their age.
+PLANNED_BATCH_HOLD_MS = 300_000
+PLANNED_BATCHES_KEPT = 4

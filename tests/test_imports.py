@@ -82,7 +82,7 @@ def test_opening_a_store_for_offsets_loads_no_pyarrow_compute(tmp_path):
     result = run_python(
         "import sys; from spark_queue.store import Store\n"
         f"with Store({path!r}) as s:\n"
-        "    s.publish('t', 'x'); s.latest_offset('t'); s.earliest_offset('t')\n"
+        "    s.publish('t', 'x'); s.topic('t').latest_offset(); s.topic('t').earliest_offset()\n"
         "    assert 'pyarrow.compute' not in sys.modules, 'loaded before a read'\n"
         "    assert s.read_arrow_payloads('t', 0, 1).num_rows == 1\n"
     )

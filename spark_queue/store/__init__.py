@@ -35,6 +35,7 @@ from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprints
 from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
+from spark_queue.store.streams.planned_batches import planned_end, record_planned_end
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
@@ -96,7 +97,9 @@ __all__ = [
     "hold_name",
     "hold_prefix",
     "keep_housekept",
+    "planned_end",
     "read_path",
+    "record_planned_end",
     "replica_status",
     "store_id",
     "validate_name",

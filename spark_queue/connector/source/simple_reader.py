@@ -42,6 +42,7 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import Limits, TriggerAdmission
+from spark_queue.connector.source.batch_plans import record_plan
 from spark_queue.connector.source.lineage import HistoryGuard
 from spark_queue.connector.source.offsets import (
     Bounds,
@@ -112,6 +113,7 @@ class SqliteQueueSimpleStreamReader(
             )
             if end is start:
                 return iter(()), start
+            record_plan(self._store, self.options, start, end)  # durable before Spark logs it
             planned = self._history.plan_from(self._store, self._identity, start, bounds)
             rows = self._batches(planned, checkpoint_offsets(end), bounds, self._store)
             return iter(rows), end

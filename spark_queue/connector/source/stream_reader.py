@@ -29,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
+from spark_queue.connector.source.batch_plans import record_plan, replanned_end
 from spark_queue.connector.source.lineage import HistoryGuard
 from spark_queue.connector.source.offsets import (
     Bounds,
@@ -112,11 +113,15 @@ def next_offsets(
     bounds: Bounds, limits: Limits, reader: str | None = None,
 ) -> dict:
     """The end of the next batch as handed to Spark (the store's identity, fingerprints, the
-    query's id), or ``start`` itself (as Spark gave it) when no batch should run now.
+    query's id), or ``start`` itself (as Spark gave it) when no batch should run now; the
+    end this query recorded for ``start`` when it plans a batch again
+    (:mod:`~spark_queue.connector.source.batch_plans`: the caller records the end).
     ``start`` is checked first: offsets of another store file, or of a history the store no
     longer holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
     planned = guard.plan_from(store, identity, start, bounds)
     end = admission.next_end(planned, bounds, limits)
+    # A batch Spark plans again (its offsets/N torn by a power cut) covers what it covered.
+    end = replanned_end(store, admission.options, start, planned, bounds) or end
     if end == checkpoint_offsets(start):
         return start
     return guard.record(store, identity, end, start, reader)
@@ -186,8 +191,10 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             with store.snapshot():
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
                 self._missing.note(self.options, bounds, store)
-                return next_offsets(self._admission, self._history, store, start, identity,
-                                    bounds, self._limits(limit), self._query.reader)
+                end = next_offsets(self._admission, self._history, store, start, identity,
+                                   bounds, self._limits(limit), self._query.reader)
+            record_plan(store, self.options, start, end)  # durable before Spark logs it
+            return end
         finally:
             store.close()
 

@@ -270,9 +270,28 @@ CREATE TABLE sq_consumer_positions (
 CREATE INDEX sq_consumer_positions_topic ON sq_consumer_positions (topic_id, next_offset);
 """
 
+# Batches a streaming query planned (spark_queue/store/streams/planned_batches.py): the
+# end its source chose for each start, keyed by the query (``reader``) and the start
+# (``{topic: offset}`` as JSON text), so a batch Spark plans again after a power cut tore
+# its checkpoint entry covers the range its sink's ledger already holds. A few per query.
+_V11_PLANNED_BATCHES = """
+CREATE TABLE sq_planned_batches (
+    reader        TEXT NOT NULL,
+    start_offsets TEXT NOT NULL,
+    consumer      TEXT NOT NULL,
+    end_offsets   TEXT NOT NULL,
+    planned_ms    INTEGER NOT NULL,
+    PRIMARY KEY (reader, start_offsets)
+) WITHOUT ROWID;
+
+CREATE INDEX sq_planned_batches_age ON sq_planned_batches (reader, planned_ms);
+CREATE INDEX sq_planned_batches_consumer ON sq_planned_batches (consumer, reader);
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
     _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW, _V10_CONSUMER_POSITIONS,
+    _V11_PLANNED_BATCHES,
 ]
 
 

@@ -20,7 +20,7 @@ from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.replica_mark import readable_end
-from spark_queue.store.streams import consumer_positions
+from spark_queue.store.streams import consumer_positions, planned_batches
 from spark_queue.store.streams.topic_reads import topic_id
 
 _UPSERT = (
@@ -108,15 +108,18 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
 def delete(
     conn: apsw.Connection, consumer: str, topic: str | None = None, reader: str | None = None
 ) -> int:
-    """Forget a consumer's offsets and its queries' positions (one topic or all); returns how
-    many rows of the name's offsets went. With ``reader``, only that query's position goes
-    (:func:`consumer_positions.delete`), and the count is of its rows."""
+    """Forget a consumer's offsets and its queries' positions (one topic or all; of all, the
+    batches they planned too); returns how many rows of the name's offsets went. With
+    ``reader``, only that query's position and plans go (:func:`consumer_positions.delete`),
+    and the count is of its position's rows."""
     validate_name(consumer, "consumer")
     tid = None if topic is None else topic_id(conn, topic)
     if reader is not None:
+        planned_batches.forget(conn, consumer, reader)
         return consumer_positions.delete(conn, consumer, tid, reader)
     consumer_positions.delete(conn, consumer, tid, None)
     if topic is None:
+        planned_batches.forget(conn, consumer)
         conn.execute("DELETE FROM sq_consumers WHERE consumer = ?", (consumer,))
     else:
         conn.execute(
