@@ -98,7 +98,8 @@ TOPIC_SETTINGS: tuple[Setting, ...] = (
             "--no-max-payload-bytes"),
 )
 
-#: Settings of the whole store, kept in ``sq_meta`` (``sqliteq housekeeping``).
+#: Settings of the whole store, kept in its meta table (spark_queue/store/file/meta.py;
+#: ``sqliteq housekeeping``).
 STORE_SETTINGS: tuple[Setting, ...] = (
     Setting("housekeeping_interval_ms", int, 30_000, 0,
             "how often the store's long-running processes apply retention, dead-letter "

@@ -2,7 +2,7 @@
 ``--follow`` service and a hand-run ``kafka export``, or two instances) never both produce
 into the same Kafka partitions.
 
-The lease is a row of ``sq_meta`` (key ``mirror_lease/<hold>``, a JSON object: a random
+The lease is a row of the store's meta table (key ``mirror_lease/<hold>``, a JSON object: a random
 token, the holder's host and process id, since when it holds it, until when, its length and
 how often it was renewed), taken in a write transaction before the exporter reads a bound
 or asks Kafka anything, renewed every third of :data:`MIRROR_LEASE_MS` by a daemon thread
@@ -22,23 +22,22 @@ longer than the lease, then taken over) saves no position and stops.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import MirrorLeaseError, SparkQueueError, StoreBusyError
+from spark_queue.store.file import meta
 from spark_queue.store.file.connection import StoreConnection, now_ms, open_connection
 
 #: How long a lease lasts unless renewed: a killed exporter blocks the next one this long.
 MIRROR_LEASE_MS = 30_000
-_KEY = "mirror_lease/"
 log = logging.getLogger("spark_queue.mirror_lease")
 
 
@@ -111,11 +110,10 @@ def new_holder(lease_ms: int) -> LeaseHolder:
 def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
     """The lease on ``hold``'s copy as its row says; None if none, or if another SQLite client
     wrote something unreadable there (the next take replaces it)."""
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (_KEY + hold,)).fetchone()
-    if row is None:
+    found = meta.get_json(conn, meta.mirror_lease_key(hold))
+    if found is None:
         return None
     try:
-        found: dict[str, Any] = json.loads(row[0])
         return LeaseHolder(str(found["token"]), str(found["host"]), int(found["pid"]),
                            int(found["since_ms"]), int(found["until_ms"]),
                            int(found["lease_ms"]), int(found["renewals"]),
@@ -125,8 +123,7 @@ def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
 
 
 def _write(conn: apsw.Connection, hold: str, holder: LeaseHolder) -> None:
-    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                 (_KEY + hold, json.dumps(holder._asdict())))
+    meta.put_json(conn, meta.mirror_lease_key(hold), holder._asdict())
 
 
 def take_lease(conn: apsw.Connection, hold: str, me: LeaseHolder) -> LeaseHolder:
@@ -172,7 +169,7 @@ def release_lease(conn: apsw.Connection, hold: str, me: LeaseHolder) -> None:
     """Give the lease back in the caller's write transaction, if it is still ``me``'s."""
     found = lease_of(conn, hold)
     if found is not None and found.token == me.token:
-        conn.execute("DELETE FROM sq_meta WHERE key = ?", (_KEY + hold,))
+        meta.drop(conn, meta.mirror_lease_key(hold))
 
 
 class LeaseKeeper:
