@@ -26,7 +26,7 @@ from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
 from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.replica_cycles import ReplicaCycles, replica_status
-from spark_queue.store.sinks import SinkCommit
+from spark_queue.store.sinks import QueueRows, SinkCommit, SinkRows, TopicRows
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
@@ -73,6 +73,7 @@ __all__ = [
     "PruneResult",
     "Queue",
     "QueueConfig",
+    "QueueRows",
     "QueueCounters",
     "QueueStats",
     "ReadPath",
@@ -80,9 +81,11 @@ __all__ = [
     "ReplicaCycles",
     "ReplicaStatus",
     "SinkCommit",
+    "SinkRows",
     "Store",
     "TopicDeleted",
     "TopicInfo",
+    "TopicRows",
     "Transaction",
     "WorkerInfo",
     "backup_file",

@@ -13,7 +13,7 @@ import inspect
 import pytest
 
 from spark_queue.errors import SparkQueueError, StoreClosedError, StoreError
-from spark_queue.store import NewJob, Producer, Queue, Record, Store
+from spark_queue.store import NewJob, Producer, Queue, Record, Store, TopicRows
 
 HUGE = (2**63, 2**64, -(2**63) - 1)
 
@@ -43,7 +43,7 @@ STORE_CALLS = {
     "prune": lambda s, q, n: s.prune("t", retention_ms=n),
     "prune.rows": lambda s, q, n: s.prune("t", retention_rows=n),
     "prune.at": lambda s, q, n: s.prune("t", retention_ms=1, at_ms=n),
-    "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, topic="t"),
+    "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, TopicRows("t", ())),
     "queue": lambda s, q, n: s.queue("q", max_attempts=n),
     "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
     "start_topic_at": lambda s, q, n: s.start_topic_at("t3", n),

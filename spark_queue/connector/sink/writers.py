@@ -42,7 +42,17 @@ from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import JSON, SinkLayout
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import SparkQueueError, StoreNotCreatedError, StoreNotFoundError
-from spark_queue.store import BackupSource, Encoded, EncodedChunk, NewJob, SinkCommit, Store
+from spark_queue.store import (
+    BackupSource,
+    Encoded,
+    EncodedChunk,
+    NewJob,
+    QueueRows,
+    SinkCommit,
+    SinkRows,
+    Store,
+    TopicRows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -150,17 +160,8 @@ class _SinkWriter:
         )
         batches = _batches(present)
         try:
-            if self.layout.target == "queue":
-                result = store.commit_sink_batch(
-                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout),
-                    contiguous=contiguous,
-                )
-            else:
-                chunks = (_chunk(batch, self.layout.value_type) for batch in batches)
-                result = store.commit_sink_batch(
-                    sink_id, batch_id, topic=self.options.topic, chunks=chunks,
-                    contiguous=contiguous,
-                )
+            result = store.commit_sink_batch(
+                sink_id, batch_id, self._rows(batches), contiguous=contiguous)
         finally:
             store.close()
         logger.info(
@@ -173,6 +174,14 @@ class _SinkWriter:
             time.monotonic() - started,
         )
         return result
+
+    def _rows(self, batches: Iterator[pa.RecordBatch]) -> SinkRows:
+        # The one place the sink chooses queue or topic for its rows; the store writes what
+        # it is given (spark_queue/store/sinks.py).
+        if self.options.queue is not None:
+            return QueueRows(self.options.queue, _jobs(batches, self.layout))
+        return TopicRows(self.options.topic,
+                         (_chunk(batch, self.layout.value_type) for batch in batches))
 
 
 class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
