@@ -18,7 +18,7 @@ beside it).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from spark_queue.defaults import MAX_INT64, MAX_STORED
 
@@ -112,7 +112,7 @@ STORE_SETTING = {s.name: s for s in STORE_SETTINGS}
 TOPIC_SETTING = {s.name: s for s in TOPIC_SETTINGS}
 
 
-def is_int_within(value: Any, low: int | None, high: int | None) -> bool:
+def is_int_within(value: Any, low: int | None, high: int | None) -> TypeGuard[int]:
     """Whether ``value`` is an int (never a bool) within ``[low, high]`` (None: unbounded)."""
     return (isinstance(value, int) and not isinstance(value, bool)
             and (low is None or value >= low) and (high is None or value <= high))

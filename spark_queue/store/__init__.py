@@ -4,8 +4,8 @@ This package imports only apsw and pyarrow, never pyspark: it is the library
 a producer service or a worker uses on its own.
 """
 
-from spark_queue.defaults import DURABILITY_LEVELS
-from spark_queue.store.file.arguments import MAX_INT64, check_int
+from spark_queue.defaults import DURABILITY_LEVELS, MAX_INT64
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name

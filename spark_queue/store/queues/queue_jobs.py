@@ -143,7 +143,12 @@ def _encode_payload(index: int, payload: Any) -> tuple[Any, int]:
         raise PayloadError(f"job {index} of the batch: {exc}") from exc
 
 
-def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
+#: A job as inserted: (queue_id, priority, available_ms, max_attempts, expires_ms,
+#: idempotency_key, created_ms, value, value_type).
+JobRow = tuple[int, int, int, int | None, int | None, str | None, int, Any, int]
+
+
+def _encode_row(index: int, job: Any, queue_id: int, now: int) -> JobRow:
     # ``type(x) is int`` checks are deliberate: they are fast and reject bool.
     if type(job) is not NewJob:  # a bare payload: every option at its default
         value, vtype = _encode_payload(index, job)
@@ -237,7 +242,7 @@ def enqueue_rows(
     return ids
 
 
-def _insert_without_keys(conn: apsw.Connection, encoded: list[tuple]) -> None:
+def _insert_without_keys(conn: apsw.Connection, encoded: list[JobRow]) -> None:
     """Insert rows that carry no idempotency key, in order.
 
     When a chunk's rows differ only in their payloads (bare payloads, or jobs
