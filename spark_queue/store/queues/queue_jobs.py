@@ -38,6 +38,7 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
+from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import encode_value
@@ -163,7 +164,9 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> JobRow:
     if ttl is not None:
         ttl = now + int_option(index, "ttl_ms", ttl, 1, False)
     if max_attempts is not None:
-        int_option(index, "max_attempts", max_attempts, 1, False)
+        # A job's max_attempts overrides its queue's: checked as the declared setting.
+        check_setting(QUEUE_SETTING["max_attempts"], max_attempts, error=QueueConfigError,
+                      owner=f"job {index} of the batch:")
     if key is not None and (type(key) is not str or not key):
         raise QueueConfigError(
             f"job {index} of the batch: idempotency_key must be a non-empty str or None; "
