@@ -67,6 +67,7 @@ from spark_queue.store.file.connection import (
     read_transaction,
     translate_errors,
 )
+from spark_queue.store.file.daemon import Daemon
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.queues import dead_retention, queue_admin
 from spark_queue.store.streams import retention
@@ -242,7 +243,7 @@ def run_housekeeping(
     return run
 
 
-class Housekeeper:
+class Housekeeper(Daemon):
     """Housekeeping for one store file in a daemon thread with its own connection.
 
     ``start()`` returns at once; every ``check_every_s`` the thread looks whether a run is
@@ -255,52 +256,32 @@ class Housekeeper:
         self, path: str | os.PathLike[str], *, check_every_s: float = _CHECK_EVERY_S,
         lease_ms: int = LEASE_MS, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
     ) -> None:
-        self.path = os.fspath(path)
+        super().__init__(os.fspath(path), every_s=check_every_s, name="sq-housekeeping",
+                         busy_timeout_ms=busy_timeout_ms)
         self.check_every_s = check_every_s
         self.lease_ms = lease_ms
         self.holder = _holder_name()
         self.runs = 0  # runs this housekeeper did (tests wait on it)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sq-housekeeping", daemon=True)
 
-    def start(self) -> Housekeeper:
-        self._thread.start()
-        return self
+    def open(self) -> StoreConnection:
+        return _open(self.path, self.busy_timeout_ms)
 
-    @property
-    def alive(self) -> bool:
-        """Whether its thread runs (it ends on stop(), or on a store it cannot write)."""
-        return self._thread.is_alive()
+    def turn(self, file: StoreConnection) -> None:
+        if run_housekeeping(file, holder=self.holder, lease_ms=self.lease_ms,
+                            due_only=True, stop=self._stop) is not None:
+            self.runs += 1
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _loop(self) -> None:
-        file: StoreConnection | None = None
-        try:
-            while not self._stop.wait(self.check_every_s):
-                try:
-                    if file is None:
-                        file = _open(self.path, self._busy_timeout_ms)
-                    if run_housekeeping(file, holder=self.holder, lease_ms=self.lease_ms,
-                                        due_only=True, stop=self._stop) is not None:
-                        self.runs += 1
-                except (ReadOnlyStoreError, StoreNotFoundError) as exc:
-                    log.info("housekeeping of %r stops: %s", self.path, exc)
-                    return
-                except StoreBusyError:
-                    log.debug("housekeeping of %r: store busy, trying at the next check",
-                              self.path)
-                except SparkQueueError as exc:
-                    log.warning("housekeeping of %r failed: %s", self.path, exc)
-                except Exception:  # noqa: BLE001 - a daemon's error must not end its owner
-                    log.exception("housekeeping of %r failed", self.path)
-        finally:
-            if file is not None:
-                file.close()
+    def failed(self, exc: Exception) -> bool:
+        if isinstance(exc, (ReadOnlyStoreError, StoreNotFoundError)):
+            log.info("housekeeping of %r stops: %s", self.path, exc)
+            return True
+        if isinstance(exc, StoreBusyError):
+            log.debug("housekeeping of %r: store busy, trying at the next check", self.path)
+        elif isinstance(exc, SparkQueueError):
+            log.warning("housekeeping of %r failed: %s", self.path, exc)
+        else:  # a daemon's error must not end its owner
+            log.exception("housekeeping of %r failed", self.path)
+        return False
 
 
 _PROCESS_HOUSEKEEPERS: dict[str, Housekeeper] = {}

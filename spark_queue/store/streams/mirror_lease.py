@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -34,7 +33,8 @@ import apsw
 from spark_queue import defaults
 from spark_queue.errors import MirrorLeaseError, SparkQueueError, StoreBusyError
 from spark_queue.store.file import meta
-from spark_queue.store.file.connection import StoreConnection, now_ms, open_connection
+from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.daemon import Daemon
 
 #: How long a lease lasts unless renewed: a killed exporter blocks the next one this long.
 MIRROR_LEASE_MS = 30_000
@@ -172,46 +172,30 @@ def release_lease(conn: apsw.Connection, hold: str, me: LeaseHolder) -> None:
         meta.drop(conn, meta.mirror_lease_key(hold))
 
 
-class LeaseKeeper:
+class LeaseKeeper(Daemon):
     """Renews a taken lease every third of its length from a daemon thread with a connection
     of its own, until :meth:`stop`, or until it finds the lease another's (then the holder's
     next :func:`check` refuses). A busy store is tried again at the next turn."""
 
     def __init__(self, path: str, hold: str, me: LeaseHolder,
                  busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS) -> None:
-        self.path = path
+        super().__init__(path, every_s=me.lease_ms / 3000, name="sq-mirror-lease",
+                         busy_timeout_ms=busy_timeout_ms)
         self.hold = hold
         self.me = me
-        self.busy_timeout_ms = busy_timeout_ms
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sq-mirror-lease", daemon=True)
 
-    def start(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
+    def turn(self, file: StoreConnection) -> None:
+        with file.write() as conn:
+            check_lease(conn, self.hold, self.me, renew=True)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _loop(self) -> None:
-        file: StoreConnection | None = None
-        try:
-            while not self._stop.wait(self.me.lease_ms / 3000):
-                try:
-                    if file is None:
-                        file = StoreConnection(self.path, open_connection(
-                            self.path, create=False, busy_timeout_ms=self.busy_timeout_ms))
-                    with file.write() as conn:
-                        check_lease(conn, self.hold, self.me, renew=True)
-                except MirrorLeaseError as exc:
-                    log.warning("%s", exc)
-                    return
-                except StoreBusyError:
-                    log.debug("lease %r: store busy, renewing at the next turn", self.hold)
-                except SparkQueueError as exc:
-                    log.warning("lease %r not renewed: %s", self.hold, exc)
-        finally:
-            if file is not None:
-                file.close()
+    def failed(self, exc: Exception) -> bool:
+        if isinstance(exc, MirrorLeaseError):
+            log.warning("%s", exc)
+            return True
+        if isinstance(exc, StoreBusyError):
+            log.debug("lease %r: store busy, renewing at the next turn", self.hold)
+        elif isinstance(exc, SparkQueueError):
+            log.warning("lease %r not renewed: %s", self.hold, exc)
+        else:
+            raise exc
+        return False
