@@ -28,8 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import repeat
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -282,7 +283,8 @@ def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[New
         if as_json:
             values = [None if v is None else Encoded(v, JSON) for v in values]
 
-        def column(name: str, default=None, n=n, names=names, batch=batch):
+        def column(name: str, default: object = None, n: int = n, names: list[str] = names,
+                   batch: pa.RecordBatch = batch) -> Iterable[Any]:
             return batch.column(name).to_pylist() if name in names else repeat(default, n)
 
         for payload, priority, delay_ms, key, max_attempts, ttl_ms in zip(
