@@ -112,7 +112,7 @@ def _encode(value: Any, *, text_type: int) -> tuple[Any, int]:
     return _dumps(value), 2
 
 
-def _run(conn: Any, sql: str, params: tuple) -> Any:
+def _run(conn: Any, sql: str, params: tuple[object, ...]) -> Any:
     """``sql`` on a sqlite3 connection or cursor, a SQLAlchemy Connection, or a Session."""
     if hasattr(conn, "exec_driver_sql"):  # SQLAlchemy Connection: the DB-API's ? style
         return conn.exec_driver_sql(sql, params)
@@ -121,6 +121,6 @@ def _run(conn: Any, sql: str, params: tuple) -> Any:
     return conn.execute(sql, params)  # sqlite3 (and any DB-API 2 connection with ? style)
 
 
-def _one(conn: Any, sql: str, params: tuple) -> Any:
+def _one(conn: Any, sql: str, params: tuple[object, ...]) -> Any:
     row = _run(conn, sql, params).fetchone()
     return None if row is None else row[0]

@@ -18,7 +18,7 @@ beside it).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from spark_queue.defaults import MAX_INT64, MAX_STORED
 
@@ -98,7 +98,8 @@ TOPIC_SETTINGS: tuple[Setting, ...] = (
             "--no-max-payload-bytes"),
 )
 
-#: Settings of the whole store, kept in ``sq_meta`` (``sqliteq housekeeping``).
+#: Settings of the whole store, kept in its meta table (spark_queue/store/file/meta.py;
+#: ``sqliteq housekeeping``).
 STORE_SETTINGS: tuple[Setting, ...] = (
     Setting("housekeeping_interval_ms", int, 30_000, 0,
             "how often the store's long-running processes apply retention, dead-letter "
@@ -111,7 +112,7 @@ STORE_SETTING = {s.name: s for s in STORE_SETTINGS}
 TOPIC_SETTING = {s.name: s for s in TOPIC_SETTINGS}
 
 
-def is_int_within(value: Any, low: int | None, high: int | None) -> bool:
+def is_int_within(value: Any, low: int | None, high: int | None) -> TypeGuard[int]:
     """Whether ``value`` is an int (never a bool) within ``[low, high]`` (None: unbounded)."""
     return (isinstance(value, int) and not isinstance(value, bool)
             and (low is None or value >= low) and (high is None or value <= high))
@@ -139,25 +140,27 @@ def check_setting(setting: Setting, value: Any, *, error: type[Exception], owner
     setting``, ``retention``), the setting, what it allows and the value.
 
     The one check of a setting's value: queue settings, topic retention and payload
-    limits alike; ``error`` is the caller's (QueueConfigError, OptionError)."""
-    name = setting.name
+    limits alike, and a value given for one call in place of the stored one (a claim's
+    lease for ``visibility_timeout_ms``, a job's ``max_attempts``, a prune's retention);
+    ``error`` is the caller's (QueueConfigError, OptionError). ``owner`` "" names none."""
+    name = f"{owner} {setting.name}" if owner else setting.name
     if value is None and setting.nullable:
         return None
     if setting.kind is bool:
         if not isinstance(value, bool):
-            raise error(f"{owner} {name} must be True or False; got {value!r}.")
+            raise error(f"{name} must be True or False; got {value!r}.")
         return int(value)
     if setting.kind is float:
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not setting.low < value <= setting.high):
-            raise error(f"{owner} {name} (jobs per second) must be {allowed(setting)}; "
+            raise error(f"{name} (jobs per second) must be {allowed(setting)}; "
                         f"got {value!r}.")
         return float(value)
     low, high = int(setting.low), int(setting.high)
     if not is_int_within(value, low, high):
         allowed_text = describe_range(low, high) + (" or None (no limit)" if setting.nullable
                                                     else "")
-        raise error(f"{owner} {name} must be {allowed_text}; got {value!r}.")
+        raise error(f"{name} must be {allowed_text}; got {value!r}.")
     return value
 
 

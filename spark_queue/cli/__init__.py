@@ -62,7 +62,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 class _OnlyCommand:
     """``add_subparsers()``'s action, where every command but ``only`` gets a bare parser."""
 
-    def __init__(self, sub: argparse._SubParsersAction, only: str) -> None:
+    def __init__(
+        self, sub: argparse._SubParsersAction[argparse.ArgumentParser], only: str
+    ) -> None:
         self.sub = sub
         self.only = only
 

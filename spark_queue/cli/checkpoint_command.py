@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     checkpoint = sub.add_parser("checkpoint", help="repair a Spark checkpoint a power cut tore")
     checkpoint_sub = checkpoint.add_subparsers(
         dest="checkpoint_command", required=True, metavar="COMMAND"

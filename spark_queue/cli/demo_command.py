@@ -17,7 +17,7 @@ from spark_queue.cli.output import emit_object
 from spark_queue.errors import OptionError
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "demo", help="run the demo pipeline (producer -> Spark -> Delta and a queue -> workers)"
     )

@@ -10,7 +10,7 @@ from spark_queue.defaults import PYTHON_READ_SLOWER
 EXIT_PYTHON_READ = 1
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "doctor",
         help="say which read path (compiled or Python) runs on this machine, and why",

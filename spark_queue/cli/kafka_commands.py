@@ -47,7 +47,7 @@ def _prefix_flag(p: argparse.ArgumentParser) -> None:
                    help="Kafka topic = TEXT + store topic (default: the same name)")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     kafka = sub.add_parser("kafka", help="copy topics and positions to Kafka, or a Kafka topic "
                            "into a store (needs the kafka extra)")
     kafka_sub = kafka.add_subparsers(dest="kafka_command", required=True, metavar="COMMAND")

@@ -9,7 +9,7 @@ from spark_queue.cli.store_commands import common, open_store
 from spark_queue.errors import OptionError
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("metrics", help="print Prometheus metrics, or serve them with --serve PORT")
     common(p, json_flag=False)
     p.add_argument(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_queue import defaults
 from spark_queue.cli import numbers
@@ -27,6 +27,9 @@ from spark_queue.cli.store_commands import (
 from spark_queue.errors import OptionError
 from spark_queue.setting_table import QUEUE_SETTINGS
 
+if TYPE_CHECKING:
+    from spark_queue.store import QueueConfig, Store
+
 STATS_COLUMNS = [
     "queue", "ready", "leased", "delayed", "dead", "oldest_ready_age_ms", "paused", "held_by"
 ]
@@ -48,12 +51,14 @@ JOB_LIST_COLUMNS = [
 _INTERNAL = ("id", "name", "rate_tokens", "rate_updated_ms")
 
 
-def _group(sub: argparse._SubParsersAction, name: str, help_text: str) -> Any:
+def _group(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> Any:
     parser = sub.add_parser(name, help=help_text)
     return parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     queue = _group(sub, "queue", "work queues: add jobs, inspect, configure, purge")
 
     p = queue.add_parser(
@@ -257,13 +262,13 @@ def cmd_queue_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(config) -> dict[str, Any]:
+def _settings(config: QueueConfig) -> dict[str, Any]:
     return {"queue": config.name} | {
         k: v for k, v in config._asdict().items() if k not in _INTERNAL
     }
 
 
-def _controls(store, queue: str) -> dict[str, Any]:
+def _controls(store: Store, queue: str) -> dict[str, Any]:
     """What holds claims back now, and the rate limit's bucket (live, not as last written)."""
     admission = store.queue(queue).admission()
     tokens = admission.rate_tokens
@@ -273,7 +278,7 @@ def _controls(store, queue: str) -> dict[str, Any]:
     }
 
 
-def _settings_and_stats(store, name: str | None = None) -> list[dict[str, Any]]:
+def _settings_and_stats(store: Store, name: str | None = None) -> list[dict[str, Any]]:
     with store.snapshot():
         stats = {s.queue: s._asdict() for s in store.queue_stats()}
         return [

@@ -15,7 +15,7 @@ _URL_HELP = ("file:///dir or s3://bucket/prefix (endpoint, region and credential
              "AWS_SECRET_ACCESS_KEY or the AWS config files; never on the command line)")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "replicate",
         help="replicate a store to a replica with Litestream until SIGTERM/Ctrl-C",

@@ -35,7 +35,7 @@ def common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("init", help="create a store file (or migrate an existing one)")
     common(p)
     p.add_argument(

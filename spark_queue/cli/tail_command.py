@@ -32,7 +32,7 @@ _CONTROL = frozenset("\n\r\t")
 Start = Literal["earliest", "latest"] | int
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "tail",
         help="print events from an offset, the last N or a time; --follow waits for new ones "

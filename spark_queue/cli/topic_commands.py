@@ -41,7 +41,7 @@ RESET_HELP = (
 )
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     topic = sub.add_parser("topic", help="list, show, create, configure or delete topics")
     topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
 

@@ -19,7 +19,7 @@ EXIT_JOBS_INTERRUPTED = 3
 BATCH_SIZE_FLAG_MAX = 100_000
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("worker", help="run a handler function over a queue until interrupted")
     common(p)
     p.add_argument("handler", help="module:function, called with each job")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spark_queue.connector")
 
-_Method = TypeVar("_Method", bound=Callable)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def _raised_here(method: _Method) -> _Method:
@@ -39,7 +39,7 @@ def _raised_here(method: _Method) -> _Method:
     traceback of its own, and the message is then one frame from its end (issue 34)."""
 
     @functools.wraps(method)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
         except SparkQueueError as exc:

@@ -126,7 +126,7 @@ class OptionTable:
     def _option(self, name: str) -> Option:
         return next(o for o in self.options if o.name == name)
 
-    def _unknown(self, unknown: list[str], by_lower: dict) -> OptionError:
+    def _unknown(self, unknown: list[str], by_lower: dict[str, tuple[str, Option]]) -> OptionError:
         hints = []
         for key in unknown:
             close = difflib.get_close_matches(key, list(by_lower), n=1)

@@ -21,6 +21,7 @@ import json
 import os
 import pathlib
 from dataclasses import dataclass
+from typing import Any
 
 from spark_queue.connector.offset_json import split_store
 from spark_queue.errors import CheckpointError
@@ -55,7 +56,7 @@ def _is_sqliteq_offsets(value: object) -> bool:
 
 def read_position(
     checkpoint: str | os.PathLike[str], source_index: int | None = None
-) -> tuple[int, dict, int | None]:
+) -> tuple[int, dict[str, Any], int | None]:
     """``(batch_id, {topic: next_offset}, uncommitted_batch)`` of the query's sqliteq source
     at its last committed batch (the offsets as logged: with the store's identity under
     ``@store`` when the source recorded one); CheckpointError says what is missing or

@@ -138,7 +138,7 @@ class Mirror:
                 f"gave up after Kafka was unavailable for {now - self.outage_since:.0f} s "
                 f"(--give-up-after {give_up_after_s:g}s): {exc}"
             ) from exc
-        delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** min(self.attempts - 1, 10))
+        delay: float = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** min(self.attempts - 1, 10))
         log.info("attempt %d failed (%s); next in %g s", self.attempts, exc, delay)
         return delay
 

@@ -4,8 +4,8 @@ This package imports only apsw and pyarrow, never pyspark: it is the library
 a producer service or a worker uses on its own.
 """
 
-from spark_queue.defaults import DURABILITY_LEVELS
-from spark_queue.store.file.arguments import MAX_INT64, check_int
+from spark_queue.defaults import DURABILITY_LEVELS, MAX_INT64
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
@@ -27,7 +27,7 @@ from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
 from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.replica_cycles import ReplicaCycles, replica_status
-from spark_queue.store.sinks import SinkCommit
+from spark_queue.store.sinks import QueueRows, SinkCommit, SinkRows, TopicRows
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
@@ -77,6 +77,7 @@ __all__ = [
     "PruneResult",
     "Queue",
     "QueueConfig",
+    "QueueRows",
     "QueueCounters",
     "QueueStats",
     "ReadPath",
@@ -84,10 +85,12 @@ __all__ = [
     "ReplicaCycles",
     "ReplicaStatus",
     "SinkCommit",
+    "SinkRows",
     "Store",
     "Topic",
     "TopicDeleted",
     "TopicInfo",
+    "TopicRows",
     "Transaction",
     "WorkerInfo",
     "backup_file",

@@ -9,16 +9,16 @@ a passive WAL checkpoint, and the record of the run. Each delete is a step of at
 A row another SQLite client wrote against the rule (a topic's retention as text) is
 skipped and named in the run's ``problems``; the rest of the run goes on.
 
-- **When**: a run is due when the last one (sq_meta ``housekeeping_last_run``) started
-  at least the store's ``housekeeping_interval_ms`` ago (sq_meta, default in
+- **When**: a run is due when the last one (meta key ``housekeeping_last_run``) started
+  at least the store's ``housekeeping_interval_ms`` ago (meta key, default in
   :data:`spark_queue.setting_table.STORE_SETTING`; 0 switches self-applied housekeeping
-  off). Checking it is one read transaction (two sq_meta rows and the lease); only a
+  off). Checking it is one read transaction (two meta rows and the lease); only a
   due run writes.
 - **The clock**: a recorded run start or lease renewal more than
   :data:`~spark_queue.defaults.CLOCK_SKEW_MS` in the future was written by a clock that
   was ahead and has been set back: it is stale (the run is due, the lease free), so a
   clock set back delays housekeeping by that bound at most.
-- **Who**: one process at a time, the holder of a lease (sq_meta ``housekeeping_lease``:
+- **Who**: one process at a time, the holder of a lease (meta key ``housekeeping_lease``:
   holder and expiry) taken in a short write transaction and renewed in every step's
   transaction; a holder killed mid-run stops renewing, and its lease runs out after
   ``lease_ms``. The lease saves work, it guards nothing: two runs at once would only
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -59,7 +58,7 @@ from spark_queue.errors import (
     StoreNotFoundError,
 )
 from spark_queue.setting_table import STORE_SETTING
-from spark_queue.store.file import replica_mark
+from spark_queue.store.file import meta, replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     HasStoreConnection,
@@ -69,6 +68,7 @@ from spark_queue.store.file.connection import (
     translate_errors,
     translated,
 )
+from spark_queue.store.file.daemon import Daemon
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.queues import dead_retention, queue_admin
 from spark_queue.store.streams import retention
@@ -76,12 +76,12 @@ from spark_queue.store.streams.retention import PruneResult
 
 log = logging.getLogger("spark_queue.housekeeping")
 
-_INTERVAL_KEY = "housekeeping_interval_ms"
-_LAST_RUN_KEY = "housekeeping_last_run"
-_LEASE_KEY = "housekeeping_lease"
+_INTERVAL_KEY = meta.HOUSEKEEPING_INTERVAL_MS
+_LAST_RUN_KEY = meta.HOUSEKEEPING_LAST_RUN
+_LEASE_KEY = meta.HOUSEKEEPING_LEASE
 #: How long a lease lasts unless renewed: a killed holder delays the next run by this.
 LEASE_MS = 60_000
-# How often a Housekeeper looks whether a run is due (one read of two sq_meta rows).
+# How often a Housekeeper looks whether a run is due (one read of two meta rows).
 _CHECK_EVERY_S = 5.0
 
 
@@ -121,15 +121,15 @@ class HousekeepingStatus(NamedTuple):
 
 def interval_ms(conn: apsw.Connection) -> int:
     """The store's housekeeping interval (0: off); the declared default when never set."""
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (_INTERVAL_KEY,)).fetchone()
-    if row is None:
+    text = meta.get(conn, _INTERVAL_KEY)
+    if text is None:
         return int(STORE_SETTING[_INTERVAL_KEY].default or 0)
     try:
-        return int(row[0])
+        return int(text)
     except ValueError:
         # A foreign writer's value: off, as the store cannot tell what was meant.
-        log.warning("sq_meta %r holds %r, not milliseconds: housekeeping is off",
-                    _INTERVAL_KEY, row[0])
+        log.warning("%s %r holds %r, not milliseconds: housekeeping is off",
+                    meta.TABLE, _INTERVAL_KEY, text)
         return 0
 
 
@@ -138,13 +138,12 @@ def set_interval(conn: apsw.Connection, value_ms: int) -> None:
     setting = STORE_SETTING[_INTERVAL_KEY]
     check_int(value_ms, _INTERVAL_KEY, low=int(setting.low), error=OptionError,
               owner="housekeeping")
-    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                 (_INTERVAL_KEY, str(value_ms)))
+    meta.put(conn, _INTERVAL_KEY, str(value_ms))
 
 
 def status(conn: apsw.Connection) -> HousekeepingStatus:
     """The setting, the last run and the lease, in the caller's read transaction."""
-    lease = _meta_json(conn, _LEASE_KEY)
+    lease = meta.get_json(conn, _LEASE_KEY)
     return HousekeepingStatus(
         interval_ms(conn), _last_run(conn),
         None if lease is None else str(lease.get("holder")),
@@ -228,9 +227,8 @@ def run_housekeeping(
                           tuple(problems))
     with file.write() as conn:
         if _take_lease(conn, holder, lease_ms):
-            conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                         (_LAST_RUN_KEY, json.dumps(_run_json(run))))
-            conn.execute("DELETE FROM sq_meta WHERE key = ?", (_LEASE_KEY,))
+            meta.put_json(conn, _LAST_RUN_KEY, _run_json(run))
+            meta.drop(conn, _LEASE_KEY)
     if deleted or dead or expired or held:
         log.info("housekeeping: %d events, %d dead letters, %d expired jobs deleted%s",
                  deleted, dead, expired,
@@ -241,7 +239,7 @@ def run_housekeeping(
     return run
 
 
-class Housekeeper:
+class Housekeeper(Daemon):
     """Housekeeping for one store file in a daemon thread with its own connection.
 
     ``start()`` returns at once; every ``check_every_s`` the thread looks whether a run is
@@ -254,52 +252,32 @@ class Housekeeper:
         self, path: str | os.PathLike[str], *, check_every_s: float = _CHECK_EVERY_S,
         lease_ms: int = LEASE_MS, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
     ) -> None:
-        self.path = os.fspath(path)
+        super().__init__(os.fspath(path), every_s=check_every_s, name="sq-housekeeping",
+                         busy_timeout_ms=busy_timeout_ms)
         self.check_every_s = check_every_s
         self.lease_ms = lease_ms
         self.holder = _holder_name()
         self.runs = 0  # runs this housekeeper did (tests wait on it)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sq-housekeeping", daemon=True)
 
-    def start(self) -> Housekeeper:
-        self._thread.start()
-        return self
+    def open(self) -> StoreConnection:
+        return _open(self.path, self.busy_timeout_ms)
 
-    @property
-    def alive(self) -> bool:
-        """Whether its thread runs (it ends on stop(), or on a store it cannot write)."""
-        return self._thread.is_alive()
+    def turn(self, file: StoreConnection) -> None:
+        if run_housekeeping(file, holder=self.holder, lease_ms=self.lease_ms,
+                            due_only=True, stop=self._stop) is not None:
+            self.runs += 1
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _loop(self) -> None:
-        file: StoreConnection | None = None
-        try:
-            while not self._stop.wait(self.check_every_s):
-                try:
-                    if file is None:
-                        file = _open(self.path, self._busy_timeout_ms)
-                    if run_housekeeping(file, holder=self.holder, lease_ms=self.lease_ms,
-                                        due_only=True, stop=self._stop) is not None:
-                        self.runs += 1
-                except (ReadOnlyStoreError, StoreNotFoundError) as exc:
-                    log.info("housekeeping of %r stops: %s", self.path, exc)
-                    return
-                except StoreBusyError:
-                    log.debug("housekeeping of %r: store busy, trying at the next check",
-                              self.path)
-                except SparkQueueError as exc:
-                    log.warning("housekeeping of %r failed: %s", self.path, exc)
-                except Exception:  # noqa: BLE001 - a daemon's error must not end its owner
-                    log.exception("housekeeping of %r failed", self.path)
-        finally:
-            if file is not None:
-                file.close()
+    def failed(self, exc: Exception) -> bool:
+        if isinstance(exc, (ReadOnlyStoreError, StoreNotFoundError)):
+            log.info("housekeeping of %r stops: %s", self.path, exc)
+            return True
+        if isinstance(exc, StoreBusyError):
+            log.debug("housekeeping of %r: store busy, trying at the next check", self.path)
+        elif isinstance(exc, SparkQueueError):
+            log.warning("housekeeping of %r failed: %s", self.path, exc)
+        else:  # a daemon's error must not end its owner
+            log.exception("housekeeping of %r failed", self.path)
+        return False
 
 
 @translated
@@ -400,7 +378,7 @@ def _due(conn: apsw.Connection, now: int) -> bool:
     every = interval_ms(conn)
     if every <= 0:
         return False
-    last = _meta_json(conn, _LAST_RUN_KEY)
+    last = meta.get_json(conn, _LAST_RUN_KEY)
     if last is None:
         return True
     started = _int(last.get("started_ms"))
@@ -412,7 +390,7 @@ def _held_by_another(conn: apsw.Connection, holder: str, now: int) -> bool:
     """Whether a live lease of another holder stands: not run out, and not written by a
     clock that was ahead (renewed more than CLOCK_SKEW_MS in the future; a lease without
     its renewal time, beyond the longest lease plus the bound)."""
-    lease = _meta_json(conn, _LEASE_KEY)
+    lease = meta.get_json(conn, _LEASE_KEY)
     if lease is None or lease.get("holder") == holder:
         return False
     until = _int(lease.get("until_ms"))
@@ -430,8 +408,7 @@ def _take_lease(conn: apsw.Connection, holder: str, lease_ms: int) -> bool:
     if _held_by_another(conn, holder, now):
         return False
     lease = {"holder": holder, "until_ms": now + lease_ms, "renewed_ms": now}
-    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                 (_LEASE_KEY, json.dumps(lease)))
+    meta.put_json(conn, _LEASE_KEY, lease)
     return True
 
 
@@ -443,17 +420,6 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _meta_json(conn: apsw.Connection, key: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (key,)).fetchone()
-    if row is None:
-        return None
-    try:
-        value = json.loads(row[0])
-    except (TypeError, ValueError):
-        return None  # a foreign writer's text: as if absent (the next write replaces it)
-    return value if isinstance(value, dict) else None
-
-
 def _run_json(run: HousekeepingRun) -> dict[str, Any]:
     record = run._asdict()
     record["held_back"] = [h._asdict() for h in run.held_back]
@@ -462,7 +428,7 @@ def _run_json(run: HousekeepingRun) -> dict[str, Any]:
 
 
 def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
-    record = _meta_json(conn, _LAST_RUN_KEY)
+    record = meta.get_json(conn, _LAST_RUN_KEY)
     if record is None:
         return None
     with contextlib.suppress(KeyError, TypeError, ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from spark_queue import defaults
-from spark_queue.store.file import replica_mark
+from spark_queue.store.file import meta, replica_mark
 from spark_queue.store.file.connection import StoreConnection, open_connection
 from spark_queue.store.file.replica_mark import ReplicaStatus
 from spark_queue.store.file.schema import ensure_schema
@@ -78,7 +78,7 @@ def replica_status(path: str | os.PathLike[str]) -> ReplicaStatus | None:
     try:
         file = StoreConnection(os.fspath(path), conn)
         with file.read() as c:
-            if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'sq_meta'").fetchone() is None:
+            if not meta.exists(c):
                 return None  # a file being created: no store yet, so not replicated
             return replica_mark.read_replica_status(c)
     finally:

@@ -77,29 +77,44 @@ def list_ledger(conn: apsw.Connection) -> list[SinkLedgerEntry]:
     ]
 
 
+class QueueRows(NamedTuple):
+    """A sink batch of ``jobs`` to enqueue into ``queue`` (created if missing)."""
+
+    queue: str
+    jobs: Iterable[queue_jobs.NewJob]
+
+    def write(self, conn: apsw.Connection) -> int:
+        return len(queue_jobs.enqueue_rows(conn, self.queue, self.jobs))
+
+
+class TopicRows(NamedTuple):
+    """A sink batch of pre-encoded ``chunks`` to append to ``topic``; with no topic, each
+    row to the topic its chunk names."""
+
+    topic: str | None
+    chunks: Iterable[topic_log.EncodedChunk]
+
+    def write(self, conn: apsw.Connection) -> int:
+        if self.topic is not None:
+            return len(topic_log.append_encoded(conn, self.topic, self.chunks))
+        return sum(len(r) for r in topic_log.append_routed(conn, self.chunks).values())
+
+
+#: Where a sink's batch goes: the writer chooses once, the store writes what it is given.
+SinkRows = QueueRows | TopicRows
+
+
 def commit_rows(
     conn: apsw.Connection,
     sink_id: str | None,
     batch_id: int | None,
+    rows: SinkRows,
     *,
-    topic: str | None,
-    queue: str | None,
-    chunks: Iterable[topic_log.EncodedChunk],
-    jobs: Iterable[queue_jobs.NewJob],
     contiguous: bool = False,
 ) -> SinkCommit:
-    """:func:`commit_batch` of ``jobs`` into ``queue``, else of ``chunks`` into ``topic``, else
-    of each chunk's rows into the topic it names (``Store.commit_sink_batch``)."""
-    if queue is not None:
-        def write(conn: apsw.Connection) -> int:
-            return len(queue_jobs.enqueue_rows(conn, queue, jobs))
-    elif topic is not None:
-        def write(conn: apsw.Connection) -> int:
-            return len(topic_log.append_encoded(conn, topic, chunks))
-    else:
-        def write(conn: apsw.Connection) -> int:
-            return sum(len(r) for r in topic_log.append_routed(conn, chunks).values())
-    return commit_batch(conn, sink_id, batch_id, write, contiguous=contiguous)
+    """:func:`commit_batch` of ``rows`` (``Store.commit_sink_batch``); the iterables are
+    consumed inside the transaction."""
+    return commit_batch(conn, sink_id, batch_id, rows.write, contiguous=contiguous)
 
 
 def commit_batch(

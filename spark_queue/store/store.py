@@ -30,7 +30,7 @@ from spark_queue.store.file.connection import (
 )
 from spark_queue.store.file.schema import ensure_schema
 from spark_queue.store.housekeeping import Housekeeping
-from spark_queue.store.queues import queue_admin, queue_jobs
+from spark_queue.store.queues import queue_admin
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.queues.queue_config import QueueSettings
 from spark_queue.store.store_moved import with_moved_delegates
@@ -307,27 +307,23 @@ class Store:
         self,
         sink_id: str | None,
         batch_id: int | None,
+        rows: sinks.SinkRows,
         *,
-        topic: str | None = None,
-        queue: str | None = None,
-        chunks: Iterable[topic_log.EncodedChunk] = (),
-        jobs: Iterable[queue_jobs.NewJob] = (),
         contiguous: bool = False,
     ) -> sinks.SinkCommit:
         """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
         write transaction; a batch id at or below the sink's last one writes nothing.
 
-        With ``queue`` the batch is ``jobs`` (enqueued, the queue created if
-        missing); otherwise it is pre-encoded ``chunks`` appended to ``topic``,
-        or, without a topic, each row to the topic its chunk names. With
+        ``rows`` is :class:`~spark_queue.store.sinks.QueueRows` (jobs enqueued, the queue
+        created if missing) or :class:`~spark_queue.store.sinks.TopicRows` (pre-encoded
+        chunks appended to its topic, or each row to the topic its chunk names). With
         ``sink_id`` and ``batch_id`` both None the rows are written once with no
         ledger entry. The iterables are consumed inside the transaction. With
         ``contiguous`` (a writer whose ids never skip, as Spark's micro-batches) a
         batch id past the ledger's next one raises StoreRewoundError, writing nothing.
         """
         with translate_errors():
-            return sinks.commit_rows(self.conn, sink_id, batch_id, topic=topic, queue=queue,
-                                     chunks=chunks, jobs=jobs, contiguous=contiguous)
+            return sinks.commit_rows(self.conn, sink_id, batch_id, rows, contiguous=contiguous)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""

@@ -73,10 +73,11 @@ Modules: :mod:`.loop` (the threads), :mod:`.task` (one job's outcome),
 
 from __future__ import annotations
 
+from spark_queue.defaults import MAX_WAIT_MS
 from spark_queue.worker.handlers import load_handler
 from spark_queue.worker.job_transaction import WorkerJob
 from spark_queue.worker.loop import Worker
-from spark_queue.worker.settings import MAX_BATCH_SIZE, MAX_LEASE_MS, MAX_WAIT_MS
+from spark_queue.worker.settings import MAX_BATCH_SIZE, MAX_LEASE_MS
 from spark_queue.worker.stats import WorkerStats
 from spark_queue.worker.task import Handler, run_task
 

@@ -12,12 +12,13 @@ import threading
 from collections.abc import Callable
 
 from spark_queue import defaults
+from spark_queue.defaults import MAX_WAIT_MS
 from spark_queue.errors import ReadOnlyStoreError, UnknownQueueError, WorkerCrashedError
 from spark_queue.store import Housekeeper, QueueConfig, QueueStats, Store
 from spark_queue.times import format_duration_ms
 from spark_queue.worker.inflight import InFlight
 from spark_queue.worker.queue_link import QueueLink
-from spark_queue.worker.settings import MAX_WAIT_MS, check_settings, deprecated_lease_ms
+from spark_queue.worker.settings import check_settings, deprecated_lease_ms
 from spark_queue.worker.slot import Slot
 from spark_queue.worker.stats import Tally, WorkerStats
 from spark_queue.worker.supervisor import Supervisor

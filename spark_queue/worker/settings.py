@@ -6,27 +6,34 @@ import warnings
 
 from spark_queue.defaults import MAX_STORED, MAX_WAIT_MS
 from spark_queue.errors import QueueConfigError
+from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store import check_int
 
 # The store's bound on integers it binds: a lease added to epoch ms in SQL stays within
 # 64 bits. MAX_WAIT_MS: what a thread can wait for at once.
 MAX_LEASE_MS = MAX_BATCH_SIZE = MAX_STORED
 
-# name -> (lowest, highest or None, may be None)
+# The worker's own settings: name -> (lowest, highest or None, may be None).
 _BOUNDS: dict[str, tuple[int, int | None, bool]] = {
     "concurrency": (1, None, False),
     "batch_size": (1, MAX_BATCH_SIZE, False),
     "grace_ms": (0, MAX_WAIT_MS, False),
     "idle_poll_max_ms": (1, MAX_WAIT_MS, False),
-    "visibility_timeout_ms": (1, MAX_LEASE_MS, True),
-    "lease_ms": (1, MAX_LEASE_MS, True),  # visibility_timeout_ms's deprecated name
     "heartbeat_ms": (1, MAX_WAIT_MS, True),
 }
+# A worker's lease overrides its queue's setting (None: the queue's own), so the queue
+# setting's declaration checks it; "lease_ms" is its deprecated name.
+_OVERRIDES = ("visibility_timeout_ms", "lease_ms")
 
 
 def check_settings(**values: int | None) -> None:
     """Raise :class:`QueueConfigError` naming the first setting out of its bounds."""
     for name, value in values.items():
+        if name in _OVERRIDES:
+            if value is not None:
+                declared = QUEUE_SETTING["visibility_timeout_ms"]._replace(name=name)
+                check_setting(declared, value, error=QueueConfigError, owner="worker")
+            continue
         low, high, optional = _BOUNDS[name]
         if value is None and optional:
             continue

@@ -4,10 +4,10 @@ that has only its own Python (tests/smoke/matrix.py, version ``4.2.0@3.13``).
 The root is trixie's amd64 ``python3.13-minimal`` and ``libpython3.13-stdlib`` (and
 ``libstdc++6``, which pyarrow's and the compiled reader's wheels link) with their
 dependencies, fetched by apt-get with a configuration of its own (the machine's dpkg and
-apt state untouched) and unpacked with ``dpkg-deb -x``, as tests/store/streams/
-arm64_python.py builds its arm64 root. trixie's interpreter needs trixie's glibc, newer
-than a bookworm machine's, so it runs through the root's own dynamic loader with the
-root's library folders first (``ld-linux-x86-64.so.2 --library-path``); no
+apt state untouched) and unpacked with ``dpkg-deb -x`` (tests/smoke/debian_root.py, which
+tests/store/streams/arm64_python.py builds its arm64 root with too). trixie's interpreter
+needs trixie's glibc, newer than a bookworm machine's, so it runs through the root's own
+dynamic loader with the root's library folders first (``ld-linux-x86-64.so.2 --library-path``); no
 ``LD_LIBRARY_PATH`` is set, so the JVM and other programs keep the machine's libraries.
 
 The venv is made by hand around that: ``pyvenv.cfg`` pointing at the root, and
@@ -24,16 +24,16 @@ remade when the package list changes.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess
 import sys
 
+import debian_root  # tests/smoke/, this script's folder
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".py313-root"
 SUITE = "trixie"
-KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 DEBS = ("python3.13-minimal", "libpython3.13-stdlib", "libstdc++6")
 LIBRARY_DIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
 LOADER = "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
@@ -64,8 +64,8 @@ def create_venv(home: pathlib.Path) -> pathlib.Path:
     for alias in ("python3", "python3.13"):
         (home / "bin" / alias).symlink_to("python")
     # The machine's pip installs pip into the venv, running under 3.13 itself (--python).
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-          "--disable-pip-version-check", "pip"])
+    debian_root.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                     "--quiet", "--disable-pip-version-check", "pip"])
     return python
 
 
@@ -90,32 +90,6 @@ def _version(fs_root: pathlib.Path) -> str:
 
 
 def _unpack_debs(fs_root: pathlib.Path) -> None:
-    if shutil.which("apt-get") is None or not os.path.exists(KEYRING):
+    if not debian_root.can_fetch():
         raise RuntimeError("Python 3.13's root needs Debian's apt-get and its archive keyring")
-    apt = CACHE / "apt"
-    for folder in ("lists/partial", "archives/partial", "cache"):
-        (apt / folder).mkdir(parents=True, exist_ok=True)
-    (apt / "status").touch()
-    (apt / "sources.list").write_text(
-        f"deb [arch=amd64 signed-by={KEYRING}] http://deb.debian.org/debian {SUITE} main\n")
-    options = [
-        "-o", "APT::Architecture=amd64", "-o", "APT::Architectures::=amd64",
-        "-o", f"Dir::Etc::SourceList={apt / 'sources.list'}",
-        "-o", "Dir::Etc::SourceParts=/nonexistent",
-        "-o", f"Dir::State::Lists={apt / 'lists'}", "-o", f"Dir::State::status={apt / 'status'}",
-        "-o", f"Dir::Cache={apt / 'cache'}", "-o", f"Dir::Cache::archives={apt / 'archives'}",
-        "-o", "Debug::NoLocking=1", "-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=0",
-        "-o", "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=0",
-    ]
-    _run(["apt-get", *options, "-qq", "update"])
-    _run(["apt-get", *options, "-qq", "-y", "--download-only", "--no-install-recommends",
-          "install", *DEBS])
-    fs_root.mkdir(parents=True, exist_ok=True)
-    for deb in sorted((apt / "archives").glob("*.deb")):
-        _run(["dpkg-deb", "-x", str(deb), str(fs_root)])
-
-
-def _run(command: list[str]) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:5])} ... failed: {result.stderr.strip()[-800:]}")
+    debian_root.unpack_debs(CACHE, fs_root, arch="amd64", suite=SUITE, debs=DEBS)

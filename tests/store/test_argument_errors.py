@@ -14,7 +14,7 @@ import inspect
 import pytest
 
 from spark_queue.errors import SparkQueueError, StoreClosedError, StoreError
-from spark_queue.store import Housekeeping, NewJob, Producer, Queue, Record, Store, Topic
+from spark_queue.store import Housekeeping, NewJob, Producer, Queue, Record, Store, Topic, TopicRows
 from spark_queue.store.store_moved import MOVED_NAMES
 
 HUGE = (2**63, 2**64, -(2**63) - 1)
@@ -46,7 +46,7 @@ STORE_CALLS = {
     "topic.prune.rows": lambda s, q, n: s.topic("t").prune(retention_rows=n),
     "topic.prune.at": lambda s, q, n: s.topic("t").prune(retention_ms=1, at_ms=n),
     "housekeeping.prune": lambda s, q, n: s.housekeeping.prune(retention_rows=n),
-    "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, topic="t"),
+    "commit_sink_batch": lambda s, q, n: s.commit_sink_batch("s", n, TopicRows("t", ())),
     "queue": lambda s, q, n: s.queue("q", max_attempts=n),
     "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
     "topic.start_at": lambda s, q, n: s.topic("t3").start_at(n),

@@ -14,7 +14,7 @@ import apsw
 import pytest
 
 from spark_queue.errors import SparkQueueError
-from spark_queue.store import Store
+from spark_queue.store import QueueRows, Store
 
 STORE_CALLS = {
     "topic.create": lambda s, q, tmp: s.topic("t2").create(),
@@ -43,7 +43,7 @@ STORE_CALLS = {
     "queue_stats": lambda s, q, tmp: s.queue_stats(),
     "delete_queue": lambda s, q, tmp: s.delete_queue("other"),
     "housekeeping.sweep_expired": lambda s, q, tmp: s.housekeeping.sweep_expired(),
-    "commit_sink_batch": lambda s, q, tmp: s.commit_sink_batch("sink", 7, queue="q", jobs=[1]),
+    "commit_sink_batch": lambda s, q, tmp: s.commit_sink_batch("sink", 7, QueueRows("q", [1])),
 }
 QUEUE_CALLS = {
     "configure": lambda s, q, tmp: q.configure(max_attempts=4),

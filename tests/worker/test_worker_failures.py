@@ -161,3 +161,13 @@ def test_the_worker_command_refuses_an_unknown_queue_unless_create(capsys, store
     code = main(["worker", store_path, "json:dumps", "--queue", "new", "--create",
                  "--until-empty", "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["acked"] == 0
+
+
+@pytest.mark.parametrize("value", [0, True, 1.5])
+def test_a_workers_lease_is_refused_as_the_queue_setting_it_overrides(store, store_path, value):
+    with pytest.raises(QueueConfigError) as setting:
+        store.queue("q").configure(visibility_timeout_ms=value)
+    with pytest.raises(QueueConfigError) as override:
+        Worker(store_path, "q", print, visibility_timeout_ms=value)
+    allowed = str(setting.value).split(" must be ")[1]
+    assert str(override.value) == f"worker visibility_timeout_ms must be {allowed}"

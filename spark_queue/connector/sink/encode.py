@@ -18,6 +18,7 @@ become strings so no digit is lost.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -130,7 +131,7 @@ def _decimal(v: Any) -> str:
     return format(v, "f")
 
 
-def _isoformat(v: Any) -> str:
+def _isoformat(v: datetime.date | datetime.time) -> str:
     return v.isoformat()
 
 
@@ -177,7 +178,9 @@ def encode_header_column(array: pa.Array, column: str) -> pa.Array:
     return pa.array(out, type=pa.string())
 
 
-def _refuse(column: str, row: int, entry: list, name: object, problem: str) -> PayloadError:
+def _refuse(
+    column: str, row: int, entry: list[Any], name: object, problem: str
+) -> PayloadError:
     shown = [
         (item["key"], item["value"]) if isinstance(item, dict) else tuple(item) for item in entry
     ]

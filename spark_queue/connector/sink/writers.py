@@ -28,8 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import repeat
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -42,7 +43,17 @@ from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import JSON, SinkLayout
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import SparkQueueError, StoreNotCreatedError, StoreNotFoundError
-from spark_queue.store import BackupSource, Encoded, EncodedChunk, NewJob, SinkCommit, Store
+from spark_queue.store import (
+    BackupSource,
+    Encoded,
+    EncodedChunk,
+    NewJob,
+    QueueRows,
+    SinkCommit,
+    SinkRows,
+    Store,
+    TopicRows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -150,17 +161,8 @@ class _SinkWriter:
         )
         batches = _batches(present)
         try:
-            if self.layout.target == "queue":
-                result = store.commit_sink_batch(
-                    sink_id, batch_id, queue=self.options.queue, jobs=_jobs(batches, self.layout),
-                    contiguous=contiguous,
-                )
-            else:
-                chunks = (_chunk(batch, self.layout.value_type) for batch in batches)
-                result = store.commit_sink_batch(
-                    sink_id, batch_id, topic=self.options.topic, chunks=chunks,
-                    contiguous=contiguous,
-                )
+            result = store.commit_sink_batch(
+                sink_id, batch_id, self._rows(batches), contiguous=contiguous)
         finally:
             store.close()
         logger.info(
@@ -173,6 +175,14 @@ class _SinkWriter:
             time.monotonic() - started,
         )
         return result
+
+    def _rows(self, batches: Iterator[pa.RecordBatch]) -> SinkRows:
+        # The one place the sink chooses queue or topic for its rows; the store writes what
+        # it is given (spark_queue/store/sinks.py).
+        if self.options.queue is not None:
+            return QueueRows(self.options.queue, _jobs(batches, self.layout))
+        return TopicRows(self.options.topic,
+                         (_chunk(batch, self.layout.value_type) for batch in batches))
 
 
 class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
@@ -273,7 +283,8 @@ def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[New
         if as_json:
             values = [None if v is None else Encoded(v, JSON) for v in values]
 
-        def column(name: str, default=None, n=n, names=names, batch=batch):
+        def column(name: str, default: object = None, n: int = n, names: list[str] = names,
+                   batch: pa.RecordBatch = batch) -> Iterable[Any]:
             return batch.column(name).to_pylist() if name in names else repeat(default, n)
 
         for payload, priority, delay_ms, key, max_attempts, ttl_ms in zip(

@@ -34,7 +34,7 @@ from spark_queue.errors import (
     StoreNotFoundError,
     TransactionOpenError,
 )
-from spark_queue.store.file import filesystem
+from spark_queue.store.file import filesystem, meta
 from spark_queue.store.file.arguments import check_int
 
 # SQLite's busy timeout is a C int of milliseconds.
@@ -119,12 +119,9 @@ def open_connection(
 
 
 def _replicated(conn: apsw.Connection) -> bool:
-    # Here, not in replica_mark (which imports this module): one read of sq_meta.
-    try:
-        row = conn.execute("SELECT 1 FROM sq_meta WHERE key = 'replica_url'").fetchone()
-    except apsw.SQLError:  # not a store (yet): no sq_meta
-        return False
-    return row is not None
+    # Here, not in replica_mark (which imports this module); a file that is no store yet
+    # has no replica.
+    return meta.has(conn, meta.REPLICA_URL)
 
 
 def _create_private_file(path: str) -> None:

@@ -1,4 +1,5 @@
-"""The store's identity: a random id written into ``sq_meta`` once (schema version 7).
+"""The store's identity: a random id written into the store's meta table once (schema
+version 7, key :data:`~spark_queue.store.file.meta.STORE_ID`).
 
 A Spark checkpoint holds positions in ONE store file. A path can name another file
 later (a store re-created after a cluster restart wiped the driver's disk, a copy of
@@ -12,21 +13,22 @@ anew gets a new id.
 from __future__ import annotations
 
 from spark_queue.errors import CorruptStoreError
+from spark_queue.store.file import meta
 from spark_queue.store.file.connection import HasStoreConnection
 
-KEY = "store_id"
+KEY = meta.STORE_ID
 
 
 def store_id(store: HasStoreConnection) -> str:
     """The id of the store file ``store`` has open (32 hex digits), in one read."""
     with store.file.read() as conn:
-        row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (KEY,)).fetchone()
-    if row is None or not isinstance(row[0], str) or not row[0]:
+        value = meta.get(conn, KEY)
+    if not value:
         raise CorruptStoreError(
-            f"store {store.file.path!r} has no identity (sq_meta {KEY!r} is missing or "
-            f"empty; got {None if row is None else row[0]!r}): another program changed the "
+            f"store {store.file.path!r} has no identity ({meta.TABLE} {KEY!r} is missing or "
+            f"empty; got {value!r}): another program changed the "
             f"table. Restore it from a backup, or insert a new one: INSERT OR REPLACE INTO "
-            f"sq_meta (key, value) VALUES ('{KEY}', lower(hex(randomblob(16)))) (checkpoints "
+            f"{meta.TABLE} (key, value) VALUES ('{KEY}', lower(hex(randomblob(16)))) (checkpoints "
             "written against the old id are then refused)."
         )
-    return str(row[0])
+    return value

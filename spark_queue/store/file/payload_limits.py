@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -53,9 +53,12 @@ def check_sizes(
             raise too_large(index, size, limit, owner, fix)
 
 
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
+
+
 def checked_rows(
-    rows: Iterable[tuple], value_at: int, limit: int, owner: str, fix: str
-) -> Iterator[tuple]:
+    rows: Iterable[_Row], value_at: int, limit: int, owner: str, fix: str
+) -> Iterator[_Row]:
     """Pass ``rows`` through, raising for the first whose ``row[value_at]`` is over ``limit``."""
     for index, row in enumerate(rows):
         value = row[value_at]

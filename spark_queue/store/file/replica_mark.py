@@ -4,13 +4,13 @@ Litestream ships the WAL; it cannot know which events a reader may see or when a
 write is safe to acknowledge. The replicator (``sqliteq replicate``,
 :mod:`spark_queue.replication.replicator`) runs cycles, each in three steps:
 
-1. :func:`begin_cycle`, one write transaction: bump the cycle counter (sq_meta
+1. :func:`begin_cycle`, one write transaction: bump the cycle counter (meta key
    ``replica_cycle_begun``) and snapshot every topic's ``next_offset``;
 2. Litestream's ``sync -wait``: the replica now holds every commit up to step 1's;
 3. :func:`finish_cycle`, one write transaction: the snapshot becomes the mark
    (``replica_mark``), the cycle is done (``replica_cycle_done``).
 
-Readers of a replicated store (one with sq_meta ``replica_url``) see each topic up to
+Readers of a replicated store (one with the meta key ``replica_url``) see each topic up to
 its mark only (:func:`readable_end`: the Spark source, ``tail``, ``Store.read``,
 saved consumer offsets), so a restore never takes back an event a reader saw, and an
 offset never names two events. A ``durability="replicated"`` writer waits after its
@@ -31,14 +31,14 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import ReplicationTimeoutError
+from spark_queue.store.file import meta
 from spark_queue.store.file.connection import StoreConnection, now_ms
 
-URL_KEY = "replica_url"
-_BEGUN_KEY = "replica_cycle_begun"
-_DONE_KEY = "replica_cycle_done"
-_MARK_KEY = "replica_mark"
-_SYNCED_KEY = "replica_synced_ms"
-_KEYS = (URL_KEY, _BEGUN_KEY, _DONE_KEY, _MARK_KEY, _SYNCED_KEY)
+URL_KEY = meta.REPLICA_URL
+_BEGUN_KEY = meta.REPLICA_CYCLE_BEGUN
+_DONE_KEY = meta.REPLICA_CYCLE_DONE
+_MARK_KEY = meta.REPLICA_MARK
+_SYNCED_KEY = meta.REPLICA_SYNCED_MS
 
 # A waiting writer looks at the done counter after 1 ms, then twice as long, at most
 # every 20 ms: one cycle is a few tens of milliseconds on a local disk.
@@ -61,15 +61,6 @@ def wake_path(store_path: str) -> str:
     return f"{store_path}-replica-wake"
 
 
-def _get(conn: apsw.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _put(conn: apsw.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)", (key, value))
-
-
 def owns_wal(conn: apsw.Connection) -> bool:
     """Whether Litestream owns the WAL's checkpoints: the store is replicated.
 
@@ -79,43 +70,38 @@ def owns_wal(conn: apsw.Connection) -> bool:
     store's connections never checkpoint (``wal_autocheckpoint=0``, set at open by
     :func:`spark_queue.store.file.connection.open_connection`; housekeeping skips its
     checkpoint) and Litestream's own checkpoints bound the WAL. A file that is not a
-    store yet (no sq_meta) is not replicated.
+    store yet (no meta table) is not replicated.
     """
-    try:
-        return _get(conn, URL_KEY) is not None
-    except apsw.SQLError:
-        return False
+    return meta.has(conn, URL_KEY)
 
 
 def replica_url(conn: apsw.Connection) -> str | None:
     """The replica a store is marked as replicated to, or None (caller holds a snapshot)."""
-    return _get(conn, URL_KEY)
+    return meta.get(conn, URL_KEY)
 
 
 def mark_replicated(conn: apsw.Connection, url: str) -> None:
     """Mark the store replicated to ``url`` (in the caller's write transaction). Readers
     are capped from here on; a store marked for the first time starts with an empty
     mark, so they see nothing new until the first cycle finishes."""
-    if _get(conn, _MARK_KEY) is None:
-        _put(conn, _MARK_KEY, json.dumps(_next_offsets(conn)))
-    _put(conn, URL_KEY, url)
+    if meta.get(conn, _MARK_KEY) is None:
+        meta.put(conn, _MARK_KEY, json.dumps(_next_offsets(conn)))
+    meta.put(conn, URL_KEY, url)
 
 
 def unmark(conn: apsw.Connection) -> bool:
     """Forget the replica (caller's write transaction): readers see every event again,
     replicated writes fail. True if the store was marked."""
-    was = _get(conn, URL_KEY) is not None
-    conn.execute(
-        "DELETE FROM sq_meta WHERE key IN (?, ?, ?, ?, ?)", _KEYS
-    )
+    was = meta.get(conn, URL_KEY) is not None
+    meta.drop(conn, *meta.REPLICA_KEYS)
     return was
 
 
 def read_mark(conn: apsw.Connection) -> dict[int, int] | None:
     """Each topic id's readable end, or None when the store is not replicated."""
-    if _get(conn, URL_KEY) is None:
+    if meta.get(conn, URL_KEY) is None:
         return None
-    text = _get(conn, _MARK_KEY)
+    text = meta.get(conn, _MARK_KEY)
     return {} if text is None else {int(k): int(v) for k, v in json.loads(text).items()}
 
 
@@ -135,21 +121,21 @@ def _next_offsets(conn: apsw.Connection) -> dict[int, int]:
 
 def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:
     """Step 1 (caller's write transaction): the new cycle's number and each topic's end."""
-    cycle = int(_get(conn, _BEGUN_KEY) or 0) + 1
-    _put(conn, _BEGUN_KEY, str(cycle))
+    cycle = int(meta.get(conn, _BEGUN_KEY) or 0) + 1
+    meta.put(conn, _BEGUN_KEY, str(cycle))
     return cycle, _next_offsets(conn)
 
 
 def finish_cycle(conn: apsw.Connection, cycle: int, ends: dict[int, int]) -> None:
     """Step 3 (caller's write transaction): the replica holds ``ends``; cycle done."""
-    _put(conn, _MARK_KEY, json.dumps(ends))
-    _put(conn, _DONE_KEY, str(cycle))
-    _put(conn, _SYNCED_KEY, str(now_ms()))
+    meta.put(conn, _MARK_KEY, json.dumps(ends))
+    meta.put(conn, _DONE_KEY, str(cycle))
+    meta.put(conn, _SYNCED_KEY, str(now_ms()))
 
 
 def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
     """The replica's status (caller holds a snapshot), or None when not replicated."""
-    url = _get(conn, URL_KEY)
+    url = meta.get(conn, URL_KEY)
     if url is None:
         return None
     mark = read_mark(conn) or {}
@@ -161,9 +147,9 @@ def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
             "FROM sq_topics t ORDER BY t.name"
         )
     }
-    synced = _get(conn, _SYNCED_KEY)
+    synced = meta.get(conn, _SYNCED_KEY)
     return ReplicaStatus(
-        url, int(_get(conn, _DONE_KEY) or 0), None if synced is None else int(synced),
+        url, int(meta.get(conn, _DONE_KEY) or 0), None if synced is None else int(synced),
         {k: max(0, v) for k, v in behind.items()},
     )
 
@@ -173,12 +159,12 @@ def mark_problems(conn: apsw.Connection) -> list[str]:
     a mark that is not a JSON object of offsets, or one above a topic's next offset
     (readers would be told of events the store does not hold). Litestream's own tables
     (``_litestream_seq``, ``_litestream_lock``) are expected in a replicated store."""
-    if _get(conn, URL_KEY) is None:
+    if meta.get(conn, URL_KEY) is None:
         return []
     try:
         mark = read_mark(conn) or {}
     except (ValueError, TypeError, AttributeError) as exc:
-        return [f"sq_meta {_MARK_KEY!r} is not a JSON object of offsets ({exc}); "
+        return [f"{meta.TABLE} {_MARK_KEY!r} is not a JSON object of offsets ({exc}); "
                 "restart `sqliteq replicate`, whose first cycle rewrites it."]
     ends = _next_offsets(conn)
     return [
@@ -202,11 +188,11 @@ class ReplicaWait:
         conn = self.file.conn
         # Read after the commit: cycle `begun` may have started before it, `begun + 1`
         # cannot have (tests/store/file/test_replica_mark.py).
-        begun = int(_get(conn, _BEGUN_KEY) or 0)
+        begun = int(meta.get(conn, _BEGUN_KEY) or 0)
         self._touch()
         step = _WAIT_STEP_MIN_S
         end = time.monotonic() + self.timeout_ms / 1000
-        while int(_get(conn, _DONE_KEY) or 0) <= begun:
+        while int(meta.get(conn, _DONE_KEY) or 0) <= begun:
             left = end - time.monotonic()
             if left <= 0:
                 raise ReplicationTimeoutError(

@@ -40,6 +40,10 @@ from spark_queue.store.queues import queue_jobs
 from spark_queue.store.streams import event_log
 
 EVENT, JOB = 0, 1
+#: A call: one flat tuple of an event's or a job's fields (their types per kind, above).
+Call = tuple[Any, ...]
+#: Per call written or refused, its (reply, result or error); settled after the commit.
+Results = list[Iterable[tuple[Any, Any]]]
 _KIND, _NAME = operator.itemgetter(0), operator.itemgetter(1)
 
 
@@ -63,7 +67,7 @@ class BatchWriter:
         self._logs: dict[str, event_log.TopicLog] = {}  # by topic name, as of ``_version``
         self._version = -1  # the file's data version after our last commit; -1: none yet
 
-    def write(self, batch: list[tuple]) -> bool:
+    def write(self, batch: list[Call]) -> bool:
         """Write ``batch`` in one ``BEGIN IMMEDIATE`` transaction and answer each call.
 
         Returns whether the transaction committed. Never raises: every error
@@ -71,7 +75,7 @@ class BatchWriter:
         """
         # Iterables of (reply, offset, job id or error): a topic's run is one lazy zip,
         # not a tuple per call for the collector to walk.
-        results: list[Iterable[tuple[Any, Any]]] = []
+        results: Results = []
         try:
             self.db.transact(self._write_grouped, batch, results)
         except BaseException as exc:  # noqa: BLE001 - every caller must hear of it
@@ -82,12 +86,12 @@ class BatchWriter:
         settle_all(self.answered, itertools.chain.from_iterable(results))
         return True
 
-    def _write_grouped(self, conn: apsw.Connection, batch: list[tuple], results: list) -> None:
+    def _write_grouped(self, conn: apsw.Connection, batch: list[Call], results: Results) -> None:
         """Each topic's and each queue's calls together, in the open transaction."""
         if conn.data_version() != self._version:
             self._logs.clear()
-        events: dict[str, list[tuple]] = {}
-        jobs: dict[str, list[tuple]] = {}
+        events: dict[str, list[Call]] = {}
+        jobs: dict[str, list[Call]] = {}
         if len(set(map(_KIND, batch))) == 1 and len(set(map(_NAME, batch))) == 1:
             # One topic or queue (the usual batch): two passes in C, no loop per call.
             (events if batch[0][0] == EVENT else jobs)[batch[0][1]] = batch
@@ -105,8 +109,8 @@ class BatchWriter:
 
 
 def _append(
-    conn: apsw.Connection, log: event_log.TopicLog, calls: list[tuple], ts_ms: int,
-    results: list,
+    conn: apsw.Connection, log: event_log.TopicLog, calls: list[Call], ts_ms: int,
+    results: Results,
 ) -> None:
     first = log.next_offset
     if log.limit is not None:  # each call over it refused alone, before anything is written
@@ -118,7 +122,7 @@ def _append(
     results.append(zip(replies, range(first, first + len(calls)), strict=True))
 
 
-def _within_limit(calls: list[tuple], limit: int, topic: str, results: list) -> list[tuple]:
+def _within_limit(calls: list[Call], limit: int, topic: str, results: Results) -> list[Call]:
     """The calls whose payload fits ``limit``; the others are answered PayloadTooLargeError."""
     kept = []
     for call in calls:
@@ -135,10 +139,10 @@ def _within_limit(calls: list[tuple], limit: int, topic: str, results: list) -> 
 _REFUSALS = (PayloadTooLargeError, QueueFullError)
 
 
-def _enqueue(conn: apsw.Connection, queue: str, calls: list[tuple], results: list) -> None:
+def _enqueue(conn: apsw.Connection, queue: str, calls: list[Call], results: Results) -> None:
     """The queue's calls together; if the queue refuses that, each alone, in call order,
     so only the refused calls fail, as if each had been sent on its own."""
-    def write(group: list[tuple]) -> Sequence[int]:
+    def write(group: list[Call]) -> Sequence[int]:
         return queue_jobs.enqueue_rows(conn, queue, [call[3] for call in group])
 
     try:
@@ -155,7 +159,7 @@ def _enqueue(conn: apsw.Connection, queue: str, calls: list[tuple], results: lis
 
 
 def _undone_if_refused(
-    conn: apsw.Connection, write: Callable[[list[tuple]], Sequence[int]], calls: list[tuple]
+    conn: apsw.Connection, write: Callable[[list[Call]], Sequence[int]], calls: list[Call]
 ) -> Sequence[int]:
     """``write(calls)`` in a savepoint that a refusal rolls back. Any other error
     leaves the savepoint to the batch's ROLLBACK (SQLite may have ended the

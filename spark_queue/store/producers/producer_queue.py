@@ -40,7 +40,7 @@ import time
 from collections import deque
 
 from spark_queue.errors import StoreError
-from spark_queue.store.producers.producer_batch import EVENT, BatchWriter
+from spark_queue.store.producers.producer_batch import EVENT, BatchWriter, Call
 from spark_queue.store.producers.producer_replies import Ack, Reply, answer_unanswered
 
 _get_ident = threading.get_ident
@@ -69,7 +69,7 @@ class CallQueue:
         self._awaited = -1
         # Appended to without the lock by *_nowait calls (see _send); taken from
         # the left under it, so no call lands in a list a writer already took.
-        self._pending: deque[tuple] = deque()
+        self._pending: deque[Call] = deque()
         self._in_flight = 0  # calls in the batch being written
         self._lingering = False  # a leader waits out the linger (see _send)
         self._oldest_at = 0.0  # monotonic arrival of the oldest waiting call
@@ -89,7 +89,7 @@ class CallQueue:
         )
         self._writer.start()
 
-    def _submit(self, call: tuple, reply: Reply | Ack) -> None:
+    def _submit(self, call: Call, reply: Reply | Ack) -> None:
         """Queue the call; a blocking call that finds no one leading takes the lead."""
         with self._lock:
             if self._writing_in == _get_ident():
@@ -116,7 +116,7 @@ class CallQueue:
                 self._leading = self._writer_leads = True
                 self._writer_wanted.notify()
 
-    def _send(self, call: tuple) -> None:
+    def _send(self, call: Call) -> None:
         """Queue a ``*_nowait`` call: without the lock while a writer leads.
 
         The deque's append is atomic; what needs the lock is rare: a full
@@ -141,7 +141,7 @@ class CallQueue:
         ):
             self._after_send(call, waiting)
 
-    def _after_send(self, call: tuple, waiting: int) -> None:
+    def _after_send(self, call: Call, waiting: int) -> None:
         """The rare part of :meth:`_send`, under the lock."""
         with self._lock:
             if self._closed:
@@ -167,7 +167,7 @@ class CallQueue:
         if waiting >= self._max_batch:  # *_nowait calls may pass it before one looks
             self._linger_cut.notify()
 
-    def _call(self, call: tuple, reply: Reply) -> int:
+    def _call(self, call: Call, reply: Reply) -> int:
         """A blocking call: queue it, write batches if handed the lead, wait for the answer."""
         try:
             self._submit(call, reply)
@@ -241,7 +241,7 @@ class CallQueue:
                     self._leading = False
                 raise
 
-    def _done(self, batch: list[tuple], committed: bool) -> None:
+    def _done(self, batch: list[Call], committed: bool) -> None:
         """Count a batch written or failed (the caller holds the lock)."""
         if not committed:
             answer_unanswered(batch)
@@ -251,7 +251,7 @@ class CallQueue:
         if self._flushing or self._closed:
             self._progress.notify_all()
 
-    def _take(self) -> list[tuple]:
+    def _take(self) -> list[Call]:
         """The next batch (the caller holds the lock): the oldest calls, up to max_batch."""
         pending = self._pending
         if self._linger_s:

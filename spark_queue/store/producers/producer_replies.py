@@ -161,7 +161,7 @@ def settle_all(condition: threading.Condition, answers: Iterable[tuple[Any, Any]
         ack._invoke_callbacks()
 
 
-def answer_unanswered(batch: list[tuple]) -> None:
+def answer_unanswered(batch: list[tuple[Any, ...]]) -> None:
     """After an interrupt cut a batch's write short: no caller may wait forever."""
     error = StoreError("the producer's batch write was interrupted; it may not have committed.")
     for call in batch:

@@ -16,8 +16,8 @@ import secrets
 
 import apsw
 
-from spark_queue.defaults import MAX_STORED
 from spark_queue.errors import QueueConfigError
+from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
 from spark_queue.store.file.connection import Row
@@ -125,6 +125,7 @@ def _claim_rows(
 def lease_duration_ms(config: QueueConfig, lease_ms: int | None) -> int:
     if lease_ms is None:
         return config.visibility_timeout_ms
-    return check_int(
-        lease_ms, "visibility_timeout_ms", low=1, high=MAX_STORED, error=QueueConfigError
-    )
+    # The lease given for one claim overrides the queue's setting: checked as it.
+    checked: int = check_setting(QUEUE_SETTING["visibility_timeout_ms"], lease_ms,
+                                 error=QueueConfigError, owner="")
+    return checked

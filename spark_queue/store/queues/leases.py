@@ -17,12 +17,12 @@ import apsw
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.queues.claims import lease_duration_ms
+from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import (
     Job,
     Lease,
     LeaseResult,
     NackResult,
-    QueueConfig,
     add_to_counter,
     bury,
     get_queue,
@@ -67,7 +67,7 @@ def _each_lease(
     conn: apsw.Connection,
     sql: str,
     pairs: list[tuple[int, int]],
-    params: Callable[[int, int], tuple],
+    params: Callable[[int, int], tuple[int, ...]],
 ) -> LeaseResult:
     """Run ``sql`` once per (id, token); the ids it changed are done, the others rejected.
 

@@ -21,14 +21,13 @@ from spark_queue.store.file.connection import StoreConnection, first_value, one_
 from spark_queue.store.file.connection import now_ms as _clock_ms
 from spark_queue.store.file.steps import Budget, Done, MayStep, in_steps, rows_within, size_sql
 from spark_queue.store.queues import controls
-from spark_queue.store.queues.queue_config import bad_settings
-from spark_queue.store.queues.queue_jobs import (
+from spark_queue.store.queues.queue_config import (
     CONFIG_COLUMNS,
     QueueConfig,
+    bad_settings,
     config_from_row,
-    ensure_queue,
-    get_queue,
 )
+from spark_queue.store.queues.queue_jobs import ensure_queue, get_queue
 
 # The settings a caller may change (declared in spark_queue/setting_table.py), and those
 # None switches off (no limit).
@@ -160,7 +159,7 @@ _JOB_COLUMNS = (
 )
 
 
-def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
+def _job_info(config: QueueConfig, row: tuple[Any, ...], now: int) -> JobInfo:
     id_, prio, attempts, max_att, enq, avail, lease_end, exp, key, value, vtype, err = row
     if lease_end is not None and lease_end > now:
         state = "leased"
@@ -185,7 +184,7 @@ def _job_info(config: QueueConfig, row: tuple, now: int) -> JobInfo:
     )
 
 
-def _dead_info(config: QueueConfig, row: tuple) -> JobInfo:
+def _dead_info(config: QueueConfig, row: tuple[Any, ...]) -> JobInfo:
     id_, prio, attempts, max_att, enq, dead_ms, exp, key, value, vtype, err = row
     return JobInfo(
         id_,

@@ -38,6 +38,7 @@ from spark_queue.errors import (
     QueueConfigError,
     QueueFullError,
 )
+from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import encode_value
@@ -143,7 +144,12 @@ def _encode_payload(index: int, payload: Any) -> tuple[Any, int]:
         raise PayloadError(f"job {index} of the batch: {exc}") from exc
 
 
-def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
+#: A job as inserted: (queue_id, priority, available_ms, max_attempts, expires_ms,
+#: idempotency_key, created_ms, value, value_type).
+JobRow = tuple[int, int, int, int | None, int | None, str | None, int, Any, int]
+
+
+def _encode_row(index: int, job: Any, queue_id: int, now: int) -> JobRow:
     # ``type(x) is int`` checks are deliberate: they are fast and reject bool.
     if type(job) is not NewJob:  # a bare payload: every option at its default
         value, vtype = _encode_payload(index, job)
@@ -158,7 +164,9 @@ def _encode_row(index: int, job: Any, queue_id: int, now: int) -> tuple:
     if ttl is not None:
         ttl = now + int_option(index, "ttl_ms", ttl, 1, False)
     if max_attempts is not None:
-        int_option(index, "max_attempts", max_attempts, 1, False)
+        # A job's max_attempts overrides its queue's: checked as the declared setting.
+        check_setting(QUEUE_SETTING["max_attempts"], max_attempts, error=QueueConfigError,
+                      owner=f"job {index} of the batch:")
     if key is not None and (type(key) is not str or not key):
         raise QueueConfigError(
             f"job {index} of the batch: idempotency_key must be a non-empty str or None; "
@@ -237,7 +245,7 @@ def enqueue_rows(
     return ids
 
 
-def _insert_without_keys(conn: apsw.Connection, encoded: list[tuple]) -> None:
+def _insert_without_keys(conn: apsw.Connection, encoded: list[JobRow]) -> None:
     """Insert rows that carry no idempotency key, in order.
 
     When a chunk's rows differ only in their payloads (bare payloads, or jobs

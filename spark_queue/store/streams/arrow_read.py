@@ -224,7 +224,7 @@ def _check_format(payload_format: str) -> None:
 
 def _fetch(
     conn: apsw.Connection, topic: str, sql: str, tid: int, start: int, upper: int
-) -> list[tuple]:
+) -> list[apsw.SQLiteValues]:
     try:
         return conn.execute(sql, (tid, start, upper)).fetchall()
     except UnicodeDecodeError as exc:
@@ -234,7 +234,7 @@ def _fetch(
         ) from exc
 
 
-def _columns(rows: list[tuple], schema: pa.Schema) -> list[pa.Array]:
+def _columns(rows: list[apsw.SQLiteValues], schema: pa.Schema) -> list[pa.Array]:
     # One C-level pass per column; zip(*rows) over a large batch is ~3x slower.
     return [
         pa.array(list(map(itemgetter(i), rows)), type=field.type)

@@ -92,7 +92,7 @@ def list_consumers(conn: apsw.Connection, topic: str | None = None) -> list[Cons
         "SELECT c.consumer, t.name, c.next_offset, t.next_offset, c.updated_ms "
         "FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id"
     )
-    params: tuple = ()
+    params: tuple[int, ...] = ()
     if topic is not None:
         sql += " WHERE c.topic_id = ?"
         params = (topic_id(conn, topic),)

@@ -118,7 +118,7 @@ def list_positions(conn: apsw.Connection, tid: int | None = None) -> list[Positi
         "p.confirmed FROM sq_consumer_positions p JOIN sq_topics t ON t.id = p.topic_id "
         "WHERE " + _LIVE.replace("confirmed", "p.confirmed").replace("updated_ms", "p.updated_ms")
     )
-    params: tuple = (_stale_before(),)
+    params: tuple[int, ...] = (_stale_before(),)
     if tid is not None:
         sql += " AND p.topic_id = ?"
         params += (tid,)

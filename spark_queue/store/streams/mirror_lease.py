@@ -2,7 +2,7 @@
 ``--follow`` service and a hand-run ``kafka export``, or two instances) never both produce
 into the same Kafka partitions.
 
-The lease is a row of ``sq_meta`` (key ``mirror_lease/<hold>``, a JSON object: a random
+The lease is a row of the store's meta table (key ``mirror_lease/<hold>``, a JSON object: a random
 token, the holder's host and process id, since when it holds it, until when, its length and
 how often it was renewed), taken in a write transaction before the exporter reads a bound
 or asks Kafka anything, renewed every third of :data:`MIRROR_LEASE_MS` by a daemon thread
@@ -22,23 +22,22 @@ longer than the lease, then taken over) saves no position and stops.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
-import threading
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import MirrorLeaseError, SparkQueueError, StoreBusyError
-from spark_queue.store.file.connection import StoreConnection, now_ms, open_connection
+from spark_queue.store.file import meta
+from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.daemon import Daemon
 
 #: How long a lease lasts unless renewed: a killed exporter blocks the next one this long.
 MIRROR_LEASE_MS = 30_000
-_KEY = "mirror_lease/"
 log = logging.getLogger("spark_queue.mirror_lease")
 
 
@@ -111,11 +110,10 @@ def new_holder(lease_ms: int) -> LeaseHolder:
 def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
     """The lease on ``hold``'s copy as its row says; None if none, or if another SQLite client
     wrote something unreadable there (the next take replaces it)."""
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (_KEY + hold,)).fetchone()
-    if row is None:
+    found = meta.get_json(conn, meta.mirror_lease_key(hold))
+    if found is None:
         return None
     try:
-        found: dict[str, Any] = json.loads(row[0])
         return LeaseHolder(str(found["token"]), str(found["host"]), int(found["pid"]),
                            int(found["since_ms"]), int(found["until_ms"]),
                            int(found["lease_ms"]), int(found["renewals"]),
@@ -125,8 +123,7 @@ def lease_of(conn: apsw.Connection, hold: str) -> LeaseHolder | None:
 
 
 def _write(conn: apsw.Connection, hold: str, holder: LeaseHolder) -> None:
-    conn.execute("INSERT OR REPLACE INTO sq_meta (key, value) VALUES (?, ?)",
-                 (_KEY + hold, json.dumps(holder._asdict())))
+    meta.put_json(conn, meta.mirror_lease_key(hold), holder._asdict())
 
 
 def take_lease(conn: apsw.Connection, hold: str, me: LeaseHolder) -> LeaseHolder:
@@ -172,49 +169,33 @@ def release_lease(conn: apsw.Connection, hold: str, me: LeaseHolder) -> None:
     """Give the lease back in the caller's write transaction, if it is still ``me``'s."""
     found = lease_of(conn, hold)
     if found is not None and found.token == me.token:
-        conn.execute("DELETE FROM sq_meta WHERE key = ?", (_KEY + hold,))
+        meta.drop(conn, meta.mirror_lease_key(hold))
 
 
-class LeaseKeeper:
+class LeaseKeeper(Daemon):
     """Renews a taken lease every third of its length from a daemon thread with a connection
     of its own, until :meth:`stop`, or until it finds the lease another's (then the holder's
     next :func:`check` refuses). A busy store is tried again at the next turn."""
 
     def __init__(self, path: str, hold: str, me: LeaseHolder,
                  busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS) -> None:
-        self.path = path
+        super().__init__(path, every_s=me.lease_ms / 3000, name="sq-mirror-lease",
+                         busy_timeout_ms=busy_timeout_ms)
         self.hold = hold
         self.me = me
-        self.busy_timeout_ms = busy_timeout_ms
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sq-mirror-lease", daemon=True)
 
-    def start(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
+    def turn(self, file: StoreConnection) -> None:
+        with file.write() as conn:
+            check_lease(conn, self.hold, self.me, renew=True)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _loop(self) -> None:
-        file: StoreConnection | None = None
-        try:
-            while not self._stop.wait(self.me.lease_ms / 3000):
-                try:
-                    if file is None:
-                        file = StoreConnection(self.path, open_connection(
-                            self.path, create=False, busy_timeout_ms=self.busy_timeout_ms))
-                    with file.write() as conn:
-                        check_lease(conn, self.hold, self.me, renew=True)
-                except MirrorLeaseError as exc:
-                    log.warning("%s", exc)
-                    return
-                except StoreBusyError:
-                    log.debug("lease %r: store busy, renewing at the next turn", self.hold)
-                except SparkQueueError as exc:
-                    log.warning("lease %r not renewed: %s", self.hold, exc)
-        finally:
-            if file is not None:
-                file.close()
+    def failed(self, exc: Exception) -> bool:
+        if isinstance(exc, MirrorLeaseError):
+            log.warning("%s", exc)
+            return True
+        if isinstance(exc, StoreBusyError):
+            log.debug("lease %r: store busy, renewing at the next turn", self.hold)
+        elif isinstance(exc, SparkQueueError):
+            log.warning("lease %r not renewed: %s", self.hold, exc)
+        else:
+            raise exc
+        return False

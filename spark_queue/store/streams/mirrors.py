@@ -3,7 +3,7 @@
 A copy's log starts at 0; a topic whose head retention already removed starts
 at its earliest offset. The difference is the *shift*: the copy's offset of an
 event is its store offset minus the shift. It is fixed by the first export of
-the topic and kept in ``sq_meta`` (key ``mirror_shift/<topic>``), so every
+the topic and kept in the store's meta table (key ``mirror_shift/<topic>``), so every
 later export, and every position turned into a position of the copy, applies
 the same number. Deleting the topic forgets it.
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 import apsw
 
 from spark_queue.errors import CorruptStoreError, OptionError
+from spark_queue.store.file import meta
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 
-_PREFIX = "mirror_shift/"
 MIRROR_HOLD = "sqliteq.mirror"  # the reserved consumer name of a copy's position
 
 
@@ -52,19 +52,19 @@ def hold_prefix(consumer: str) -> str | None:
 
 
 def _key(topic: str) -> str:
-    return _PREFIX + validate_name(topic)
+    return meta.mirror_shift_key(validate_name(topic))
 
 
 def shift(conn: apsw.Connection, topic: str) -> int | None:
     """The recorded shift of ``topic``'s copy, or None if it was never exported."""
-    row = conn.execute("SELECT value FROM sq_meta WHERE key = ?", (_key(topic),)).fetchone()
-    if row is None:
+    text = meta.get(conn, _key(topic))
+    if text is None:
         return None
     try:
-        value = int(row[0])
-    except (TypeError, ValueError) as exc:
+        value = int(text)
+    except ValueError as exc:
         raise CorruptStoreError(
-            f"sq_meta {_key(topic)!r} holds {row[0]!r}, not an offset shift; delete the row "
+            f"{meta.TABLE} {_key(topic)!r} holds {text!r}, not an offset shift; delete the row "
             "and export the topic to a new copy."
         ) from exc
     return value
@@ -77,10 +77,10 @@ def fix_shift(conn: apsw.Connection, topic: str, value: int) -> int:
     recorded = shift(conn, topic)
     if recorded is not None:
         return recorded
-    conn.execute("INSERT INTO sq_meta (key, value) VALUES (?, ?)", (_key(topic), str(value)))
+    meta.add(conn, _key(topic), str(value))
     return value
 
 
 def forget(conn: apsw.Connection, topic: str) -> None:
     """Drop ``topic``'s shift (its copy no longer describes a topic of this name)."""
-    conn.execute("DELETE FROM sq_meta WHERE key = ?", (_key(topic),))
+    meta.drop(conn, _key(topic))

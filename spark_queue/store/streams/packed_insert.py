@@ -104,7 +104,7 @@ def _insert_chunk(
 def _packed(
     values: Sequence[Any], value_types: int | Sequence[int], ts_ms: int | Sequence[int],
     keys: Sequence[Any] | None, headers: Sequence[Any] | None,
-) -> tuple[str, tuple] | None:
+) -> tuple[str, tuple[object, ...]] | None:
     """The one-statement INSERT and its array parameters, or None if the chunk does not fit."""
     if not values or type(value_types) is not int or type(ts_ms) is not int:
         return None

@@ -61,7 +61,15 @@ def open_topic(conn: apsw.Connection, topic: str) -> tuple[int, int, int | None]
     return log.tid, log.next_offset, log.limit
 
 
-def _encode_chunk(items: list[Any], index: int, ts_ms: int) -> tuple:
+_Column = Sequence[Any] | None
+#: A chunk in stored form: values, their value type (one for all, or one each), their
+#: timestamp (likewise), keys and headers (None: all None).
+_Columns = tuple[Sequence[Any], int | Sequence[int], int | Sequence[int], _Column, _Column]
+#: One event in stored form: value, value type, timestamp, key, headers.
+_StoredEvent = tuple[Any, int, int, str | bytes | None, str | None]
+
+
+def _encode_chunk(items: list[Any], index: int, ts_ms: int) -> _Columns:
     """``(values, value_types, ts_ms, keys, headers)`` of ``items`` in their stored form.
 
     Plain ASCII text is the hot case (the benchmark's and Spark's): the whole
@@ -96,7 +104,7 @@ _HEADERS, _TIMESTAMP = attrgetter("headers"), attrgetter("timestamp_ms")
 _NONE = type(None)
 
 
-def _plain_records(records: list[Record], ts_ms: int) -> tuple | None:
+def _plain_records(records: list[Record], ts_ms: int) -> _Columns | None:
     """:func:`_encode_chunk` of Records whose values are all ASCII text or all bytes, keys
     ASCII text, bytes or None, with no headers or timestamps (a keyed stream, as Kafka
     producers send): read column by column at C speed. None for any other chunk, which
@@ -124,7 +132,7 @@ def _plain_records(records: list[Record], ts_ms: int) -> tuple | None:
     return values, value_type, ts_ms, None if key_kinds == {_NONE} else keys, None
 
 
-def _encode(item: Any, ts_ms: int) -> tuple:
+def _encode(item: Any, ts_ms: int) -> _StoredEvent:
     if type(item) is Record:
         value, vtype = encode_value(item.value)
         return (
@@ -212,7 +220,9 @@ def _check_columns(chunk: EncodedChunk, *columns: Sequence[Any] | None, what: st
             )
 
 
-def insert_stored(conn: apsw.Connection, log: TopicLog, ts_ms: int, rows: Sequence[tuple]) -> int:
+def insert_stored(
+    conn: apsw.Connection, log: TopicLog, ts_ms: int, rows: Sequence[tuple[Any, ...]]
+) -> int:
     """Write ``rows`` of stored ``(value, value_type, key, headers)`` at ``log``'s next
     offsets; return the new next offset (the producer's batch of one topic).
 
@@ -275,11 +285,14 @@ def append_routed(
     return {topic: range(first, log.next_offset) for topic, (log, first) in logs.items()}
 
 
-def _rows(chunk: EncodedChunk, rows: list[int], *, whole: bool) -> tuple:
+def _rows(
+    chunk: EncodedChunk, rows: list[int], *, whole: bool
+) -> tuple[Sequence[Any], _Column, _Column]:
     """The values, keys and headers of ``rows`` of ``chunk`` (the chunk's own when ``whole``)."""
-    def pick(column: Sequence[Any] | None) -> Sequence[Any] | None:
+    def pick(column: _Column) -> _Column:
         if column is None or whole:
             return column
         return [column[row] for row in rows]
 
-    return pick(chunk.values), pick(chunk.keys), pick(chunk.headers)
+    values = chunk.values if whole else [chunk.values[row] for row in rows]
+    return values, pick(chunk.keys), pick(chunk.headers)

@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import apsw
 
+from spark_queue.defaults import MAX_INT64
 from spark_queue.errors import CorruptStoreError, OffsetRangeError, UnknownTopicError
-from spark_queue.store.file.arguments import MAX_INT64, check_int, check_optional_int
+from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import VALUE_TYPE_NAMES, decode_headers, decode_value
 from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.names import validate_name

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from spark_queue.connector.sink.sink_schema import SinkLayout
 from spark_queue.connector.sink.writers import _jobs
-from spark_queue.store import JSON, Store
+from spark_queue.store import JSON, QueueRows, Store
 
 
 def test_json_rows_are_stored_as_the_executors_encoded_them(store: Store) -> None:
@@ -18,7 +18,7 @@ def test_json_rows_are_stored_as_the_executors_encoded_them(store: Store) -> Non
     texts = ['{"b": 1.0, "a":[1, 2]}', None, '"text"', '{"z":{"y":null}}']
     batch = pa.RecordBatch.from_pydict({"value": pa.array(texts, pa.string())})
     layout = SinkLayout(target="queue", value_type=JSON)
-    commit = store.commit_sink_batch("s", 0, queue="q", jobs=_jobs(iter([batch]), layout))
+    commit = store.commit_sink_batch("s", 0, QueueRows("q", _jobs(iter([batch]), layout)))
     assert commit.rows == 4
     with store.write() as conn:
         stored = conn.execute(

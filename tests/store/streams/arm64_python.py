@@ -6,7 +6,8 @@ The root is Debian bookworm's arm64 ``python3.11-minimal`` and ``libpython3.11-s
 with their dependencies, fetched by apt-get with a configuration of its own (the arm64
 lists and the .debs in the cache folder; the machine's dpkg and apt state untouched, no
 ``dpkg --add-architecture``) and unpacked with ``dpkg-deb -x``, which is all an
-interpreter needs (no maintainer scripts). apsw, pyarrow and pytest go in beside it as
+interpreter needs (no maintainer scripts): tests/smoke/debian_root.py, shared with the
+smoke matrix's Python 3.13. apsw, pyarrow and pytest go in beside it as
 PyPI's aarch64 wheels, at the versions this interpreter has, with ``pip --target``.
 ``qemu-aarch64 -L ROOT`` runs it without binfmt (a container may not register it);
 Debian's ``qemu-user`` is installed when missing, where apt-get can (root: CI).
@@ -22,13 +23,13 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
+
+from tests.smoke import debian_root
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CACHE = ROOT / ".arm64-root"
 SUITE = "bookworm"
-KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 DEBS = ("python3.11-minimal", "libpython3.11-stdlib", "libstdc++6")
 WHEELS = ("apsw", "pyarrow", "pytest", "pytest-timeout")
 
@@ -64,9 +65,9 @@ def _qemu() -> str:
         return found
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         raise Unavailable("qemu-aarch64 is not installed (Debian: apt-get install qemu-user)")
-    _run(["apt-get", "update", "-qq"])
-    _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-user"],
-         env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    debian_root.run(["apt-get", "update", "-qq"])
+    debian_root.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-user"],
+                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     found = shutil.which("qemu-aarch64")
     if found is None:
         raise RuntimeError("apt-get installed qemu-user, but qemu-aarch64 is not on the PATH")
@@ -74,42 +75,15 @@ def _qemu() -> str:
 
 
 def _unpack_debs(fs_root: pathlib.Path) -> None:
-    if shutil.which("apt-get") is None or not os.path.exists(KEYRING):
+    if not debian_root.can_fetch():
         raise Unavailable("needs Debian's apt-get and its archive keyring")
-    apt = CACHE / "apt"
-    for folder in ("lists/partial", "archives/partial", "cache"):
-        (apt / folder).mkdir(parents=True, exist_ok=True)
-    (apt / "status").touch()
-    (apt / "sources.list").write_text(
-        f"deb [arch=arm64 signed-by={KEYRING}] http://deb.debian.org/debian {SUITE} main\n")
-    options = [
-        "-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64",
-        "-o", f"Dir::Etc::SourceList={apt / 'sources.list'}",
-        "-o", "Dir::Etc::SourceParts=/nonexistent",
-        "-o", f"Dir::State::Lists={apt / 'lists'}", "-o", f"Dir::State::status={apt / 'status'}",
-        "-o", f"Dir::Cache={apt / 'cache'}", "-o", f"Dir::Cache::archives={apt / 'archives'}",
-        "-o", "Debug::NoLocking=1", "-o", "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=0",
-        "-o", "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=0",
-    ]
-    _run(["apt-get", *options, "-qq", "update"])
-    _run(["apt-get", *options, "-qq", "-y", "--download-only", "--no-install-recommends",
-          "install", *DEBS])
-    fs_root.mkdir(parents=True, exist_ok=True)
-    for deb in sorted((apt / "archives").glob("*.deb")):
-        _run(["dpkg-deb", "-x", str(deb), str(fs_root)])
+    debian_root.unpack_debs(CACHE, fs_root, arch="arm64", suite=SUITE, debs=DEBS)
 
 
 def _install_wheels(site: pathlib.Path, versions: dict[str, str]) -> None:
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          "--target", str(site), "--only-binary=:all:", "--python-version", "3.11",
-          "--implementation", "cp", "--abi", "cp311",
-          "--platform", "manylinux_2_28_aarch64", "--platform", "manylinux2014_aarch64",
-          *(f"{name}=={version}" for name, version in versions.items())])
-
-
-def _run(command: list[str], env: dict[str, str] | None = None) -> None:
-    # A failure here (no network, a package gone) fails the test: only a machine without
-    # the tools (no apt-get, not root) skips it.
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:3])} ... failed: {result.stderr.strip()[-800:]}")
+    debian_root.run([
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--target", str(site), "--only-binary=:all:", "--python-version", "3.11",
+        "--implementation", "cp", "--abi", "cp311",
+        "--platform", "manylinux_2_28_aarch64", "--platform", "manylinux2014_aarch64",
+        *(f"{name}=={version}" for name, version in versions.items())])

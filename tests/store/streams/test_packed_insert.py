@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_queue.store import Record, Store
+from spark_queue.store import Record, Store, TopicRows
 from spark_queue.store.file import carray
 from spark_queue.store.streams import topic_log, topic_reads
 from spark_queue.store.streams.event_log import open_log
@@ -121,7 +121,8 @@ def test_a_chunk_whose_columns_differ_in_length_is_refused_whole(store: Store) -
     from spark_queue.errors import PayloadError
 
     with pytest.raises(PayloadError, match="2 values but 1 keys"):
-        store.commit_sink_batch(None, None, topic="t", chunks=[EncodedChunk(["a", "b"], 1, ["k"])])
+        store.commit_sink_batch(None, None,
+                                TopicRows("t", [EncodedChunk(["a", "b"], 1, ["k"])]))
     assert store.topics() == [] or store.topic("t").bounds() == (0, 0)
 
 

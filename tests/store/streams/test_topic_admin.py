@@ -10,7 +10,7 @@ from spark_queue.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from spark_queue.store import Store
+from spark_queue.store import Store, TopicRows
 
 
 def test_a_topic_is_created_together_with_its_settings(store):
@@ -65,9 +65,9 @@ def test_deleting_a_topic_removes_its_events_and_consumers_but_not_other_topics(
 
 def test_deleting_a_topic_keeps_the_sink_ledger_keyed_by_sink_id(store_path):
     with Store(store_path) as store:
-        store.commit_sink_batch("s", 0, topic="t")
+        store.commit_sink_batch("s", 0, TopicRows("t", ()))
         store.topic("t").delete()
-        assert store.commit_sink_batch("s", 0, topic="t").skipped
+        assert store.commit_sink_batch("s", 0, TopicRows("t", ())).skipped
         assert not store.topic("t").exists()
 
 
