@@ -45,8 +45,8 @@ def test_a_jobs_max_attempts_is_refused_as_the_queue_setting_it_overrides(store:
 def test_prune_and_set_retention_agree_on_zero_rows(store: Store):
     store.publish_many("t", ["a", "b", "c"])
     with pytest.raises(OptionError) as setting:
-        store.set_retention("t", retention_rows=0)
+        store.topic("t").set_retention(retention_rows=0)
     with pytest.raises(OptionError) as override:
-        store.prune("t", retention_rows=0)
+        store.topic("t").prune(retention_rows=0)
     assert _range(override) == _range(setting)
     assert [e.offset for e in store.read("t", 0, 10)] == [0, 1, 2]
