@@ -77,7 +77,7 @@ from spark_queue.store.streams.retention import PruneResult
 log = logging.getLogger("spark_queue.housekeeping")
 
 _INTERVAL_KEY = meta.HOUSEKEEPING_INTERVAL_MS
-_LAST_RUN_KEY = meta.HOUSEKEEPING_LAST_RUN
+_LAST_RUN_KEY = meta.HOUSEKEEPING_LAST_RUN_KEY
 _LEASE_KEY = meta.HOUSEKEEPING_LEASE
 #: How long a lease lasts unless renewed: a killed holder delays the next run by this.
 LEASE_MS = 60_000

@@ -40,7 +40,7 @@ REPLICA_KEYS = (REPLICA_URL, REPLICA_CYCLE_BEGUN, REPLICA_CYCLE_DONE, REPLICA_MA
                 REPLICA_SYNCED_MS)
 
 HOUSEKEEPING_INTERVAL_MS = "housekeeping_interval_ms"
-HOUSEKEEPING_LAST_RUN = "housekeeping_last_run"
+HOUSEKEEPING_LAST_RUN_KEY = "housekeeping_last_run"
 HOUSEKEEPING_LEASE = "housekeeping_lease"
 
 _MIRROR_SHIFT = "mirror_shift/"
