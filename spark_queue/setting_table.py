@@ -1,9 +1,9 @@
 """Every queue and topic setting, declared once: its name, type, default, bounds, doc line
-and CLI flag, and :func:`check`, the one check of a value against its declaration. Imports
+and CLI flag, and :func:`check_setting`, the one check of a value against its declaration. Imports
 only :mod:`spark_queue.defaults`, which imports nothing, so every layer may read it.
 
 What reads it: the store's check of a value (``Queue.configure``, ``Store.queue``, a
-topic's retention and payload limit, each through :func:`check`), the
+topic's retention and payload limit, each through :func:`check_setting`), the
 CLI's flags (``sqliteq queue create|config``, ``topic create|config``) and the durations
 its tables print, the docs' settings tables (``docs/queues.md``, ``docs/store.md``,
 rendered by :func:`markdown_table`). What cannot read it, and is held to it by

@@ -323,6 +323,11 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def now_or(given_ms: int | None) -> int:
+    """``given_ms`` when a caller fixes the time (a test, a replayed run), else :func:`now_ms`."""
+    return now_ms() if given_ms is None else given_ms
+
+
 class StoreConnection:
     """The one owner of a store file's apsw connection: its transactions, their error
     translation and the clock. :class:`~spark_queue.store.Store` and

@@ -20,8 +20,7 @@ from spark_queue.errors import QueueConfigError
 from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
-from spark_queue.store.file.connection import Row
-from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.connection import Row, now_or
 from spark_queue.store.queues import controls
 from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, bury, get_queue
@@ -63,7 +62,7 @@ def claim(
     if config is None:
         return []
     lease_ms = lease_duration_ms(config, lease_ms)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     if not controls.controlled(config):
         return _claim_rows(conn, config, limit, lease_ms, now)
     allowed = controls.admission(conn, config, now).allowed

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 import apsw
 
 from spark_queue.store.file.arguments import check_int
-from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.connection import now_or
 from spark_queue.store.queues.claims import lease_duration_ms
 from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import (
@@ -122,7 +122,7 @@ def nack(
         return NackResult([], [], [job_id for job_id, _ in pairs])
     if delay_ms is not None:
         int_option(0, "delay_ms", delay_ms, 0, False)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     retried, dead, retry_at = [], [], []
     for job_id, token in pairs:
         row = conn.execute(
@@ -190,7 +190,7 @@ def extend(
     config = get_queue(conn, queue)
     if config is None or not pairs:
         return LeaseResult([], [job_id for job_id, _ in pairs])
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     expires = now + lease_duration_ms(config, lease_ms)
     if config.max_leased is not None:
         # A capped queue stopped counting a lease once it expired and may have

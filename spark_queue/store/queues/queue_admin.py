@@ -1,6 +1,8 @@
 """Queue administration: settings, stats, peeking, purging, dead letters, single jobs, TTL sweep.
 
-The hot path (enqueue, claim, ack, nack) lives in :mod:`spark_queue.store.queues.queue_jobs`.
+The hot path lives beside it: enqueue in :mod:`~spark_queue.store.queues.queue_jobs`,
+claim in :mod:`~spark_queue.store.queues.claims`, ack, nack and extend in
+:mod:`~spark_queue.store.queues.leases`.
 Functions that write expect the caller to hold the write transaction; the
 read-only ones expect one read snapshot.
 """
@@ -17,8 +19,7 @@ from spark_queue.errors import QueueConfigError, UnknownJobError, UnknownQueueEr
 from spark_queue.setting_table import QUEUE_SETTING, QUEUE_SETTINGS, check_setting
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import decode_value
-from spark_queue.store.file.connection import StoreConnection, first_value, one_row
-from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.connection import StoreConnection, first_value, now_or, one_row
 from spark_queue.store.file.steps import Budget, Done, MayStep, in_steps, rows_within, size_sql
 from spark_queue.store.queues import controls
 from spark_queue.store.queues.queue_config import (
@@ -103,7 +104,7 @@ def configure(
     elif new.max_leased is None and old.max_leased is not None:
         controls.untrack_leases(conn, new.id)
     if (old.rate_limit_per_s, old.rate_burst) != (new.rate_limit_per_s, new.rate_burst):
-        now = _clock_ms() if now_ms is None else now_ms
+        now = now_or(now_ms)
         controls.carry_bucket(conn, old, new, now)
         new = require_queue(conn, queue)
     return new
@@ -133,7 +134,7 @@ def stats(
     conn: apsw.Connection, queue: str | None = None, *, now_ms: int | None = None
 ) -> list[QueueStats]:
     """Counts per queue (one scan of its jobs); expired leases count as ready (claimable)."""
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
     result = []
     for config in configs:
@@ -215,7 +216,7 @@ def peek(
 ) -> list[JobInfo]:
     """Jobs in queue order (priority, then age), in flight ones too (see ``state``); no lease."""
     config = require_queue(conn, queue)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     rows = conn.execute(
         f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE queue_id = ? "
         "AND (expires_at IS NULL OR expires_at > ?) "
@@ -233,7 +234,7 @@ def purge(
     if include_leased:
         conn.execute("DELETE FROM sq_jobs WHERE queue_id = ?", (config.id,))
     else:
-        now = _clock_ms() if now_ms is None else now_ms
+        now = now_or(now_ms)
         conn.execute(
             "DELETE FROM sq_jobs WHERE queue_id = ? "
             "AND (lease_token IS NULL OR lease_expires_at <= ?)",
@@ -255,7 +256,7 @@ def sweep_expired(
     space. Also forgets idempotency keys past the queue's window whose job is gone,
     unless the queue's window breaks the rule (named in ``problems``).
     """
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     with file.read() as conn:
         configs = list_queues(conn) if queue is None else [require_queue(conn, queue)]
     removed = 0
@@ -332,7 +333,7 @@ def requeue_dead(
     has passed is cleared so the requeued job can run.
     """
     config = require_queue(conn, queue)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     if job_ids is None:
         ids = [
             r[0]
@@ -379,7 +380,7 @@ def get_job(
 ) -> JobInfo:
     """The job with ``job_id`` in the queue or its dead letters; UnknownJobError otherwise."""
     config = require_queue(conn, queue)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     row = conn.execute(
         f"SELECT {_JOB_COLUMNS} FROM sq_jobs WHERE id = ? AND queue_id = ?", (job_id, config.id)
     ).fetchone()

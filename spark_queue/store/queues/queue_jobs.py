@@ -42,8 +42,7 @@ from spark_queue.setting_table import QUEUE_SETTING, check_setting
 from spark_queue.store.file import carray
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import encode_value
-from spark_queue.store.file.connection import first_value
-from spark_queue.store.file.connection import now_ms as _clock_ms
+from spark_queue.store.file.connection import first_value, now_ms, now_or
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes
 from spark_queue.store.queues.queue_config import CONFIG_COLUMNS, QueueConfig, config_from_row
@@ -115,7 +114,7 @@ def ensure_queue(conn: apsw.Connection, queue: str) -> QueueConfig:
     config = get_queue(conn, queue)
     if config is not None:
         return config
-    conn.execute("INSERT INTO sq_queues (name, created_ms) VALUES (?, ?)", (queue, _clock_ms()))
+    conn.execute("INSERT INTO sq_queues (name, created_ms) VALUES (?, ?)", (queue, now_ms()))
     created = get_queue(conn, queue)
     assert created is not None, "the queue inserted above, in the same transaction"
     return created
@@ -207,7 +206,7 @@ def enqueue_rows(
     queue's ``max_payload_bytes`` (nothing inserted either).
     """
     config = ensure_queue(conn, queue)
-    now = _clock_ms() if now_ms is None else now_ms
+    now = now_or(now_ms)
     encoded = [_encode_row(i, job, config.id, now) for i, job in enumerate(rows)]
     if not encoded:
         return []
