@@ -91,7 +91,7 @@ def test_queue_counters_count_acks_nacks_and_dead_letters_in_their_transactions(
 def test_a_job_whose_last_lease_expired_counts_as_dead_lettered_not_failed(store):
     q = store.queue("q", max_attempts=1)
     q.enqueue("x")
-    [job] = q.claim(1, lease_ms=1)
+    [job] = q.claim(1, visibility_timeout_ms=1)
     while q.stats().dead == 0:  # the next claim after the lease expired buries it
         assert q.claim(1) == [] or False
     assert tuple(q.counters())[1:] == (0, 0, 1) and job.attempts == 1
