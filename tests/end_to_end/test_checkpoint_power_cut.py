@@ -140,8 +140,13 @@ def test_without_the_repair_the_run_s_error_names_the_command_that_lets_it_finis
     assert Counter(values) == Counter(range(published)), sorted(values)
 
 
-@pytest.mark.parametrize("mode", ["auto", "low"])  # the default reader and the simple one
-def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, tmp_path, mode):
+@pytest.mark.parametrize(("mode", "consumer"), [
+    ("auto", "bronze"), ("low", "bronze"),  # the default reader and the simple one
+    ("auto", None),  # a query without a consumer name (the README's) records its plans too
+])
+def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(
+    spark, tmp_path, mode, consumer
+):
     """Batch 1 ends short of maxRowsPerTrigger (the end of the data), the sink commits it,
     a cut tears its offsets and commit files; more events arrive before the repaired query
     restarts. The source hands Spark the end it recorded for batch 1's start, so the ledger
@@ -152,9 +157,11 @@ def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, 
         store.topic("out").create()
 
     def run() -> None:
+        reading = spark.readStream.format("sqliteq").option("path", source)
+        if consumer is not None:
+            reading = reading.option("consumer", consumer)
         query = (
-            spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
-            .option("consumer", "bronze").option("maxRowsPerTrigger", 100)
+            reading.option("topic", "in").option("maxRowsPerTrigger", 100)
             .option("latencyMode", mode)
             .option("valueFormat", "string").load().select("value")
             .writeStream.format("sqliteq").option("path", target).option("topic", "out")

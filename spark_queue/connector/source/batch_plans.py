@@ -7,12 +7,12 @@ Spark asks the source again for the batch after batch N-1's end. Planned afresh,
 batch would reach as far as the data does now, past batch N's old end if events arrived
 since; the sink's ledger skips batch id N whole, and with it the events past the old end.
 
-So under a ``consumer`` the source records, per query (the ``@reader`` id its offsets
-carry) and per start, the end it chose, fsynced in the store before Spark sees it
+So the source records, per query (the ``@reader`` id its offsets carry, with or without
+a ``consumer``) and per start, the end it chose, fsynced in the store before Spark sees it
 (:mod:`spark_queue.store.streams.planned_batches`), and answers the same start with the
 same end while the store still holds that range: the replayed batch is the batch the
-ledger holds. Offsets without a reader id (no ``consumer``, or a checkpoint written
-before ids) plan as before. Runs in the query's planning process only.
+ledger holds. Offsets without a reader id (a checkpoint written before ids) plan as
+before; the batch planned from them records one. Runs in the query's planning process only.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def replanned_end(
     from spark_queue.store import planned_end
 
     reader = reader_of(start)
-    if options.consumer is None or reader is None:
+    if reader is None:
         return None
     end = planned_end(store, reader, checkpoint_offsets(start))
     if end is None:
@@ -54,13 +54,14 @@ def replanned_end(
 
 
 def record_plan(store: Store, options: SourceOptions, start: dict, end: dict) -> None:
-    """Record the end ``end`` of the batch from ``start`` before Spark sees it (no-op without
-    a consumer or a reader id; a store kept busy past its timeout is logged, not fatal, as
-    a saved offset is). Call it outside any transaction of ``store``."""
+    """Record the end ``end`` of the batch from ``start`` before Spark sees it, under the
+    query id ``start`` carries (no-op without one, or without a batch; a store kept busy
+    past its timeout is logged, not fatal, as a saved offset is). Call it outside any
+    transaction of ``store``."""
     from spark_queue.store import record_planned_end
 
     reader = reader_of(start)
-    if options.consumer is None or reader is None or end is start:
+    if reader is None or end is start:
         return
     try:
         record_planned_end(store, options.consumer, reader, checkpoint_offsets(start),

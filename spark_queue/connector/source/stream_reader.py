@@ -77,8 +77,8 @@ def initial_offsets(
     options: SourceOptions, guard: HistoryGuard, reader: str | None = None
 ) -> dict:
     """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), with the store's
-    identity and the fingerprints of the events before it; with ``reader`` (the query's id
-    under ``consumer``), the start is chosen and saved as its position in ONE write
+    identity, the fingerprints of the events before it and the query's id (``reader``);
+    under ``consumer``, the start is chosen and saved as the query's position in ONE write
     transaction: retention never deletes what the first batch reads
     (:mod:`~spark_queue.connector.source.query_position`)."""
     from spark_queue.store import store_id
@@ -103,7 +103,7 @@ def initial_offsets(
                 chosen.clear()
         with store.snapshot():
             choose()
-            return guard.record(store, store_id(store), chosen, None)
+            return guard.record(store, store_id(store), chosen, None, reader)
     finally:
         store.close()
 
