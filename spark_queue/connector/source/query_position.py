@@ -71,6 +71,11 @@ class QueryPosition:
         self._refreshed_at = self._clock()
         return offsets
 
+    def first_batch(self, start: dict) -> bool:
+        """Whether ``start`` is the start ``initialOffset`` chose in this process (a new
+        checkpoint's first batch, or its first batch again after a torn ``offsets/0``)."""
+        return self._started is not None and start == self._started
+
     def planning(self, start: dict) -> None:
         """Spark asks for the batch after ``start``: adopt the id ``start`` carries (a
         restarted query) or choose one (a checkpoint written before ids); save the position

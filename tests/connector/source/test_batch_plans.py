@@ -105,3 +105,24 @@ def test_a_store_kept_busy_runs_the_batch_unrecorded(store, store_path, monkeypa
     reader = new_reader("default", store_path)
     assert checkpoint_offsets(plan(reader, reader.initialOffset())) == {"t": 3}
     assert "could not record the batch" in caplog.text
+
+
+@pytest.mark.parametrize("consumer", ["bronze", None])
+def test_a_first_batch_torn_is_planned_again_to_its_end(kind, store, store_path, consumer):
+    """A torn offsets/0 leaves Spark no start to hand back: it asks initialOffset again
+    and the source chooses a new id; the first batch is recorded under its options too."""
+    store.publish_many("t", range(3))
+    reader = new_reader(kind, store_path, consumer)
+    first = plan(reader, reader.initialOffset())
+    store.publish_many("t", range(3, 7))
+    restarted = new_reader(kind, store_path, consumer)
+    start = restarted.initialOffset()
+    assert start[READER_KEY] != first[READER_KEY] and checkpoint_offsets(start) == {"t": 0}
+    again = plan(restarted, start)
+    assert checkpoint_offsets(again) == {"t": 3} and again[READER_KEY] == start[READER_KEY]
+    assert checkpoint_offsets(plan(restarted, again)) == {"t": 7}
+    # Other options are another query's: its first batch is its own plan.
+    options = parse_source_options({"path": store_path, "topic": "t",
+                                    "startingOffsets": "earliest"}, streaming=True)
+    other = READERS[kind](options, default_schema(options))
+    assert checkpoint_offsets(plan(other, other.initialOffset())) == {"t": 7}
