@@ -104,3 +104,7 @@ POSITION_REFRESH_MS = 5_000
 #: so a query's plans are kept ten times that long, and its newest few whatever their age.
 PLANNED_BATCH_HOLD_MS = 300_000
 PLANNED_BATCHES_KEPT = 4
+#: A query reading without a ``consumer`` is named by nothing in the store but its plans: once
+#: its newest plan is this old (a query stopped a week), its plans are deleted at the next
+#: plan any query records; replayed later, it plans its torn batch afresh (docs/semantics.md).
+UNNAMED_PLANS_HOLD_MS = 7 * 86_400_000

@@ -33,10 +33,12 @@ STORE_KEY = "@store"
 LAST_READ_KEY = "@last"
 #: The key naming the streaming query whose offsets these are (an id its source chose at
 #: the query's start, carried from offset to offset and so kept by the checkpoint):
-#: ``{"@reader": "5c1d...", "@store": "9f0c...", "clicks": 42}``. Queries sharing one
-#: ``consumer`` name each save their own position under it, and the end they chose for each
-#: batch start (:mod:`spark_queue.connector.source.batch_plans`). Checkpoints written before
-#: version 10 of the file format have no such key; the next batch planned records one.
+#: ``{"@reader": "5c1d...", "@store": "9f0c...", "clicks": 42}``. Every query records under it
+#: the end it chose for each batch start (:mod:`spark_queue.connector.source.batch_plans`);
+#: queries sharing one ``consumer`` name each save their own position under it too.
+#: Checkpoints written before version 10 of the file format (or, without a ``consumer``,
+#: before version 11's plans covered such queries) have no such key; the next batch
+#: planned records one.
 READER_KEY = "@reader"
 #: Keys of the source's offsets that are not topics; every other key is a topic.
 RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY, READER_KEY})

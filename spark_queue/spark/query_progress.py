@@ -73,9 +73,9 @@ def _source_offset(progress: Any, field: str, topic: str, source: int) -> int:
 
 
 def query_id(progress: Any, source: int = 0) -> str | None:
-    """The id a sqliteq source reading under ``consumer`` gave its query (``@reader`` in the
-    last batch's ``endOffset``): the one its own position is saved under
-    (``Store.commit_offsets(..., reader=)``), or None."""
+    """The id a sqliteq source gave its query (``@reader`` in the last batch's ``endOffset``):
+    under ``consumer``, the one its own position is saved under
+    (``Store.commit_offsets(..., reader=)``); None in offsets written before ids."""
     if not progress or len(progress["sources"]) <= source:
         return None
     return reader_of(_parsed(progress["sources"][source]["endOffset"]))

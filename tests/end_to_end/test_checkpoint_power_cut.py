@@ -140,21 +140,29 @@ def test_without_the_repair_the_run_s_error_names_the_command_that_lets_it_finis
     assert Counter(values) == Counter(range(published)), sorted(values)
 
 
-@pytest.mark.parametrize("mode", ["auto", "low"])  # the default reader and the simple one
-def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, tmp_path, mode):
-    """Batch 1 ends short of maxRowsPerTrigger (the end of the data), the sink commits it,
-    a cut tears its offsets and commit files; more events arrive before the repaired query
-    restarts. The source hands Spark the end it recorded for batch 1's start, so the ledger
-    skips exactly batch 1 and the events published since come in batch 2."""
+@pytest.mark.parametrize(("mode", "consumer", "torn"), [
+    ("auto", "bronze", 1), ("low", "bronze", 1),  # the default reader and the simple one
+    ("auto", None, 1),  # a query without a consumer name (the README's) records its plans too
+    ("auto", None, 0),  # a torn offsets/0: Spark asks for a new start, under a new id
+])
+def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(
+    spark, tmp_path, mode, consumer, torn
+):
+    """Batch ``torn`` ends short of maxRowsPerTrigger (the end of the data), the sink commits
+    it, a cut tears its offsets and commit files; more events arrive before the repaired
+    query restarts. The source hands Spark the end it recorded for that batch's start, so
+    the ledger skips exactly that batch and the events published since come in the next."""
     source, target = str(tmp_path / "source.sqlite"), str(tmp_path / "target.sqlite")
     checkpoint = tmp_path / "ckpt"
     with Store(target) as store:
         store.topic("out").create()
 
     def run() -> None:
+        reading = spark.readStream.format("sqliteq").option("path", source)
+        if consumer is not None:
+            reading = reading.option("consumer", consumer)
         query = (
-            spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
-            .option("consumer", "bronze").option("maxRowsPerTrigger", 100)
+            reading.option("topic", "in").option("maxRowsPerTrigger", 100)
             .option("latencyMode", mode)
             .option("valueFormat", "string").load().select("value")
             .writeStream.format("sqliteq").option("path", target).option("topic", "out")
@@ -171,14 +179,16 @@ def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(spark, 
 
     publish(0, 3)
     run()  # batch 0: [0, 3)
-    publish(3, 3)
-    run()  # batch 1: [3, 6), short of the limit, committed by the sink
-    assert _newest(checkpoint / "offsets") == "1"
-    for name in ("offsets/1", "commits/1"):
+    if torn == 1:
+        publish(3, 3)
+        run()  # batch 1: [3, 6), short of the limit, committed by the sink
+    assert _newest(checkpoint / "offsets") == str(torn)
+    for name in (f"offsets/{torn}", f"commits/{torn}"):
         (checkpoint / name).write_bytes(b"")  # as a cut leaves them
-    publish(6, 4)
+    published = 3 + 3 * torn
+    publish(published, 4)
     assert repair_checkpoint(checkpoint).removed
     run()
 
     values = [json.loads(e.value)["i"] for e in stored_events(target, "out")]
-    assert Counter(values) == Counter(range(10)), sorted(values)
+    assert Counter(values) == Counter(range(published + 4)), sorted(values)

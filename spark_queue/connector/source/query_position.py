@@ -6,7 +6,9 @@ for the slower one, each saves its position under an id of its own (the store ke
 row per id: :mod:`spark_queue.store.streams.consumer_positions`). The planning process
 does not see Spark's query id, but it sees its own offsets come back from the checkpoint:
 the id is chosen at the query's start (``initialOffset``) and carried in every offset the
-source returns (``@reader``), so a restarted query saves under the same id.
+source returns (``@reader``), so a restarted query saves under the same id. A query
+without ``consumer`` carries one too: the batches it planned are recorded under it
+(:mod:`~spark_queue.connector.source.batch_plans`); it saves no position.
 
 Protection starts with the query: the start offsets are chosen and saved (unconfirmed) in
 one write transaction, before Spark has planned the first batch. The position is confirmed
@@ -55,9 +57,11 @@ class QueryPosition:
         self._refreshed_at: float | None = None
         self._clock = clock
 
-    def starting(self) -> str | None:
-        """The id a new query saves its start position under (None without ``consumer``)."""
-        if self.options.consumer is not None and self.reader is None:
+    def starting(self) -> str:
+        """The id a new query carries in its offsets (and saves its start position under,
+        with ``consumer``); every query has one: its planned batches are recorded under it
+        (:mod:`~spark_queue.connector.source.batch_plans`)."""
+        if self.reader is None:
             self.reader = new_reader_id()
         return self.reader
 
@@ -67,18 +71,21 @@ class QueryPosition:
         self._refreshed_at = self._clock()
         return offsets
 
+    def first_batch(self, start: dict) -> bool:
+        """Whether ``start`` is the start ``initialOffset`` chose in this process (a new
+        checkpoint's first batch, or its first batch again after a torn ``offsets/0``)."""
+        return self._started is not None and start == self._started
+
     def planning(self, start: dict) -> None:
         """Spark asks for the batch after ``start``: adopt the id ``start`` carries (a
         restarted query) or choose one (a checkpoint written before ids); save the position
         at ``start`` as confirmed when ``start`` came from the checkpoint, else refresh it."""
-        if self.options.consumer is None:
-            return
         carried = reader_of(start)
         if carried is not None:
             self.reader = carried
         elif self.reader is None:
             self.reader = new_reader_id()
-        if self._confirmed:
+        if self.options.consumer is None or self._confirmed:
             return
         # Any start but the one initialOffset returned here was logged by Spark (a batch
         # planned since, or the checkpoint of an earlier run) under this id.

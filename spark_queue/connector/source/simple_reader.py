@@ -107,13 +107,15 @@ class SqliteQueueSimpleStreamReader(
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)
             assert self._identity is not None and self._store is not None, "_bounds() read it"
+            first = self._query.first_batch(start)
             end = next_offsets(
                 self._admission, self._history, self._store, start, self._identity, bounds,
-                Limits.of(self.options), self._query.reader,
+                Limits.of(self.options), self._query.reader, first,
             )
             if end is start:
                 return iter(()), start
-            record_plan(self._store, self.options, start, end)  # durable before Spark logs it
+            # durable before Spark logs it
+            record_plan(self._store, self.options, start, end, first)
             planned = self._history.plan_from(self._store, self._identity, start, bounds)
             rows = self._batches(planned, checkpoint_offsets(end), bounds, self._store)
             return iter(rows), end

@@ -77,8 +77,8 @@ def initial_offsets(
     options: SourceOptions, guard: HistoryGuard, reader: str | None = None
 ) -> dict:
     """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), with the store's
-    identity and the fingerprints of the events before it; with ``reader`` (the query's id
-    under ``consumer``), the start is chosen and saved as its position in ONE write
+    identity, the fingerprints of the events before it and the query's id (``reader``);
+    under ``consumer``, the start is chosen and saved as the query's position in ONE write
     transaction: retention never deletes what the first batch reads
     (:mod:`~spark_queue.connector.source.query_position`)."""
     from spark_queue.store import store_id
@@ -103,25 +103,26 @@ def initial_offsets(
                 chosen.clear()
         with store.snapshot():
             choose()
-            return guard.record(store, store_id(store), chosen, None)
+            return guard.record(store, store_id(store), chosen, None, reader)
     finally:
         store.close()
 
 
 def next_offsets(
     admission: TriggerAdmission, guard: HistoryGuard, store: Store, start: dict, identity: str,
-    bounds: Bounds, limits: Limits, reader: str | None = None,
+    bounds: Bounds, limits: Limits, reader: str | None = None, first: bool = False,
 ) -> dict:
     """The end of the next batch as handed to Spark (the store's identity, fingerprints, the
     query's id), or ``start`` itself (as Spark gave it) when no batch should run now; the
     end this query recorded for ``start`` when it plans a batch again
-    (:mod:`~spark_queue.connector.source.batch_plans`: the caller records the end).
+    (:mod:`~spark_queue.connector.source.batch_plans`: the caller records the end; ``first``:
+    ``start`` is the one ``initialOffset`` chose in this process).
     ``start`` is checked first: offsets of another store file, or of a history the store no
     longer holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
     planned = guard.plan_from(store, identity, start, bounds)
     end = admission.next_end(planned, bounds, limits)
     # A batch Spark plans again (its offsets/N torn by a power cut) covers what it covered.
-    end = replanned_end(store, admission.options, start, planned, bounds) or end
+    end = replanned_end(store, admission.options, start, planned, bounds, first) or end
     if end == checkpoint_offsets(start):
         return start
     return guard.record(store, identity, end, start, reader)
@@ -191,9 +192,10 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             with store.snapshot():
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
                 self._missing.note(self.options, bounds, store)
+                first = self._query.first_batch(start)
                 end = next_offsets(self._admission, self._history, store, start, identity,
-                                   bounds, self._limits(limit), self._query.reader)
-            record_plan(store, self.options, start, end)  # durable before Spark logs it
+                                   bounds, self._limits(limit), self._query.reader, first)
+            record_plan(store, self.options, start, end, first)  # durable before Spark logs it
             return end
         finally:
             store.close()

@@ -11,11 +11,16 @@ past the old end with it. So the source records the end it chose for a start, du
 Spark sees it, and hands back the recorded end when the same query plans from the same
 start again (``tests/store/streams/test_planned_batches.py``).
 
-A query is named by its ``reader`` id (the ``@reader`` its offsets carry under a
-``consumer``). The record stays small: a query keeps its plans of the last
+A query is named by its ``reader`` id (the ``@reader`` its offsets carry, with or without
+a ``consumer``). The record stays small: a query keeps its plans of the last
 ``PLANNED_BATCH_HOLD_MS`` (longer than the OS keeps writes unflushed) and its newest
-``PLANNED_BATCHES_KEPT`` whatever their age; a query the name no longer has a position for
-loses its plans once they are that old; deleting the consumer (or the reader) deletes them.
+``PLANNED_BATCHES_KEPT`` whatever their age. Under a consumer name, a query the name no
+longer has a position for loses its plans once they are that old, and deleting the
+consumer (or the reader) deletes them. A query without a consumer (recorded under
+``consumer = ''``, which no name can be) is named by nothing else in the store, so an age
+decides: once its newest plan is ``UNNAMED_PLANS_HOLD_MS`` old, the next plan any query
+records deletes its plans (a query stopped that long and then replayed loses only the
+exactness of a batch torn before it stopped).
 """
 
 from __future__ import annotations
@@ -25,9 +30,16 @@ from collections.abc import Mapping
 
 import apsw
 
-from spark_queue.defaults import PLANNED_BATCH_HOLD_MS, PLANNED_BATCHES_KEPT
+from spark_queue.defaults import (
+    PLANNED_BATCH_HOLD_MS,
+    PLANNED_BATCHES_KEPT,
+    UNNAMED_PLANS_HOLD_MS,
+)
 from spark_queue.store.file.connection import HasStoreConnection, first_value, now_ms
 from spark_queue.store.file.names import validate_name
+
+#: The ``consumer`` of the plans of a query reading under no consumer name (no name is empty).
+UNNAMED = ""
 
 # PRAGMA synchronous as it reads back (0-3), to put back the connection's own level.
 _SYNCHRONOUS = {level: "PRAGMA synchronous=" + name
@@ -56,14 +68,16 @@ def planned_end(
 
 
 def record_planned_end(
-    store: HasStoreConnection, consumer: str, reader: str, start: Mapping[str, int],
+    store: HasStoreConnection, consumer: str | None, reader: str, start: Mapping[str, int],
     end: Mapping[str, int],
 ) -> None:
-    """Record that ``reader`` (a query under ``consumer``) planned ``[start, end)``, replacing
-    an earlier end for that start, in one transaction fsynced before it returns (call it
-    outside any transaction); forget the query's plans past their hold, and those of the
-    name's queries that are gone."""
-    validate_name(consumer, "consumer")
+    """Record that ``reader`` (a query under ``consumer``, or under no name) planned
+    ``[start, end)``, replacing an earlier end for that start, in one transaction fsynced
+    before it returns (call it outside any transaction); forget the query's plans past their
+    hold, those of the name's queries that are gone, and those of unnamed queries idle
+    past ``UNNAMED_PLANS_HOLD_MS``."""
+    if consumer is not None:
+        validate_name(consumer, "consumer")
     validate_name(reader, "reader")
     conn = store.file.conn
     level = first_value(conn.execute("PRAGMA synchronous"))
@@ -77,14 +91,15 @@ def record_planned_end(
                 "planned_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (reader, start_offsets) DO "
                 "UPDATE SET end_offsets = excluded.end_offsets, "
                 "planned_ms = excluded.planned_ms",
-                (reader, _key(start), consumer, _key(end), now),
+                (reader, _key(start), consumer or UNNAMED, _key(end), now),
             )
             _prune(tx, consumer, reader, now - PLANNED_BATCH_HOLD_MS)
+            _prune_unnamed(tx, reader, now - UNNAMED_PLANS_HOLD_MS)
     finally:
         conn.execute(_SYNCHRONOUS[int(level)])
 
 
-def _prune(conn: apsw.Connection, consumer: str, reader: str, before_ms: int) -> None:
+def _prune(conn: apsw.Connection, consumer: str | None, reader: str, before_ms: int) -> None:
     newest = conn.execute(
         "SELECT planned_ms FROM sq_planned_batches WHERE reader = ? "
         "ORDER BY planned_ms DESC LIMIT 1 OFFSET ?",
@@ -95,11 +110,36 @@ def _prune(conn: apsw.Connection, consumer: str, reader: str, before_ms: int) ->
             "DELETE FROM sq_planned_batches WHERE reader = ? AND planned_ms < ?",
             (reader, min(before_ms, newest[0])),
         )
+    if consumer is None:
+        return  # no positions name unnamed queries: _prune_unnamed's age rule bounds them
     conn.execute(
         "DELETE FROM sq_planned_batches WHERE consumer = ? AND reader <> ? AND planned_ms < ? "
         "AND reader NOT IN (SELECT reader FROM sq_consumer_positions WHERE consumer = ?)",
         (consumer, reader, before_ms, consumer),
     )
+
+
+# The unnamed queries whose newest plan is older than the cutoff. Hops from reader to
+# reader through the (consumer, reader) index and reads each one's newest plan through
+# (reader, planned_ms): a few index probes per unnamed query, never a scan of their plans
+# (a query's last minutes of plans may be thousands of rows).
+_IDLE_UNNAMED = (
+    "WITH RECURSIVE unnamed(reader) AS ("
+    " SELECT min(reader) FROM sq_planned_batches WHERE consumer = ?1"
+    " UNION ALL SELECT (SELECT min(reader) FROM sq_planned_batches"
+    "  WHERE consumer = ?1 AND reader > unnamed.reader) FROM unnamed"
+    " WHERE unnamed.reader IS NOT NULL)"
+    " SELECT reader FROM unnamed WHERE reader IS NOT NULL AND reader <> ?2"
+    " AND (SELECT max(planned_ms) FROM sq_planned_batches p"
+    "  WHERE p.reader = unnamed.reader) < ?3"
+)
+
+
+def _prune_unnamed(conn: apsw.Connection, reader: str, before_ms: int) -> None:
+    idle = [row[0] for row in conn.execute(_IDLE_UNNAMED, (UNNAMED, reader, before_ms))]
+    for gone in idle:
+        conn.execute("DELETE FROM sq_planned_batches WHERE reader = ? AND consumer = ?",
+                     (gone, UNNAMED))
 
 
 def forget(conn: apsw.Connection, consumer: str, reader: str | None = None) -> None:

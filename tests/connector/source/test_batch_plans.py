@@ -56,10 +56,27 @@ def test_an_available_now_run_replays_the_recorded_batch_first(store, store_path
     assert plan(restarted, first) == second
 
 
-def test_a_query_without_a_consumer_plans_as_before(store, store_path):
+def test_a_query_without_a_consumer_replays_its_batch_too(kind, store, store_path):
+    first, second = short_batch(kind, store, store_path, consumer=None)
+    assert checkpoint_offsets(second) == {"t": 6} and READER_KEY in first
+    restarted = new_reader(kind, store_path, None)
+    assert plan(restarted, first) == second
+    [(consumer,)] = store.conn.execute("SELECT DISTINCT consumer FROM sq_planned_batches")
+    assert consumer == ""  # recorded under no name; nothing saved as a consumer's position
+    assert store.consumers() == []
+
+
+def test_the_id_a_checkpoint_carries_is_kept_across_restarts(store, store_path):
+    first, second = short_batch("default", store, store_path, consumer=None)
+    restarted = new_reader("default", store_path, None)
+    assert plan(restarted, second)[READER_KEY] == second[READER_KEY] == first[READER_KEY]
+
+
+def test_offsets_without_an_id_plan_as_before_and_get_one(store, store_path):
     first, _ = short_batch("default", store, store_path, consumer=None)
-    assert READER_KEY not in first
-    assert checkpoint_offsets(plan(new_reader("default", store_path, None), first)) == {"t": 10}
+    old = {key: value for key, value in first.items() if key != READER_KEY}
+    end = plan(new_reader("default", store_path, None), old)
+    assert checkpoint_offsets(end) == {"t": 10} and isinstance(end[READER_KEY], str)
 
 
 def test_offsets_written_before_reader_ids_plan_as_before(store, store_path):
@@ -88,3 +105,24 @@ def test_a_store_kept_busy_runs_the_batch_unrecorded(store, store_path, monkeypa
     reader = new_reader("default", store_path)
     assert checkpoint_offsets(plan(reader, reader.initialOffset())) == {"t": 3}
     assert "could not record the batch" in caplog.text
+
+
+@pytest.mark.parametrize("consumer", ["bronze", None])
+def test_a_first_batch_torn_is_planned_again_to_its_end(kind, store, store_path, consumer):
+    """A torn offsets/0 leaves Spark no start to hand back: it asks initialOffset again
+    and the source chooses a new id; the first batch is recorded under its options too."""
+    store.publish_many("t", range(3))
+    reader = new_reader(kind, store_path, consumer)
+    first = plan(reader, reader.initialOffset())
+    store.publish_many("t", range(3, 7))
+    restarted = new_reader(kind, store_path, consumer)
+    start = restarted.initialOffset()
+    assert start[READER_KEY] != first[READER_KEY] and checkpoint_offsets(start) == {"t": 0}
+    again = plan(restarted, start)
+    assert checkpoint_offsets(again) == {"t": 3} and again[READER_KEY] == start[READER_KEY]
+    assert checkpoint_offsets(plan(restarted, again)) == {"t": 7}
+    # Other options are another query's: its first batch is its own plan.
+    options = parse_source_options({"path": store_path, "topic": "t",
+                                    "startingOffsets": "earliest"}, streaming=True)
+    other = READERS[kind](options, default_schema(options))
+    assert checkpoint_offsets(plan(other, other.initialOffset())) == {"t": 7}

@@ -104,12 +104,13 @@ def test_a_checkpoint_from_before_query_ids_gets_one_and_keeps_it(kind, store, s
     assert (position.reader, position.next_offset) == (end[READER_KEY], 20)
 
 
-def test_a_query_without_consumer_saves_nothing_and_carries_no_id(kind, store, store_path):
+def test_a_query_without_consumer_saves_nothing_and_carries_its_id(kind, store, store_path):
     store.publish_many("t", range(20))
     options = parse_source_options({"path": store_path, "topic": "t"}, streaming=True)
     reader = READERS[kind](options, default_schema(options))
     start = reader.initialOffset()
     end = plan(reader, start)
     reader.commit(end)
-    assert READER_KEY not in start and READER_KEY not in end
+    # The id its batches' plans are recorded under (batch_plans), chosen at the start.
+    assert isinstance(start[READER_KEY], str) and end[READER_KEY] == start[READER_KEY]
     assert store.consumers() == [] and store.consumer_positions() == []

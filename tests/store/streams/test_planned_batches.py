@@ -66,3 +66,41 @@ def test_deleting_a_consumer_or_its_reader_deletes_their_plans(store):
     store.delete_consumer("bronze")
     assert planned_end(store, "b", {"t": 1}) is None
     assert planned_end(store, "c", {"t": 0}) == {"t": 3}
+
+
+def test_an_unnamed_querys_plans_go_once_it_is_idle_past_the_hold(store, monkeypatch):
+    """No consumer position names a query without a consumer: its plans outlive the short
+    hold (a box may stay down for hours before its checkpoint is repaired) and go once its
+    newest plan is UNNAMED_PLANS_HOLD_MS old, at the next plan any query records."""
+    clock = [1_000_000_000]
+    monkeypatch.setattr(planned_batches, "now_ms", lambda: clock[0])
+    monkeypatch.setattr(planned_batches, "UNNAMED_PLANS_HOLD_MS", 3_600_000)  # a short setting
+    store.publish_many("t", range(10))
+    for batch in range(6):
+        record_planned_end(store, None, "stopped", {"t": batch}, {"t": batch + 1})
+    record_planned_end(store, None, "idle", {"t": 0}, {"t": 2})
+    clock[0] += PLANNED_BATCH_HOLD_MS + 1
+    record_planned_end(store, None, "live", {"t": 0}, {"t": 9})
+    record_planned_end(store, "bronze", "named", {"t": 0}, {"t": 9})
+    # Past the short hold, under the long one: every query keeps its newest plans.
+    assert planned_end(store, "stopped", {"t": 5}) == {"t": 6}
+    assert planned_end(store, "idle", {"t": 0}) == {"t": 2}
+    record_planned_end(store, None, "idle", {"t": 2}, {"t": 3})  # it plans again: kept
+    clock[0] += 3_600_000 - PLANNED_BATCH_HOLD_MS
+    record_planned_end(store, None, "live", {"t": 9}, {"t": 10})
+    assert planned_end(store, "stopped", {"t": 5}) is None  # idle past the hold: all gone
+    assert {reader for (reader,) in store.conn.execute(
+        "SELECT reader FROM sq_planned_batches")} == {"idle", "live", "named"}
+    assert planned_end(store, "idle", {"t": 2}) == {"t": 3}
+    assert planned_end(store, "named", {"t": 0}) == {"t": 9}  # a name's queries: its rules
+    # The query's own plans never go by this rule, however long it was stopped.
+    clock[0] += 10 * 3_600_000
+    record_planned_end(store, None, "idle", {"t": 3}, {"t": 4})
+    assert planned_end(store, "idle", {"t": 2}) == {"t": 3}
+    assert planned_end(store, "live", {"t": 9}) is None
+
+
+def test_an_unnamed_query_needs_no_consumer_name(store):
+    record_planned_end(store, None, "q1", {"t": 0}, {"t": 1})
+    assert planned_end(store, "q1", {"t": 0}) == {"t": 1}
+    assert store.consumers() == []
