@@ -160,7 +160,6 @@ def test_a_store_of_version_11_gets_the_publish_views_limit_when_migrated(tmp_pa
         assert store.check().ok
 
 
-@pytest.mark.slow
 def test_the_publish_views_limit_holds_for_a_standard_sqlite3_client(store_path):
     with Store(store_path) as store:
         store.publish(TOPIC_LIMITED, "first")
