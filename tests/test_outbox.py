@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from spark_queue.errors import PayloadTooLargeError
 from spark_queue.store import Store
 
 CLIENT = str(pathlib.Path(__file__).with_name("outbox_client.py"))
@@ -59,3 +60,36 @@ def test_the_outbox_helpers_import_only_the_standard_library():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_outbox_publish_meets_the_topics_payload_limit_as_store_publish_does(store_path):
+    """The helper's JSON is Store.publish's, so the view counts the same bytes: at the limit
+    accepted, one over refused with the view's message, the transaction kept (sqlite3 in a
+    subprocess: never beside this process's apsw connections)."""
+    at_limit, over = {"a": "é" * 4}, {"a": "é" * 4 + "x"}  # 16 and 17 bytes as JSON text
+    with Store(store_path) as store:
+        store.publish("limited", "first")
+        store.topic("limited").configure(max_payload_bytes=16)
+        with pytest.raises(PayloadTooLargeError):
+            store.publish("limited", over)
+    code = (
+        "import json, sqlite3, sys; from spark_queue import outbox\n"
+        "conn = sqlite3.connect(sys.argv[1], timeout=5)\n"
+        "out = []\n"
+        "with conn:\n"
+        "    out.append(outbox.publish(conn, 'limited', json.loads(sys.argv[2])))\n"
+        "    try:\n"
+        "        outbox.publish(conn, 'limited', json.loads(sys.argv[3]))\n"
+        "    except sqlite3.IntegrityError as error:\n"
+        "        out.append(str(error))\n"
+        "    out.append(outbox.publish(conn, 'limited', 'after'))\n"
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, store_path, json.dumps(at_limit),
+                             json.dumps(over)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    first, refusal, after = json.loads(result.stdout)
+    assert (first, after) == (1, 2)
+    assert refusal.startswith("sq_publish: value is larger than its topic's max_payload_bytes")
+    with Store(store_path) as store:
+        assert [e.value for e in store.read("limited")] == ["first", at_limit, "after"]

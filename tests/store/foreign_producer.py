@@ -11,7 +11,9 @@ protocol). It publishes COUNT JSON values ``{"p": PRODUCER, "seq": i}`` to
 topic ``mixed`` in transactions of BATCH events. With RELEASE_FILE it prints
 ``half`` after publishing half and waits for that file before the rest.
 Prints ``done`` at the end. ``python foreign_producer.py PATH protocol``
-runs the page's other statements and prints what they returned as JSON.
+runs the page's other statements and prints what they returned as JSON;
+``python foreign_producer.py PATH limit`` tries the view against a topic's
+``max_payload_bytes`` (see ``limit``).
 """
 
 from __future__ import annotations
@@ -127,9 +129,39 @@ def protocol(path: str) -> None:
                       "saved": saved, "topics": topics, "jobs": jobs}))
 
 
+def limit(path: str) -> None:
+    """In one transaction, through the page's view insert, on topic ``limited`` (its
+    max_payload_bytes 10): a value at the limit in UTF-8, three over it (text, bytes, JSON),
+    then one at the limit and one more; prints each refusal and its error's type."""
+    conn = connect(path)
+    [insert] = protocol_sql("publish through the view")
+
+    def publish(value: object, value_type: int | None = None) -> None:
+        conn.execute(insert, {"topic": "limited", "key": "k" * 50, "value": value,
+                              "value_type": value_type, "headers": None, "ts_ms": None})
+
+    refused, types, open_after = [], [], []
+    conn.execute("BEGIN IMMEDIATE")
+    publish("\u00e9" * 5)
+    for value, value_type in (("\u00e9" * 5 + "x", None), (b"\x00" * 11, None),
+                              ('{"a": "12345"}', 2)):
+        try:
+            publish(value, value_type)
+        except sqlite3.DatabaseError as error:
+            refused.append(str(error))
+            types.append(type(error).__name__)
+            open_after.append(conn.in_transaction)
+    publish(b"\x00" * 10)
+    publish("after")
+    conn.execute("COMMIT")
+    print(json.dumps({"refused": refused, "error_types": types, "in_transaction": open_after}))
+
+
 if __name__ == "__main__":
     if sys.argv[2] == "protocol":
         protocol(sys.argv[1])
+    elif sys.argv[2] == "limit":
+        limit(sys.argv[1])
     else:
         produce(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
                 sys.argv[6] if len(sys.argv) > 6 else None)

@@ -33,6 +33,7 @@ WRITTEN_BY = {
     8: "cd8173fdc0918b5f8e4ab1131eade45bbea05207",
     9: "4a965080fd4410c80fd1adea78b896fa95292aba",
     10: "455a1b907d3db9aeb1db621ad2c5a8191b76099a",
+    11: "10cfc5311758e95833aa841aa58b5d2b03e5e60a",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),

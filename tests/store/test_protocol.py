@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import apsw
 import pytest
 
+from spark_queue.errors import PayloadTooLargeError
 from spark_queue.store import Record, Store
 
 PRODUCER = str(pathlib.Path(__file__).with_name("foreign_producer.py"))
+TOPIC_LIMITED = "limited"  # foreign_producer.py's topic in mode "limit"
 
 
 def foreign(*args: object) -> subprocess.Popen:
@@ -112,3 +115,61 @@ def test_a_multi_row_insert_into_the_view_is_all_or_nothing(store):
     with pytest.raises(apsw.ConstraintError, match="sq_publish: topic must be"):
         store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('t', 'ok'), ('t!', 'v')")
     assert store.topics() == []
+
+
+LIMIT_REFUSAL = "sq_publish: value is larger than its topic's max_payload_bytes"
+
+
+def test_the_publish_view_refuses_a_value_over_its_topics_limit_as_store_publish_does(store):
+    """Counted as store/file/payload_limits.py counts (bytes as stored, UTF-8 for text, keys
+    and headers not), refused with RAISE(ABORT): the caller's transaction keeps its earlier
+    rows and the next accepted row takes the next offset."""
+    store.publish("t", "first")
+    store.topic("t").configure(max_payload_bytes=10)
+    insert = ("INSERT INTO sq_publish (topic, key, value, value_type, headers) "
+              "VALUES (?, ?, ?, ?, ?)")
+    with store.conn:  # the caller's transaction, open across the refusals
+        store.conn.execute(insert, ("t", "k" * 50, "é" * 5, None, '{"h": "' + "v" * 50 + '"}'))
+        for value, value_type in (("é" * 5 + "x", None), (b"\x00" * 11, None),
+                                  ('{"a": "12345"}', 2), ("x" * 11, 1)):
+            with pytest.raises(apsw.ConstraintError, match=LIMIT_REFUSAL):
+                store.conn.execute(insert, ("t", None, value, value_type, None))
+        with pytest.raises(apsw.ConstraintError, match=LIMIT_REFUSAL):  # all or nothing
+            store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('t', 'ok'), "
+                               "('t', '12345678901')")
+        store.conn.execute(insert, ("t", None, b"\x00" * 10, None, None))  # at the limit
+        store.conn.execute(insert, ("t", None, None, None, None))
+    assert [(e.offset, e.value) for e in store.read("t")] == [
+        (0, "first"), (1, "é" * 5), (2, b"\x00" * 10), (3, None)]
+    with pytest.raises(PayloadTooLargeError, match="over the max_payload_bytes of 10"):
+        store.publish("t", "é" * 5 + "x")  # the same value, the same verdict
+    store.conn.execute(insert, ("u", None, "x" * 100, None, None))  # no limit, new topic
+    assert store.check().ok
+
+
+def test_a_store_of_version_11_gets_the_publish_views_limit_when_migrated(tmp_path):
+    path = tmp_path / "v11.sqlite"
+    shutil.copyfile(pathlib.Path(__file__).parents[1] / "fixtures/stores/v11.sqlite", path)
+    with Store(str(path)) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchall() == [(12,)]
+        store.topic("events").configure(max_payload_bytes=4)
+        with pytest.raises(apsw.ConstraintError, match=LIMIT_REFUSAL):
+            store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('events', '12345')")
+        store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('events', '1234')")
+        assert store.topic("events").bounds() == (0, 8)
+        assert store.check().ok
+
+
+def test_the_publish_views_limit_holds_for_a_standard_sqlite3_client(store_path):
+    with Store(store_path) as store:
+        store.publish(TOPIC_LIMITED, "first")
+        store.topic(TOPIC_LIMITED).configure(max_payload_bytes=10)
+    proc = foreign(store_path, "limit")
+    result = json.loads(proc.communicate(timeout=60)[0])
+    assert [error.startswith(LIMIT_REFUSAL) for error in result["refused"]] == [True] * 3
+    assert result["error_types"] == ["IntegrityError"] * 3
+    assert result["in_transaction"] == [True] * 3  # the caller's transaction survived each
+    with Store(store_path) as store:
+        assert [(e.offset, e.value) for e in store.read(TOPIC_LIMITED)] == [
+            (0, "first"), (1, "é" * 5), (2, b"\x00" * 10), (3, "after")]
+        assert store.check().ok

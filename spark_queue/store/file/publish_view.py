@@ -6,7 +6,8 @@ A foreign writer that inserts into ``sq_events`` itself must read
 transaction; forgetting any step leaves a hole or invisible rows. Inserting
 into this view instead runs a trigger that checks each row against the
 store's rules (the naming rule, storage class per ``value_type``, JSON of
-type-2 values, header shape, integer ``ts_ms``), creates the topic if needed,
+type-2 values, header shape, integer ``ts_ms``, and from schema version 12 the
+topic's ``max_payload_bytes``), creates the topic if needed,
 and assigns the next dense offset, all inside the INSERT statement's own
 write transaction. So ``INSERT INTO sq_publish (topic, value) VALUES (?, ?)``
 is the whole protocol, in any language. docs/file-format.md, "Publishing and
@@ -156,5 +157,64 @@ BEGIN
       AND j.id = last_insert_rowid() AND j.idempotency_key = NEW.idempotency_key
       AND NOT EXISTS (SELECT 1 FROM sq_job_keys k WHERE k.queue_id = q.id
                       AND k.idempotency_key = NEW.idempotency_key AND k.job_id = j.id);
+END;
+"""
+
+
+# Schema version 12: the trigger of version 4 plus the topic's ``max_payload_bytes``, which
+# Store.publish, the Producer and the sink enforce (store/file/payload_limits.py: the value
+# as stored, keys and headers not counted, at the limit accepted) and this view did not
+# check. Version 4's text above stays as it was: migrations are history, and a store
+# migrates through it. RAISE(ABORT) as sq_enqueue's refusals: the statement is undone,
+# the caller's transaction stays open (FAIL would keep a multi-row INSERT's earlier rows,
+# ROLLBACK would end the caller's transaction). Its message is a literal, so it names
+# neither the size nor the limit: SQLite before 3.47 (the stdlib's here is 3.40) accepts only a
+# literal in RAISE, and a trigger it cannot parse makes the whole file unreadable to it
+# ("malformed database schema"). The caller holds the value and the topic; the message
+# says how the size is counted and where the limit is read.
+PUBLISH_LIMIT_SQL = """
+DROP TRIGGER sq_publish_insert;
+
+CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
+BEGIN
+    SELECT RAISE(ABORT,
+        'sq_publish: topic must be 1 to 200 characters from letters, digits, _ . and -')
+    WHERE typeof(NEW.topic) != 'text' OR length(NEW.topic) NOT BETWEEN 1 AND 200
+       OR NEW.topic GLOB '*[^A-Za-z0-9_.-]*';
+    SELECT RAISE(ABORT, 'sq_publish: offset is assigned by the store; leave it NULL')
+    WHERE NEW.offset IS NOT NULL;
+    SELECT RAISE(ABORT,
+        'sq_publish: ts_ms must be an INTEGER of epoch milliseconds, or NULL for now')
+    WHERE typeof(NEW.ts_ms) NOT IN ('integer', 'null');
+    SELECT RAISE(ABORT, 'sq_publish: key must be TEXT, BLOB or NULL')
+    WHERE typeof(NEW.key) NOT IN ('text', 'blob', 'null');
+    SELECT RAISE(ABORT,
+        'sq_publish: value does not fit value_type (0: BLOB/NULL, 1: TEXT/NULL, 2: JSON TEXT)')
+    WHERE CASE coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END)
+        WHEN 0 THEN typeof(NEW.value) NOT IN ('blob', 'null')
+        WHEN 1 THEN typeof(NEW.value) NOT IN ('text', 'null')
+        WHEN 2 THEN CASE WHEN typeof(NEW.value) != 'text' THEN 1 ELSE NOT json_valid(NEW.value) END
+        ELSE 1 END;
+    SELECT RAISE(ABORT, 'sq_publish: headers must be NULL or a JSON object of string values')
+    WHERE CASE
+        WHEN NEW.headers IS NULL THEN 0
+        WHEN typeof(NEW.headers) != 'text' THEN 1
+        WHEN NOT json_valid(NEW.headers) THEN 1
+        WHEN json_type(NEW.headers) != 'object' THEN 1
+        ELSE EXISTS (SELECT 1 FROM json_each(NEW.headers) WHERE type != 'text') END;
+    SELECT RAISE(ABORT, 'sq_publish: value is larger than its topic''s max_payload_bytes (bytes as stored, UTF-8 for text; keys and headers are not counted; the limit: SELECT max_payload_bytes FROM sq_topics WHERE name = :topic); publish a smaller value, or raise the limit: sqliteq topic config PATH TOPIC --max-payload-bytes N')
+    FROM sq_topics t WHERE t.name = NEW.topic AND t.max_payload_bytes IS NOT NULL
+      AND coalesce(length(CAST(NEW.value AS BLOB)), 0) > t.max_payload_bytes;
+    INSERT INTO sq_topics (name, created_ms)
+    SELECT NEW.topic, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+    WHERE NOT EXISTS (SELECT 1 FROM sq_topics WHERE name = NEW.topic);
+    INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers)
+    SELECT id, next_offset,
+           coalesce(NEW.ts_ms, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
+           NEW.key, NEW.value,
+           coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END),
+           NEW.headers
+    FROM sq_topics WHERE name = NEW.topic;
+    UPDATE sq_topics SET next_offset = next_offset + 1 WHERE name = NEW.topic;
 END;
 """
