@@ -6,6 +6,10 @@ Sections (``--section``, default all but soak):
 - ``throughput``: ``publish_many`` (batches of 1,000) with no replicator, then with one
   running (default durability), in the same run; single ``Store.publish`` p50/p99 with
   ``durability="replicated"``.
+- ``sink``: the Spark sink (a streaming query writing ``--sink-files`` micro-batches of
+  ``--sink-rows`` rows each into a fresh store) with no replicator, with one running
+  (default durability) and with ``durability="replicated"``, interleaved in
+  ``--sink-rounds`` rounds: the median of the per-round ratios.
 - ``kills``: ``--kills`` times: a replicator and a producer (default durability, ~500
   events/s, every acknowledgement written down with its time) SIGKILLed together after a
   random 2-5 s, the local folder deleted, the store restored: the acknowledged events the
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -30,7 +35,7 @@ import threading
 import time
 
 from spark_queue.replication import replicate, restore
-from spark_queue.store import Producer, Store, check_file
+from spark_queue.store import Producer, Store, check_file, replica_status
 
 _PRODUCER = r"""
 import sys, time
@@ -52,11 +57,15 @@ with Producer(store) as producer, open(acks, "w") as out:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--section", choices=("throughput", "kills", "soak", "all"),
+    parser.add_argument("--section", choices=("throughput", "sink", "kills", "soak", "all"),
                         default="all", help="what to measure (all: throughput and kills)")
     parser.add_argument("--kills", type=int, default=20, help="kills in the kills section")
     parser.add_argument("--minutes", type=float, default=10.0, help="the soak's length")
     parser.add_argument("--rate", type=float, default=2000.0, help="the soak's events/s")
+    parser.add_argument("--sink-rounds", type=int, default=5, help="rounds of the sink section")
+    parser.add_argument("--sink-files", type=int, default=10,
+                        help="micro-batches per sink run (one input file each)")
+    parser.add_argument("--sink-rows", type=int, default=20_000, help="rows per micro-batch")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
             _throughput(work)
         if args.section in ("kills", "all"):
             _kills(work, args.kills)
+        if args.section == "sink":
+            _sink(work, args.sink_rounds, args.sink_files, args.sink_rows)
         if args.section == "soak":
             _soak(work, args.minutes, args.rate)
     finally:
@@ -125,6 +136,81 @@ def _throughput(work: str) -> None:
     took.sort()
     print(f"Store.publish durability='replicated' to a file:// replica: p50 "
           f"{statistics.median(took):.1f} ms, p99 {took[int(len(took) * 0.99) - 1]:.1f} ms")
+
+
+def _sink(work: str, rounds: int, files: int, rows: int) -> None:
+    """The sink's cost of a replicator beside it: the same input, streamed into a fresh store
+    per run, as ``files`` micro-batches (``maxFilesPerTrigger=1``)."""
+    import spark_queue
+    from benchmarks.report import in_batch_seconds, local_session
+
+    spark = local_session("replica sink bench", 2)
+    spark_queue.register(spark)
+    input_dir = os.path.join(work, "sink-input")
+    # One input file per micro-batch, ~100-byte values.
+    spark.range(0, files * rows, 1, files).selectExpr(
+        "concat(lpad(CAST(id AS STRING), 10, '0'), '-', repeat('x', 89)) AS value"
+    ).write.parquet(input_dir)
+    schema = spark.read.parquet(input_dir).schema
+    runs = iter(range(1_000_000))
+
+    def stream(replicated: bool, durability: str) -> tuple[float, float]:
+        n = next(runs)
+        store = os.path.join(work, f"sink{n}.sqlite")
+        replica = f"file://{work}/sink-replica{n}"
+        with contextlib.ExitStack() as stack:
+            if replicated:
+                stack.enter_context(_Running(store, replica))
+                _wait_marked(store)
+            # Spark looks a Python data source up in the calling JVM thread's active
+            # session, which a py4j thread of its own may lack beside a Python thread.
+            spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+            started = time.perf_counter()
+            query = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+                     .parquet(input_dir).writeStream.format("sqliteq")
+                     .option("path", store).option("createStore", "true")
+                     .option("topic", "bench")
+                     .option("durability", durability)
+                     .option("checkpointLocation", os.path.join(work, f"sink-ck{n}"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            elapsed = time.perf_counter() - started
+            in_batches = in_batch_seconds(json.loads(p.json) for p in query.recentProgress)
+        with Store(store) as s:
+            assert s.latest_offset("bench") == files * rows, store
+        return elapsed, in_batches
+
+    stream(False, "normal")  # warm-up: Spark's first query plans slowly
+    results: dict[str, list[tuple[float, float]]] = {"off": [], "on": [], "replicated": []}
+    for _ in range(rounds):  # interleaved, so all three see the same machine
+        results["off"].append(stream(False, "normal"))
+        results["on"].append(stream(True, "normal"))
+        results["replicated"].append(stream(True, "replicated"))
+    spark.stop()
+    total = files * rows
+    for r in range(rounds):
+        off, on, repl = (results[k][r] for k in ("off", "on", "replicated"))
+        print(f"round {r + 1}: sink {total / off[0]:,.0f} events/s without replication, "
+              f"{total / on[0]:,.0f} with ({off[0] / on[0]:.2f}x; in batches "
+              f"{off[1] / on[1]:.2f}x), durability='replicated' {total / repl[0]:,.0f} "
+              f"({off[0] / repl[0]:.2f}x)")
+    for label, key in (("replicator running", "on"), ("durability='replicated'", "replicated")):
+        wall = statistics.median(off[0] / w[0] for off, w in zip(
+            results["off"], results[key], strict=True))
+        batches = statistics.median(off[1] / w[1] for off, w in zip(
+            results["off"], results[key], strict=True))
+        print(f"sink ({files} micro-batches of {rows:,} rows), {label}: median of "
+              f"{rounds} rounds {wall:.2f}x end to end, {batches:.2f}x in batches")
+
+
+def _wait_marked(store: str, timeout_s: float = 60.0) -> None:
+    """Until the replicator has marked the store replicated (its readers capped from then)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if os.path.exists(store) and replica_status(store) is not None:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"the replicator did not mark {store} in {timeout_s:g} s")
 
 
 def _kills(work: str, kills: int) -> None:

@@ -13,6 +13,10 @@
 # MAGIC sink creates the store when asked (`createStore`); without it a path that is not a
 # MAGIC store (a typo) fails. Run it again: the queue remembers each invoice's idempotency key
 # MAGIC (for the queue's `idempotency_window_ms`), so nothing is enqueued or processed twice.
+# MAGIC The driver's disk is gone when the cluster terminates: to keep the queue, set the
+# MAGIC `replica_url` widget (`s3://...` or `file:///Volumes/...`): the notebook then restores a
+# MAGIC missing store from it and replicates it while it runs (docs/replication.md); a job
+# MAGIC acknowledged in the last second before a loss may run again (at least once).
 
 # COMMAND ----------
 
@@ -32,7 +36,7 @@
 import os
 
 from spark_queue import Store, Worker, register
-from spark_queue.spark import driver_uri, work_dir
+from spark_queue.spark import driver_uri, replicate_store, work_dir
 
 try:
     spark  # noqa: B018 - Databricks (and a kernel with a session) defines it
@@ -44,7 +48,10 @@ register(spark)
 show = globals().get("display") or (lambda df: df.show(truncate=False))
 
 store_path = os.path.join(work_dir("queue_worker", globals().get("dbutils")), "work.sqlite")
-print(f"store {store_path}")
+# A replica URL set (the replica_url widget, $SPARK_QUEUE_REPLICA_URL): restore the store if
+# the driver's disk lost it, and replicate it while this runs (docs/replication.md).
+replicating = replicate_store(store_path, globals().get("dbutils"))
+print(f"store {store_path}" + (f", replicated to {replicating.url}" if replicating else ""))
 
 # COMMAND ----------
 

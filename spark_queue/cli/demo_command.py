@@ -29,6 +29,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="produce for about this long (events = events_per_second x SECONDS)",
     )
     p.add_argument("--events-per-second", type=numbers.positive, help="producer rate")
+    p.add_argument(
+        "--replica-url", metavar="URL",
+        help="restore the store from this replica if it is missing, and replicate it while "
+             "the demo runs (file:///dir or s3://bucket/prefix; the replicate extra)",
+    )
     p.set_defaults(func=cmd_demo)
 
 
@@ -44,7 +49,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
     path = args.config or str(conf_dir() / "demo.toml")
     config = demo_config.load_config(path, {"dir": args.dir, "events": args.events,
-                                     "events_per_second": args.events_per_second})
+                                     "events_per_second": args.events_per_second,
+                                     "replica_url": args.replica_url})
     if args.duration is not None:
         import dataclasses  # here, not at the top: `sqliteq --help` never needs it
 

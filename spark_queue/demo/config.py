@@ -27,6 +27,9 @@ class DemoConfig:
     workers: int = 2
     max_seconds: float = 240.0
     progress_seconds: float = 2.0
+    # Where the store is replicated while the demo runs, and restored from at its start
+    # when the file is missing (a wiped disk); empty: not replicated.
+    replica_url: str = ""
 
     @property
     def store_path(self) -> str:

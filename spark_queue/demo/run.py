@@ -33,12 +33,34 @@ def handle_alert(config: DemoConfig):
 
 
 def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
+    """The demo, its store replicated while it runs when ``config.replica_url`` is set."""
+    os.makedirs(config.dir, exist_ok=True)
+    if not config.replica_url:
+        return _run_pipeline(config, out)
+    from spark_queue.replication import start_replication
+
+    missing = not os.path.exists(config.store_path)
+    # Before the store is opened: a wiped disk gets its store back, offsets and all,
+    # so the checkpoints that survived resume on the events they already read.
+    replicating = start_replication(config.store_path, config.replica_url)
+    if missing and os.path.exists(config.store_path):
+        out(f"store {config.store_path} was missing: restored from {replicating.url}")
+    out(f"replicating {config.store_path} to {replicating.url} while the demo runs")
+    try:
+        summary = _run_pipeline(config, out)
+    except BaseException:
+        replicating.stop()
+        raise
+    replicating.stop()  # its last cycle: the replica holds the run's every event
+    return {**summary, "replica": replicating.url}
+
+
+def _run_pipeline(config: DemoConfig, out) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
     from spark_queue.spark.notebooks import driver_uri
     from spark_queue.spark.query_progress import end_offset, query_id
     from spark_queue.spark.session import get_or_create, table_format
 
-    os.makedirs(config.dir, exist_ok=True)
     with Store(config.store_path) as store:
         store.topic(config.topic).create()
         store.queue(config.queue, visibility_timeout_ms=10_000, max_attempts=3)
@@ -104,7 +126,10 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
                     report(now, status.phase(progress, producing), progress, latest, monitor)
                 if producer.error is not None:
                     raise producer.error
-                caught_up = not producing and bronze_end >= latest
+                # A replicated store's readers see up to its replicated mark only: the
+                # run's own events are all readable once the mark has passed them.
+                published_all = latest >= start_latest + producer.published
+                caught_up = not producing and published_all and bronze_end >= latest
                 if caught_up and end_offset(alerts.lastProgress, config.topic) >= latest:
                     # A last line, so a run shorter than the print interval (a rerun of a
                     # few events) also ends on where it stands: lag 0.

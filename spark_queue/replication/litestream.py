@@ -202,18 +202,31 @@ def run_command(args: list[str], env: Mapping[str, str], *, timeout_s: float, wh
 def sync_wait(exe: str, socket_path: str, store: str, env: Mapping[str, str],
               timeout_s: float) -> int:
     """Ask the running daemon to ship the WAL now and wait until the replica holds it;
-    return the replica's TXID (Litestream's transaction counter)."""
-    out = run_command([exe, "sync", "-wait", "-json", "-timeout", str(max(1, int(timeout_s))),
-               "-socket", socket_path, os.path.abspath(store)],
-              env, timeout_s=timeout_s + 5, what="sync")
-    answer = json.loads(out)
-    local, replica = int(answer.get("txid", 0)), int(answer.get("replica_txid", 0))
-    if replica < local:
-        raise ReplicationError(
-            f"litestream sync returned with the replica at TXID {replica}, behind the "
-            f"local {local}."
-        )
-    return replica
+    return the replica's TXID (Litestream's transaction counter).
+
+    The answer's local TXID is read when the sync returns, so a writer committing
+    meanwhile puts it past the replica's. That local TXID is past every commit made
+    before this call: when the replica is behind it, sync again until the replica
+    holds it (a busy store's writers cannot keep it behind: each sync ships what was
+    there when it was asked), within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    needed: int | None = None
+    while True:
+        left_s = max(1.0, deadline - time.monotonic())
+        out = run_command([exe, "sync", "-wait", "-json", "-timeout", str(max(1, int(left_s))),
+                           "-socket", socket_path, os.path.abspath(store)],
+                          env, timeout_s=left_s + 5, what="sync")
+        answer = json.loads(out)
+        local, replica = int(answer.get("txid", 0)), int(answer.get("replica_txid", 0))
+        needed = local if needed is None else needed
+        if replica >= needed:
+            return replica
+        if time.monotonic() >= deadline:
+            raise ReplicationError(
+                f"litestream sync returned with the replica at TXID {replica}, behind the "
+                f"local {needed}, for {timeout_s:g} s."
+            )
 
 
 def rfc3339(timestamp_ms: int) -> str:

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -18,10 +19,11 @@ from tests.end_to_end import drivers
 pytestmark = pytest.mark.slow
 
 
-def demo(directory: str, events: int, rate: int = 1000) -> subprocess.Popen:
+def demo(directory: str, events: int, rate: int = 1000,
+         extra: list[str] | None = None) -> subprocess.Popen:
     return drivers.start(
         "-m", "spark_queue", "demo", "--dir", directory,
-        "--events", str(events), "--events-per-second", str(rate),
+        "--events", str(events), "--events-per-second", str(rate), *(extra or []),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
 
@@ -111,3 +113,41 @@ def python_follow_up_runs_as_printed_in_a_plain_python(output: str, rows: int):
     assert pasted.returncode == 0, pasted.stderr[-3000:]
     assert "|device|celsius|" in pasted.stdout.replace(" ", ""), pasted.stdout[-3000:]
     assert f"rows {rows}" in pasted.stdout, pasted.stdout[-3000:]
+
+
+@pytest.mark.timeout(2 * 600)
+def test_demo_with_a_replica_resumes_exactly_once_on_a_wiped_disk(tmp_path):
+    """`sqliteq demo --replica-url`: run, lose the store file (the driver's disk wiped; the
+    checkpoints and the table survive), run again: the store comes back from the replica
+    with run 1's events at their offsets, and the queries resume on it exactly once."""
+    directory = str(tmp_path / "demo")
+    store_path = os.path.join(directory, "demo.sqlite")
+    replica = f"file://{tmp_path}/replica"
+    flag = ["--replica-url", replica]
+
+    def run(events: int) -> str:
+        process = demo(directory, events, rate=2000, extra=flag)
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, output[-3000:]
+        return output
+
+    first = run(300)
+    assert "restored from" not in first and f"replicating {store_path}" in first
+    with Store(store_path, readonly=True) as store:
+        run_one = [(e.offset, e.key, e.value) for e in store.read("readings")]
+    assert len(run_one) == 300
+    for stale in glob.glob(store_path + "*") + glob.glob(os.path.join(directory, ".demo*")):
+        if os.path.isdir(stale):
+            shutil.rmtree(stale)
+        else:
+            os.remove(stale)
+
+    second = run(200)
+    assert f"store {store_path} was missing: restored from {replica}" in second, second[-3000:]
+    summary = summary_of(second)
+    assert summary["events_in_topic"] == summary["rows_in_bronze"] == "500", second[-3000:]
+    assert summary["distinct_offsets_in_bronze"] == "500"
+    with Store(store_path, readonly=True) as store:
+        events = store.read("readings")
+    assert [(e.offset, e.key, e.value) for e in events[:300]] == run_one
+    assert [e.offset for e in events] == list(range(500))

@@ -51,3 +51,32 @@ def test_the_config_quotes_every_path(tmp_path):
     with open(config, encoding="utf-8") as file:
         text = file.read()
     assert '"/a b/s.sqlite"' in text and '"file:///r e/p"' in text and "250ms" in text
+
+
+def _fake_litestream(tmp_path, answers: list[tuple[int, int]]) -> str:
+    """A stand-in for ``litestream sync -wait -json``: each call prints the next answer."""
+    state = tmp_path / "answers"
+    state.write_text("\n".join(f"{local} {replica}" for local, replica in answers))
+    exe = tmp_path / "litestream"
+    exe.write_text(
+        "#!/bin/sh\n"
+        f'line=$(head -n 1 "{state}"); rest=$(tail -n +2 "{state}")\n'
+        f'[ -n "$rest" ] && printf "%s\\n" "$rest" > "{state}"\n'
+        'set -- $line; printf \'{"txid": %s, "replica_txid": %s}\\n\' "$1" "$2"\n'
+    )
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_a_sync_that_returns_behind_a_commit_made_meanwhile_syncs_again(tmp_path):
+    """A writer committing while `sync -wait` runs puts the answer's local TXID past the
+    replica's; the sync is asked again until the replica holds what the first answer
+    named, rather than the replicator failing (it did, in a 2,000 events/s soak)."""
+    exe = _fake_litestream(tmp_path, [(700, 699), (705, 703)])
+    assert litestream.sync_wait(exe, "sock", str(tmp_path / "s.sqlite"), {}, 5.0) == 703
+
+
+def test_a_replica_that_stays_behind_fails_the_sync_after_its_timeout(tmp_path):
+    exe = _fake_litestream(tmp_path, [(700, 690)])
+    with pytest.raises(ReplicationError, match="behind the local 700"):
+        litestream.sync_wait(exe, "sock", str(tmp_path / "s.sqlite"), {}, 0.2)
