@@ -77,6 +77,9 @@ if repaired.torn:
 # the driver's disk lost it, replicate it while this runs, and keep the checkpoint with the
 # tables on storage that survives (docs/replication.md).
 replicating = replicate_store(store_path, globals().get("dbutils"))
+# A replicated store's readers stop at what the replica holds: publish with
+# durability="replicated" so what a cell publishes is readable when it returns.
+durability = "normal" if replicating is None else "replicated"
 if replicating is not None:
     checkpoint = os.path.join(tables_dir("quickstart", globals().get("dbutils")),
                               "checkpoints", "orders")
@@ -88,7 +91,7 @@ print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 
 # COMMAND ----------
 
-with Store(store_path) as store:
+with Store(store_path, durability=durability) as store:
     first = store.topic("orders").latest_offset() if store.topic("orders").exists() else 0
     published = store.publish_many(
         "orders",
@@ -144,9 +147,8 @@ show(typed.selectExpr("count(*) AS orders", "round(sum(amount), 2) AS revenue"))
 
 # COMMAND ----------
 
-with Store(store_path) as store:
-    # Read before the 300 below: a replicated store's readers see them once the replica does.
-    read_before = store.latest_offset("orders")
+with Store(store_path, durability=durability) as store:
+    read_before = store.topic("orders").latest_offset()  # what the query has read: all of it
     store.publish_many("orders", [{"order": i, "amount": 1.0} for i in range(300)])
     for consumer in store.consumers("orders"):
         print(f"consumer {consumer.consumer}: next offset {consumer.next_offset}, "

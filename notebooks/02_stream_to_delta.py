@@ -68,6 +68,9 @@ if repaired.torn:
 # the driver's disk lost it, replicate it while this runs, and keep the checkpoint with the
 # tables on storage that survives (docs/replication.md).
 replicating = replicate_store(store_path, globals().get("dbutils"))
+# A replicated store's readers stop at what the replica holds: publish with
+# durability="replicated" so what a cell publishes is readable when it returns.
+durability = "normal" if replicating is None else "replicated"
 if replicating is not None:
     checkpoint = os.path.join(tables_dir("stream_to_delta", globals().get("dbutils")),
                               "checkpoints", "readings")
@@ -75,7 +78,7 @@ fmt = table_format(spark)
 
 
 def publish(count: int) -> range:
-    with Store(store_path) as store:
+    with Store(store_path, durability=durability) as store:
         start = store.topic("readings").latest_offset() if store.topic("readings").exists() else 0
         return store.publish_many("readings", [{"sensor": i % 5, "celsius": 20 + i % 9}
                                                for i in range(start, start + count)])
