@@ -177,7 +177,7 @@ def _sink(work: str, rounds: int, files: int, rows: int) -> None:
             elapsed = time.perf_counter() - started
             in_batches = in_batch_seconds(json.loads(p.json) for p in query.recentProgress)
         with Store(store) as s:
-            assert s.latest_offset("bench") == files * rows, store
+            assert s.topic("bench").latest_offset() == files * rows, store
         return elapsed, in_batches
 
     stream(False, "normal")  # warm-up: Spark's first query plans slowly
