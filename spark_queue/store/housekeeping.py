@@ -32,8 +32,9 @@ skipped and named in the run's ``problems``; the rest of the run goes on.
 :class:`Housekeeper` runs it in a daemon thread with a connection of its own (the
 worker, the Producer, ``sqliteq metrics --serve``, the Kafka mirror's export, which
 stops its own when it ends); :func:`keep_housekept` starts one per store file for the
-rest of a process (a Spark query's driver-side reader); :func:`run_housekeeping` runs it once, due or not (``sqliteq housekeeping
---run`` from a timer); :class:`Housekeeping` is ``store.housekeeping``, the calls by hand.
+rest of a process (a Spark query's driver-side reader); :func:`run_housekeeping` runs it
+once, due or not (``sqliteq housekeeping --run`` from a timer); :class:`Housekeeping` is
+``store.housekeeping``, the calls by hand.
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ def test_heartbeat_keeps_a_long_job_leased(store, store_path):
         with Store(store_path) as other:
             stolen.extend(other.queue("q").claim(1))
 
-    stats = Worker(store_path, "q", handler, visibility_timeout_ms=400, heartbeat_ms=50, until_empty=True).run()
+    stats = Worker(store_path, "q", handler, visibility_timeout_ms=400, heartbeat_ms=50,
+                   until_empty=True).run()
     assert stolen == [] and stats.acked == 1 and stats.lost_leases == 0
 
 

@@ -126,7 +126,8 @@ def test_a_handler_still_running_when_the_grace_period_ends_is_nacked_saying_so(
     try:
         for attempt in (1, 2):
             started.clear()
-            worker = Worker(store_path, "q", hang, grace_ms=50, visibility_timeout_ms=100, heartbeat_ms=10)
+            worker = Worker(store_path, "q", hang, grace_ms=50, visibility_timeout_ms=100,
+                            heartbeat_ms=10)
             threading.Thread(target=lambda w=worker: (started.wait(60), w.stop())).start()
             stats = worker.run()
             assert (stats.interrupted, stats.acked, stats.released) == (1, 0, 0)
