@@ -6,6 +6,7 @@ a producer service or a worker uses on its own.
 
 from spark_queue.defaults import DURABILITY_LEVELS, MAX_INT64
 from spark_queue.store.file.arguments import check_int
+from spark_queue.store.file.backup import BackupSource, backup_file
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
@@ -18,7 +19,7 @@ from spark_queue.store.housekeeping import (
     HousekeepingStatus,
     keep_housekept,
 )
-from spark_queue.store.maintenance import BackupSource, CheckReport, backup_file, check_file
+from spark_queue.store.maintenance import CheckReport, check_file
 from spark_queue.store.producers.producer import Producer
 from spark_queue.store.queues.controls import Admission
 from spark_queue.store.queues.queue import Queue

@@ -21,6 +21,7 @@ from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
 from spark_queue.store.file import replica_mark
 from spark_queue.store.file.arguments import check_int
+from spark_queue.store.file.backup import BackupProgress, copy_store
 from spark_queue.store.file.connection import (
     StoreConnection,
     first_value,
@@ -291,7 +292,7 @@ class Store:
     def backup(
         self,
         dest_path: str | os.PathLike[str],
-        progress: maintenance.BackupProgress | None = None,
+        progress: BackupProgress | None = None,
     ) -> int:
         """Write a consistent copy of the store to a new file while writers continue.
 
@@ -300,7 +301,7 @@ class Store:
         step. Returns the pages copied; never overwrites a file.
         """
         with translate_errors(self.path):
-            return maintenance.backup(self.conn, dest_path, progress)
+            return copy_store(self.conn, dest_path, progress)
 
     # -- the sink ledger (spark_queue/store/sinks.py) ----------------------
     def commit_sink_batch(
