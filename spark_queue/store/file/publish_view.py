@@ -21,18 +21,13 @@ the clock (``unixepoch('subsec')`` needs 3.42) and the JSON functions.
 
 from __future__ import annotations
 
-# A plain literal, no interpolation. The clock is epoch milliseconds from
-# julianday(); 'now' is fixed for one statement, so a multi-row INSERT stamps
-# every row alike, as publish_many does. A NULL value_type means BLOB -> 0
+# Literals only, joined, never interpolated: version 4's trigger and version 12's (which adds
+# the size limit) share their checks and their write, so the two cannot drift apart. The clock
+# is epoch milliseconds from julianday(); 'now' is fixed for one statement, so a multi-row
+# INSERT stamps every row alike, as publish_many does. A NULL value_type means BLOB -> 0
 # (bytes), anything else -> 1 (text).
-PUBLISH_VIEW_SQL = """
-CREATE VIEW sq_publish (topic, offset, ts_ms, key, value, value_type, headers) AS
-SELECT t.name, e.offset, e.ts_ms, e.key, e.value, e.value_type, e.headers
-FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id;
-
-CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
-BEGIN
-    SELECT RAISE(ABORT,
+# The checks every row passes.
+_PUBLISH_CHECKS = """    SELECT RAISE(ABORT,
         'sq_publish: topic must be 1 to 200 characters from letters, digits, _ . and -')
     WHERE typeof(NEW.topic) != 'text' OR length(NEW.topic) NOT BETWEEN 1 AND 200
        OR NEW.topic GLOB '*[^A-Za-z0-9_.-]*';
@@ -57,7 +52,9 @@ BEGIN
         WHEN NOT json_valid(NEW.headers) THEN 1
         WHEN json_type(NEW.headers) != 'object' THEN 1
         ELSE EXISTS (SELECT 1 FROM json_each(NEW.headers) WHERE type != 'text') END;
-    INSERT INTO sq_topics (name, created_ms)
+"""
+# The write: the topic if new, the event at the topic's next offset, the offset moved on.
+_PUBLISH_WRITE = """    INSERT INTO sq_topics (name, created_ms)
     SELECT NEW.topic, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
     WHERE NOT EXISTS (SELECT 1 FROM sq_topics WHERE name = NEW.topic);
     INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers)
@@ -68,8 +65,15 @@ BEGIN
            NEW.headers
     FROM sq_topics WHERE name = NEW.topic;
     UPDATE sq_topics SET next_offset = next_offset + 1 WHERE name = NEW.topic;
-END;
 """
+PUBLISH_VIEW_SQL = """
+CREATE VIEW sq_publish (topic, offset, ts_ms, key, value, value_type, headers) AS
+SELECT t.name, e.offset, e.ts_ms, e.key, e.value, e.value_type, e.headers
+FROM sq_events e JOIN sq_topics t ON t.id = e.topic_id;
+
+CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
+BEGIN
+""" + _PUBLISH_CHECKS + _PUBLISH_WRITE + "END;\n"
 
 
 # ``sq_enqueue`` (schema version 9): the same for queues. The queue must exist (a typo must
@@ -164,57 +168,24 @@ END;
 # Schema version 12: the trigger of version 4 plus the topic's ``max_payload_bytes``, which
 # Store.publish, the Producer and the sink enforce (store/file/payload_limits.py: the value
 # as stored, keys and headers not counted, at the limit accepted) and this view did not
-# check. Version 4's text above stays as it was: migrations are history, and a store
-# migrates through it. RAISE(ABORT) as sq_enqueue's refusals: the statement is undone,
+# check. Version 4's text stays as it was (the same parts, joined without the limit):
+# migrations are history, and a store migrates through it. RAISE(ABORT) as sq_enqueue's refusals: the statement is undone,
 # the caller's transaction stays open (FAIL would keep a multi-row INSERT's earlier rows,
 # ROLLBACK would end the caller's transaction). Its message is a literal, so it names
 # neither the size nor the limit: SQLite before 3.47 (the stdlib's here is 3.40) accepts only a
 # literal in RAISE, and a trigger it cannot parse makes the whole file unreadable to it
 # ("malformed database schema"). The caller holds the value and the topic; the message
 # says how the size is counted and where the limit is read.
-PUBLISH_LIMIT_SQL = """
+_PUBLISH_LIMIT = """    SELECT RAISE(ABORT, 'sq_publish: value is larger than its topic''s max_payload_bytes (bytes as stored, UTF-8 for text; keys and headers are not counted; the limit: SELECT max_payload_bytes FROM sq_topics WHERE name = :topic); publish a smaller value, or raise the limit: sqliteq topic config PATH TOPIC --max-payload-bytes N')
+    FROM sq_topics t WHERE t.name = NEW.topic AND t.max_payload_bytes IS NOT NULL
+      AND coalesce(length(CAST(NEW.value AS BLOB)), 0) > t.max_payload_bytes;
+"""
+PUBLISH_LIMIT_SQL = (
+    """
 DROP TRIGGER sq_publish_insert;
 
 CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
 BEGIN
-    SELECT RAISE(ABORT,
-        'sq_publish: topic must be 1 to 200 characters from letters, digits, _ . and -')
-    WHERE typeof(NEW.topic) != 'text' OR length(NEW.topic) NOT BETWEEN 1 AND 200
-       OR NEW.topic GLOB '*[^A-Za-z0-9_.-]*';
-    SELECT RAISE(ABORT, 'sq_publish: offset is assigned by the store; leave it NULL')
-    WHERE NEW.offset IS NOT NULL;
-    SELECT RAISE(ABORT,
-        'sq_publish: ts_ms must be an INTEGER of epoch milliseconds, or NULL for now')
-    WHERE typeof(NEW.ts_ms) NOT IN ('integer', 'null');
-    SELECT RAISE(ABORT, 'sq_publish: key must be TEXT, BLOB or NULL')
-    WHERE typeof(NEW.key) NOT IN ('text', 'blob', 'null');
-    SELECT RAISE(ABORT,
-        'sq_publish: value does not fit value_type (0: BLOB/NULL, 1: TEXT/NULL, 2: JSON TEXT)')
-    WHERE CASE coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END)
-        WHEN 0 THEN typeof(NEW.value) NOT IN ('blob', 'null')
-        WHEN 1 THEN typeof(NEW.value) NOT IN ('text', 'null')
-        WHEN 2 THEN CASE WHEN typeof(NEW.value) != 'text' THEN 1 ELSE NOT json_valid(NEW.value) END
-        ELSE 1 END;
-    SELECT RAISE(ABORT, 'sq_publish: headers must be NULL or a JSON object of string values')
-    WHERE CASE
-        WHEN NEW.headers IS NULL THEN 0
-        WHEN typeof(NEW.headers) != 'text' THEN 1
-        WHEN NOT json_valid(NEW.headers) THEN 1
-        WHEN json_type(NEW.headers) != 'object' THEN 1
-        ELSE EXISTS (SELECT 1 FROM json_each(NEW.headers) WHERE type != 'text') END;
-    SELECT RAISE(ABORT, 'sq_publish: value is larger than its topic''s max_payload_bytes (bytes as stored, UTF-8 for text; keys and headers are not counted; the limit: SELECT max_payload_bytes FROM sq_topics WHERE name = :topic); publish a smaller value, or raise the limit: sqliteq topic config PATH TOPIC --max-payload-bytes N')
-    FROM sq_topics t WHERE t.name = NEW.topic AND t.max_payload_bytes IS NOT NULL
-      AND coalesce(length(CAST(NEW.value AS BLOB)), 0) > t.max_payload_bytes;
-    INSERT INTO sq_topics (name, created_ms)
-    SELECT NEW.topic, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
-    WHERE NOT EXISTS (SELECT 1 FROM sq_topics WHERE name = NEW.topic);
-    INSERT INTO sq_events (topic_id, offset, ts_ms, key, value, value_type, headers)
-    SELECT id, next_offset,
-           coalesce(NEW.ts_ms, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
-           NEW.key, NEW.value,
-           coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END),
-           NEW.headers
-    FROM sq_topics WHERE name = NEW.topic;
-    UPDATE sq_topics SET next_offset = next_offset + 1 WHERE name = NEW.topic;
-END;
 """
+    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_WRITE + "END;\n"
+)
