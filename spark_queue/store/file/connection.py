@@ -354,6 +354,19 @@ class StoreConnection:
         if self.after_commit is not None:
             self.after_commit()
 
+    @contextlib.contextmanager
+    def synced_write(self) -> Iterator[apsw.Connection]:
+        """As :meth:`write`, with its commit fsynced whatever this connection's durability:
+        ``synchronous=FULL`` for this one transaction, the connection's own level put back
+        (call it outside any transaction: SQLite ignores the pragma inside one)."""
+        level = int(first_value(self.conn.execute("PRAGMA synchronous")))
+        self.conn.execute("PRAGMA synchronous=FULL")
+        try:
+            with self.write() as conn:
+                yield conn
+        finally:
+            self.conn.execute(f"PRAGMA synchronous={level:d}")  # 0-3, as it reads back
+
     def transact(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
         runs a block, with no generator around it: entering and leaving the context

@@ -35,15 +35,12 @@ from spark_queue.defaults import (
     PLANNED_BATCHES_KEPT,
     UNNAMED_PLANS_HOLD_MS,
 )
-from spark_queue.store.file.connection import HasStoreConnection, first_value, now_ms
+from spark_queue.store.file.connection import HasStoreConnection, now_ms
 from spark_queue.store.file.names import validate_name
 
 #: The ``consumer`` of the plans of a query reading under no consumer name (no name is empty).
 UNNAMED = ""
 
-# PRAGMA synchronous as it reads back (0-3), to put back the connection's own level.
-_SYNCHRONOUS = {level: "PRAGMA synchronous=" + name
-                for level, name in enumerate(("OFF", "NORMAL", "FULL", "EXTRA"))}
 
 
 def _key(offsets: Mapping[str, int]) -> str:
@@ -79,24 +76,18 @@ def record_planned_end(
     if consumer is not None:
         validate_name(consumer, "consumer")
     validate_name(reader, "reader")
-    conn = store.file.conn
-    level = first_value(conn.execute("PRAGMA synchronous"))
-    # A plan must survive what the sink's ledger survives: FULL syncs the WAL at commit.
-    conn.execute("PRAGMA synchronous=FULL")
-    try:
-        with store.file.write() as tx:
-            now = now_ms()
-            tx.execute(
-                "INSERT INTO sq_planned_batches (reader, start_offsets, consumer, end_offsets, "
-                "planned_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (reader, start_offsets) DO "
-                "UPDATE SET end_offsets = excluded.end_offsets, "
-                "planned_ms = excluded.planned_ms",
-                (reader, _key(start), consumer or UNNAMED, _key(end), now),
-            )
-            _prune(tx, consumer, reader, now - PLANNED_BATCH_HOLD_MS)
-            _prune_unnamed(tx, reader, now - UNNAMED_PLANS_HOLD_MS)
-    finally:
-        conn.execute(_SYNCHRONOUS[int(level)])
+    # A plan must survive what the sink's ledger survives: the commit syncs the WAL.
+    with store.file.synced_write() as tx:
+        now = now_ms()
+        tx.execute(
+            "INSERT INTO sq_planned_batches (reader, start_offsets, consumer, end_offsets, "
+            "planned_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (reader, start_offsets) DO "
+            "UPDATE SET end_offsets = excluded.end_offsets, "
+            "planned_ms = excluded.planned_ms",
+            (reader, _key(start), consumer or UNNAMED, _key(end), now),
+        )
+        _prune(tx, consumer, reader, now - PLANNED_BATCH_HOLD_MS)
+        _prune_unnamed(tx, reader, now - UNNAMED_PLANS_HOLD_MS)
 
 
 def _prune(conn: apsw.Connection, consumer: str | None, reader: str, before_ms: int) -> None:
