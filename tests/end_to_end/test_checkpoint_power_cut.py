@@ -24,7 +24,7 @@ import pytest
 
 from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.store import Store
-from tests.end_to_end.sink_helpers import stored_events
+from tests.end_to_end.sink_helpers import run_stream, stored_events
 
 pytestmark = pytest.mark.slow
 
@@ -60,18 +60,10 @@ def test_a_torn_checkpoint_repaired_restarts_the_query_exactly_once(spark, tmp_p
         store.topic("out").create()
 
     def run() -> str:
-        query = (
-            spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
-            .option("maxRowsPerTrigger", ROWS_PER_BATCH).option("valueFormat", "string")
-            .load().select("value")
-            .writeStream.format("sqliteq").option("path", target).option("topic", "out")
-            .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
-        )
-        try:
-            query.awaitTermination()
-        finally:
-            query.stop()
-        return str(query.id)
+        rows = (spark.readStream.format("sqliteq").option("path", source).option("topic", "in")
+                .option("maxRowsPerTrigger", ROWS_PER_BATCH).option("valueFormat", "string")
+                .load().select("value"))
+        return str(run_stream(rows, target, str(checkpoint), topic="out").id)
 
     published = 0
     query_id = None
@@ -161,17 +153,10 @@ def test_a_short_batch_torn_after_its_sink_commit_replays_the_same_range(
         reading = spark.readStream.format("sqliteq").option("path", source)
         if consumer is not None:
             reading = reading.option("consumer", consumer)
-        query = (
-            reading.option("topic", "in").option("maxRowsPerTrigger", 100)
-            .option("latencyMode", mode)
-            .option("valueFormat", "string").load().select("value")
-            .writeStream.format("sqliteq").option("path", target).option("topic", "out")
-            .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
-        )
-        try:
-            query.awaitTermination()
-        finally:
-            query.stop()
+        rows = (reading.option("topic", "in").option("maxRowsPerTrigger", 100)
+                .option("latencyMode", mode)
+                .option("valueFormat", "string").load().select("value"))
+        run_stream(rows, target, str(checkpoint), topic="out")
 
     def publish(first: int, count: int) -> None:
         with Store(source) as store:
