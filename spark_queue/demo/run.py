@@ -48,10 +48,8 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     out(f"replicating {config.store_path} to {replicating.url} while the demo runs")
     try:
         summary = _run_pipeline(config, out)
-    except BaseException:
-        replicating.stop()
-        raise
-    replicating.stop()  # its last cycle: the replica holds the run's every event
+    finally:
+        replicating.stop()  # its last cycle: the replica holds the run's every event
     return {**summary, "replica": replicating.url}
 
 
