@@ -204,6 +204,9 @@ def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
 
 # "replicated" is NORMAL on the local disk: the copy that makes it durable is the replica's.
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF", "replicated": "NORMAL"}
+# PRAGMA synchronous as it reads back (0-3), whole statements: put a level back as it was.
+_SYNCHRONOUS_READ_BACK = tuple("PRAGMA synchronous=" + name
+                               for name in ("OFF", "NORMAL", "FULL", "EXTRA"))
 
 
 @contextlib.contextmanager
@@ -365,7 +368,7 @@ class StoreConnection:
             with self.write() as conn:
                 yield conn
         finally:
-            self.conn.execute(f"PRAGMA synchronous={level:d}")  # 0-3, as it reads back
+            self.conn.execute(_SYNCHRONOUS_READ_BACK[level])
 
     def transact(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, as :meth:`write`
