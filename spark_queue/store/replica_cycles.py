@@ -13,8 +13,8 @@ import os
 from spark_queue import defaults
 from spark_queue.store.file import meta, replica_mark
 from spark_queue.store.file.connection import StoreConnection, open_connection
+from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.file.replica_mark import ReplicaStatus
-from spark_queue.store.file.schema import ensure_schema
 
 
 class ReplicaCycles:
@@ -28,13 +28,7 @@ class ReplicaCycles:
         self, path: str | os.PathLike[str], *, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS
     ) -> None:
         self.path = os.fspath(path)
-        conn = open_connection(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
-        try:
-            ensure_schema(conn, self.path, busy_timeout_ms=busy_timeout_ms)
-        except BaseException:
-            conn.close()
-            raise
-        self.file = StoreConnection(self.path, conn)
+        self.file = open_store_file(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
         self.wake_path = replica_mark.wake_path(self.path)
 
     def close(self) -> None:

@@ -23,7 +23,12 @@ from typing import Any, TypeVar
 import apsw
 
 from spark_queue.errors import QueueConfigError, StaleLeaseError, TransactionClosedError
-from spark_queue.store.file.connection import StoreConnection, translate_errors, translated
+from spark_queue.store.file.connection import (
+    StoreConnection,
+    savepoint,
+    translate_errors,
+    translated,
+)
 from spark_queue.store.queues import leases, queue_jobs
 from spark_queue.store.queues.queue_jobs import Lease, LeaseResult, NewJob
 from spark_queue.store.streams import consumer_offsets, topic_log, topic_reads
@@ -69,7 +74,7 @@ class Transaction:
             self._joined += 1
             return self
         try:
-            self.file.conn.execute("BEGIN IMMEDIATE")
+            self.file.begin()
         except _SQLITE_ERRORS:
             with translate_errors(self.file.path):
                 raise
@@ -89,27 +94,22 @@ class Transaction:
                 raise
 
     def _end(self, commit: bool) -> None:
+        # Whatever the outcome, the Store's kept topic rows are not trusted past this
+        # transaction: its savepoints, its own SQL and its triggers may have moved the
+        # topics under them (the next Store.publish reads them again).
+        self._one.forget()
         conn = self.file.conn
         if not commit:
-            self._one.forget()
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
+            self.file.rollback()
             return
         if conn.getautocommit():
-            self._one.forget()
             raise TransactionClosedError(
                 "the transaction was ended inside its block by SQL of its own (COMMIT or "
                 "ROLLBACK through tx.execute), so the block is not all or nothing; let the "
                 "block's end commit, and raise to roll back."
             )
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            self._one.forget()
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            raise
-        self._one.committed(conn)
+        # The door: the Store's durability applies, durability="replicated" included.
+        self.file.commit()
 
     def _conn(self) -> apsw.Connection:
         if not self._open:
@@ -122,16 +122,8 @@ class Transaction:
     def _guarded(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` under a savepoint: if it raises, what it wrote is undone
         and the transaction goes on as before the call."""
-        conn = self._conn()
-        conn.execute("SAVEPOINT sq_call")
-        try:
-            result = work(conn, *args)
-        except BaseException:
-            conn.execute("ROLLBACK TO sq_call")
-            conn.execute("RELEASE sq_call")
-            raise
-        conn.execute("RELEASE sq_call")
-        return result
+        with savepoint(self._conn()) as conn:
+            return work(conn, *args)
 
     # -- the caller's SQL --------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> apsw.Cursor:
@@ -151,7 +143,6 @@ class Transaction:
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:
         """:meth:`Store.publish_many` in this transaction: the offsets, visible at the commit."""
-        self._one.forget()  # the kept rows do not follow topic_log's writes
         return self._guarded(topic_log.append, topic, items)
 
     def commit_offsets(

@@ -179,9 +179,9 @@ class ReplicaWait:
     i.e. the replica holds the commit (``durability="replicated"``). The commit stands
     whatever happens; a wait that runs out raises ReplicationTimeoutError."""
 
-    def __init__(self, file: StoreConnection, timeout_ms: int = defaults.REPLICATED_WAIT_MS):
+    def __init__(self, file: StoreConnection, timeout_ms: int | None = None):
         self.file = file
-        self.timeout_ms = timeout_ms
+        self.timeout_ms = defaults.REPLICATED_WAIT_MS if timeout_ms is None else timeout_ms
         self.wake = wake_path(file.path)
 
     def __call__(self) -> None:

@@ -68,9 +68,7 @@ class OnePublisher:
         log = self._logs.get(topic) if type(topic) is str else None
         if log is None:
             log = self._logs[topic] = open_log(conn, topic)
-        offset = log.next_offset
-        write_events(conn, log, values, value_type, ts_ms, keys, headers)
-        return offset
+        return write_events(conn, log, values, value_type, ts_ms, keys, headers) - 1
 
     # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
     def publish_in(
@@ -79,27 +77,20 @@ class OnePublisher:
     ) -> int:
         """:meth:`publish` inside the caller's open write transaction; its offset.
 
-        The kept row is trusted as :meth:`publish` trusts it (the file unchanged since our
-        last commit). The caller's own SQL in the same transaction may have written the
-        topic (``INSERT INTO sq_publish``, a trigger): the kept ``next_offset`` is then
-        behind, the INSERT collides (or names a topic id that is gone) and fails whole,
-        and the row is read again once (``tests/store/test_transaction.py``).
+        The topic is opened afresh for each call and nothing is kept: the caller's
+        savepoints and SQL (``INSERT INTO sq_publish``, a trigger) may move the topic
+        between calls, and the transaction may still roll back.
         """
         stored, value_type = encode_value(value)
         keys = None if key is None else (encode_key(key),)
         encoded = None if headers is None else encode_headers(headers)
         stored_headers = None if encoded is None else (encoded,)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
-        try:
-            return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
-        except apsw.ConstraintError:
-            self._logs.clear()
-        return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
+        log = open_log(conn, topic)
+        return write_events(conn, log, (stored,), value_type, ts_ms, keys, stored_headers) - 1
 
     def forget(self) -> None:
-        """Drop every kept row: the transaction rolled back, or wrote topics another way."""
+        """Drop every kept row: a transaction the caller held ended (committed or rolled
+        back) and may have moved the topics; the next :meth:`publish` reads them again."""
         self._logs.clear()
-
-    def committed(self, conn: apsw.Connection) -> None:
-        """The caller's transaction, with :meth:`publish_in`'s events, committed."""
-        self._version = conn.data_version()
+        self._version = -1
