@@ -71,6 +71,7 @@ class Store:
         readonly: bool = False,
         durability: str = defaults.DURABILITY,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+        replica_wait_ms: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.readonly = readonly
@@ -79,7 +80,7 @@ class Store:
         # connection.
         self.file = open_store_file(
             self.path, create=create, readonly=readonly, durability=durability,
-            busy_timeout_ms=busy_timeout_ms,
+            busy_timeout_ms=busy_timeout_ms, replica_wait_ms=replica_wait_ms,
         )
         self._one = OnePublisher(self.file)  # publish(): what it keeps between calls
 
