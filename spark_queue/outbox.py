@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
+
+from spark_queue.job_options import JOB_OPTION_NAMES, JobOptions
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -67,11 +69,7 @@ def publish(
     return int(_one(conn, _LAST_OFFSET, (topic,)))
 
 
-def enqueue(
-    conn: Any, queue: str, payload: Any, *, priority: int = 0, delay_ms: int = 0,
-    ttl_ms: int | None = None, idempotency_key: str | None = None,
-    max_attempts: int | None = None,
-) -> int:
+def enqueue(conn: Any, queue: str, payload: Any, **options: Unpack[JobOptions]) -> int:
     """Enqueue one job into the existing ``queue`` in ``conn``'s transaction; its id.
 
     The payload is stored as ``Queue.enqueue`` stores it (str as text, bytes or None as
@@ -81,9 +79,15 @@ def enqueue(
     over the limit, a negative delay, ...) raises your library's error with a message
     starting ``sq_enqueue:`` and naming the field; nothing of the call is written.
     """
+    unknown = sorted(set(options) - set(JOB_OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"outbox.enqueue() got unknown options {unknown}; a job takes "
+                        f"{', '.join(JOB_OPTION_NAMES)}.")
+    idempotency_key = options.get("idempotency_key")
     stored, payload_type = _encode(payload, text_type=1)
-    _run(conn, _ENQUEUE, (queue, stored, payload_type, priority, delay_ms, ttl_ms,
-                          idempotency_key, max_attempts))
+    _run(conn, _ENQUEUE, (queue, stored, payload_type, options.get("priority", 0),
+                          options.get("delay_ms", 0), options.get("ttl_ms"), idempotency_key,
+                          options.get("max_attempts")))
     if idempotency_key is not None:
         return int(_one(conn, _JOB_BY_KEY, (queue, idempotency_key)))
     return int(_one(conn, _LAST_JOB, ()))

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import apsw
 
 from spark_queue.errors import QueueConfigError, StaleLeaseError, TransactionClosedError
+from spark_queue.job_options import JobOptions
 from spark_queue.store.file.connection import (
     StoreConnection,
     savepoint,
@@ -163,9 +164,8 @@ class Transaction:
 
     # -- queues ------------------------------------------------------------------------
     def enqueue(
-        self, queue: str, payload: Any, *, priority: int = 0, delay_ms: int = 0,
-        ttl_ms: int | None = None, idempotency_key: str | None = None,
-        max_attempts: int | None = None, wait_ms: int | None = 0,
+        self, queue: str, payload: Any, *, wait_ms: int | None = 0,
+        **options: Unpack[JobOptions],
     ) -> int:
         """:meth:`Queue.enqueue` in this transaction: the job's id (a duplicate
         ``idempotency_key``: the original's), claimable from the commit on.
@@ -175,7 +175,7 @@ class Transaction:
         be 0.
         """
         _no_wait(wait_ms)
-        job = NewJob(payload, priority, delay_ms, idempotency_key, max_attempts, ttl_ms)
+        job = NewJob(payload, **options)
         return self._guarded(queue_jobs.enqueue_rows, queue, [job])[0]
 
     def enqueue_many(
