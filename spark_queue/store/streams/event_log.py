@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import CorruptStoreError, StoreError
-from spark_queue.store.file.connection import first_value, now_ms, one_row
+from spark_queue.store.file.connection import now_ms, one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
 from spark_queue.store.streams import packed_insert, time_marks
@@ -80,29 +80,6 @@ def _read_row(conn: apsw.Connection, log: TopicLog) -> None:
 # probe: such rows were inserted by a client that did not advance it); and
 # where the unmarked tail starts (the newest mark's end, else the first event).
 _NEXT = "SELECT next_offset, name FROM sq_topics WHERE id = ?"
-_ADVANCE_ONE = (
-    "UPDATE sq_topics SET next_offset = next_offset + 1 WHERE id = ? RETURNING next_offset"
-)
-
-
-def _insert_one(
-    conn: apsw.Connection, log: TopicLog, values: Sequence[Any],
-    value_types: int | Sequence[int], ts_ms: int | Sequence[int],
-    keys: Sequence[str | bytes | None] | None, headers: Sequence[str | None] | None,
-) -> bool:
-    """One event at its topic's next offset read by the INSERT itself (a single publish
-    stays BEGIN, INSERT, UPDATE, COMMIT); False if the kept row names no such topic any
-    more (deleted, or its id reused): nothing was written."""
-    packed_insert.insert_one_at_next(
-        conn, log.tid, log.name, values[0],
-        value_types if isinstance(value_types, int) else value_types[0],
-        ts_ms if isinstance(ts_ms, int) else ts_ms[0],
-        None if keys is None else keys[0], None if headers is None else headers[0],
-    )
-    if conn.changes():
-        return True
-    _read_row(conn, log)
-    return False
 _OPEN = (
     "SELECT id, next_offset, max_payload_bytes, (SELECT offset FROM sq_events "
     "WHERE topic_id = t.id AND offset >= t.next_offset ORDER BY offset DESC LIMIT 1), "
@@ -117,7 +94,7 @@ def write_events(
     conn: apsw.Connection, log: TopicLog, values: Sequence[Any],
     value_types: int | Sequence[int], ts_ms: int | Sequence[int],
     keys: Sequence[str | bytes | None] | None = None, headers: Sequence[str | None] | None = None,
-    *, rows: int | Sequence[int] = 0,
+    *, rows: int | Sequence[int] = 0, current: bool = False,
 ) -> int:
     """Store stored-form events at ``log``'s next offsets; return the new next offset.
 
@@ -131,37 +108,32 @@ def write_events(
     caller holds the write lock and opened ``log`` in the same transaction;
     an error leaves the transaction to its rollback.
     """
+    # Dense offsets: the first offset is the table's next_offset as this transaction sees
+    # it. A kept log can be behind the table: a savepoint rolled back a publish, or the
+    # caller's SQL, a trigger or a foreign writer in the same transaction wrote the topic
+    # (tests/store/streams/test_dense_offsets.py); then the row is read again (its limit,
+    # the stray probe, the time marks' tail). Only a caller that proved the log current in
+    # this transaction skips the look (``current``: Store.publish, see publish_one.py).
+    if not current:
+        row = conn.execute(_NEXT, (log.tid,)).fetchone()
+        if row is None or tuple(row) != (log.next_offset, log.name):
+            _read_row(conn, log)
     if log.limit is not None:
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
-    # Dense offsets: the first offset is the table's next_offset as this transaction sees
-    # it, never a kept one. A kept log can be behind the table: a savepoint rolled back a
-    # publish, or the caller's SQL, a trigger or a foreign writer in the same transaction
-    # wrote the topic (tests/store/streams/test_dense_offsets.py); then the row is read
-    # again (the stray probe, the time marks' tail).
+    first = log.next_offset
     try:
-        if len(values) == 1 and _insert_one(conn, log, values, value_types, ts_ms, keys,
-                                            headers):
-            end = first_value(conn.execute(_ADVANCE_ONE, (log.tid,)))
-            first = end - 1
-            if first != log.next_offset:
-                _read_row(conn, log)
-        else:
-            row = conn.execute(_NEXT, (log.tid,)).fetchone()
-            if row is None or tuple(row) != (log.next_offset, log.name):
-                _read_row(conn, log)
-            first = log.next_offset
-            end = packed_insert.insert_events(
-                conn, log.tid, first, values, value_types, ts_ms, keys, headers
-            )
-            if end == first:
-                return end
-            conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, log.tid))
+        end = packed_insert.insert_events(
+            conn, log.tid, first, values, value_types, ts_ms, keys, headers
+        )
     except apsw.ConstraintError as exc:
         _read_row(conn, log)  # raises CorruptStoreError naming the stray events, if any
         raise StoreError(
-            f"topic {log.name!r}: the store refused the events at offset {log.next_offset} "
-            f"({exc}); nothing was published. Run `sqliteq check` on the store."
+            f"topic {log.name!r}: the store refused the events at offset {first} ({exc}); "
+            "nothing was published. Run `sqliteq check` on the store."
         ) from exc
+    if end == first:
+        return end
+    conn.execute("UPDATE sq_topics SET next_offset = ? WHERE id = ?", (end, log.tid))
     log.next_offset = end
     # Per write, not per event: a single publish costs no mark statement until a run fills.
     if end - log.unmarked_from >= time_marks.RUN:

@@ -33,22 +33,6 @@ _ONE_ROW = _INSERT + "VALUES " + _ROW
 _NONE = type(None)
 
 
-# The offset from the table inside the statement: dense whatever a kept row believes.
-_ONE_AT_NEXT = _INSERT + (
-    "SELECT id, next_offset, ?3, ?4, ?5, ?6, ?7 FROM sq_topics WHERE id = ?1 AND name = ?2"
-)
-
-
-def insert_one_at_next(
-    conn: apsw.Connection, tid: int, name: str, value: Any, value_type: int, ts_ms: int,
-    key: str | bytes | None, headers: str | None,
-) -> None:
-    """Insert one stored-form row at topic ``tid``'s ``next_offset`` as the table holds it,
-    if the topic ``tid`` is still named ``name`` (``conn.changes()`` tells); the caller
-    advances ``next_offset`` (:func:`~spark_queue.store.streams.event_log.write_events`)."""
-    conn.execute(_ONE_AT_NEXT, (tid, name, ts_ms, key, value, value_type, headers))
-
-
 def insert_events(
     conn: apsw.Connection,
     tid: int,

@@ -50,7 +50,7 @@ class OnePublisher:
         try:
             offset: int = self.file.transact(
                 self._write, topic, (stored,), value_type, ts_ms, keys,
-                None if stored_headers is None else (stored_headers,),
+                None if stored_headers is None else (stored_headers,), True,
             )
         except BaseException:
             # Rolled back: what the transaction did to a kept log never happened.
@@ -62,13 +62,23 @@ class OnePublisher:
     def _write(
         self, conn: apsw.Connection, topic: str, values: Sequence[Any], value_type: int,
         ts_ms: int, keys: Sequence[str | bytes | None] | None, headers: Sequence[str] | None,
+        own: bool = False,
     ) -> int:
-        if conn.data_version() != self._version:
+        version = conn.data_version()
+        if version != self._version:
             self._logs.clear()
+            # Kept until the file changes: our commit (publish() then keeps the version
+            # after it), another connection's, or the end of the caller's transaction.
+            self._version = version
         log = self._logs.get(topic) if type(topic) is str else None
         if log is None:
             log = self._logs[topic] = open_log(conn, topic)
-        return write_events(conn, log, values, value_type, ts_ms, keys, headers) - 1
+        # In publish()'s own transaction (``own``) the kept row is the table's: the file's
+        # data version, read under the write lock, is the one after our last commit, so
+        # nothing has written since. Inside a caller's transaction it proves nothing (the
+        # caller's own writes do not move it), and write_events reads the table.
+        return write_events(conn, log, values, value_type, ts_ms, keys, headers,
+                            current=own) - 1
 
     # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
     def publish_in(
@@ -77,17 +87,18 @@ class OnePublisher:
     ) -> int:
         """:meth:`publish` inside the caller's open write transaction; its offset.
 
-        The topic is opened afresh for each call and nothing is kept: the caller's
-        savepoints and SQL (``INSERT INTO sq_publish``, a trigger) may move the topic
-        between calls, and the transaction may still roll back.
+        The topic's row is kept between the calls of one transaction, and never trusted
+        for the offset: the caller's savepoints and SQL (``INSERT INTO sq_publish``, a
+        trigger) may move the topic between calls, so :func:`write_events` takes the
+        offset from the table and reads the row again when it moved. The transaction's
+        end drops what was kept (:meth:`forget`).
         """
         stored, value_type = encode_value(value)
         keys = None if key is None else (encode_key(key),)
         encoded = None if headers is None else encode_headers(headers)
         stored_headers = None if encoded is None else (encoded,)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
-        log = open_log(conn, topic)
-        return write_events(conn, log, (stored,), value_type, ts_ms, keys, stored_headers) - 1
+        return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
 
     def forget(self) -> None:
         """Drop every kept row: a transaction the caller held ended (committed or rolled
