@@ -23,7 +23,7 @@ the highest id again, so a recreated topic could inherit the deleted one's mark 
 readers events the replica never held. Three rules keep a mark with its topic (the mark's
 JSON, ``{"topic id": end}``, is unchanged, so files of every release read alike):
 
-- deleting a topic drops its entry in the delete's transaction (:func:`forget_topic`);
+- deleting a topic drops its entry in the delete's transaction (:func:`forget_topic_mark`);
 - :func:`finish_cycle` writes an entry only for a topic that is still the one the cycle's
   snapshot saw (same ``created_ms``, its end not behind the snapshot's), so a delete and
   create between the cycle's two transactions cannot pass the old end on;
@@ -149,7 +149,7 @@ def put_mark(conn: apsw.Connection, ends: dict[int, int], taken_ms: int) -> None
     meta.put(conn, _MARK_MS_KEY, str(taken_ms))
 
 
-def forget_topic(conn: apsw.Connection, tid: int) -> None:
+def forget_topic_mark(conn: apsw.Connection, tid: int) -> None:
     """Drop topic ``tid``'s entry from the mark (the topic's delete, caller's write
     transaction): a topic created later under the same id starts with no mark."""
     entries = _stored_mark(conn) if meta.get(conn, URL_KEY) is not None else {}

@@ -118,6 +118,6 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     consumer_positions.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
     # The id may be given again: a topic created under it starts with no replicated mark.
-    replica_mark.forget_topic(conn, tid)
+    replica_mark.forget_topic_mark(conn, tid)
     mirrors.forget(conn, topic)
     return TopicDeleted(topic, latest - earliest, names)
