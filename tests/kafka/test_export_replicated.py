@@ -19,7 +19,6 @@ from spark_queue.kafka import export
 from spark_queue.kafka.export import CHUNK_EVENTS, export_topics
 from spark_queue.store import ReplicaCycles, Store, hold_name
 from spark_queue.store.file import replica_mark
-from spark_queue.store.file.connection import now_ms
 from tests.kafka.fake_link import FakeKafka
 from tests.kafka.test_export_guards import BOOTSTRAP, contents, publish
 
@@ -87,8 +86,9 @@ def test_a_copy_ahead_of_the_mark_saves_its_hold_at_the_capped_end(kafka, store,
     cycles = ReplicaCycles(store_path)
     cycles.mark("file:///replica")
     with store.write() as conn:  # a mark below the copy's end, as an older restore leaves
-        tid = conn.execute("SELECT id FROM sq_topics WHERE name = 't'").fetchall()[0][0]
-        replica_mark.put_mark(conn, {tid: 1_000}, now_ms())
+        [(tid, born)] = conn.execute(
+            "SELECT id, created_ms FROM sq_topics WHERE name = 't'").fetchall()
+        replica_mark.put_mark(conn, {tid: 1_000}, {tid: born})
     publish(store, 500, tag="g")
     assert _readable_end(store) == 1_000
     [again] = export_topics(store_path, BOOTSTRAP, ["t"])

@@ -27,10 +27,12 @@ JSON, ``{"topic id": end}``, is unchanged, so files of every release read alike)
 - :func:`finish_cycle` writes an entry only for a topic that is still the one the cycle's
   snapshot saw (same ``created_ms``, its end not behind the snapshot's), so a delete and
   create between the cycle's two transactions cannot pass the old end on;
-- a reader takes an entry only for a topic created no later than the mark was taken
-  (meta ``replica_mark_ms``; ``replica_synced_ms`` in a file an older release wrote, whose
-  deletes left their entries behind): a topic created since then, under a reused id, starts
-  with no mark (tests/store/file/test_replica_mark_identity.py).
+- beside the mark, meta ``replica_mark_born`` holds each entry's topic's ``created_ms``,
+  and a reader takes an entry only for the topic born then: a topic created since under a
+  reused id starts with no mark. A file an older release wrote has no such key, and its
+  deletes left their entries behind: there an entry counts only for a topic created no
+  later than the last sync (``replica_synced_ms``), until the next cycle writes both keys
+  (tests/store/file/test_replica_mark_identity.py).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ _BEGUN_KEY = meta.REPLICA_CYCLE_BEGUN
 _DONE_KEY = meta.REPLICA_CYCLE_DONE
 _MARK_KEY = meta.REPLICA_MARK
 _SYNCED_KEY = meta.REPLICA_SYNCED_MS
-_MARK_MS_KEY = meta.REPLICA_MARK_MS
+_BORN_KEY = meta.REPLICA_MARK_BORN
 
 # A waiting writer looks at the done counter after 1 ms, then twice as long, at most
 # every 20 ms: one cycle is a few tens of milliseconds on a local disk.
@@ -100,7 +102,7 @@ def mark_replicated(conn: apsw.Connection, url: str) -> None:
     are capped from here on; a store marked for the first time starts with an empty
     mark, so they see nothing new until the first cycle finishes."""
     if meta.get(conn, _MARK_KEY) is None:
-        put_mark(conn, _next_offsets(conn), now_ms())
+        put_mark(conn, _next_offsets(conn), _created(conn))
     meta.put(conn, URL_KEY, url)
 
 
@@ -115,25 +117,26 @@ def unmark(conn: apsw.Connection) -> bool:
 def read_mark(conn: apsw.Connection) -> dict[int, int] | None:
     """Each topic id's readable end, or None when the store is not replicated.
 
-    Only entries of topics created no later than the mark was taken count (the module's
-    third rule): an entry left by a deleted topic whose id was given again is not read.
+    Only entries of the topics they were written for count (the module's third rule): an
+    entry left by a deleted topic whose id was given again is not read.
     """
     if meta.get(conn, URL_KEY) is None:
         return None
     entries = _stored_mark(conn)
     if not entries:
         return {}
-    taken = meta.get(conn, _MARK_MS_KEY) or meta.get(conn, _SYNCED_KEY)
-    taken_ms = None if taken is None else int(taken)
-    born = _created(conn)
-    return {
-        tid: end for tid, end in entries.items()
-        if tid in born and (taken_ms is None or born[tid] <= taken_ms)
-    }
+    created = _created(conn)
+    if meta.get(conn, _BORN_KEY) is not None:
+        born = _stored_mark(conn, _BORN_KEY)
+        return {tid: end for tid, end in entries.items()
+                if tid in created and created[tid] == born.get(tid)}
+    synced = meta.get(conn, _SYNCED_KEY)  # a mark an older release wrote
+    return {tid: end for tid, end in entries.items()
+            if tid in created and (synced is None or created[tid] <= int(synced))}
 
 
-def _stored_mark(conn: apsw.Connection) -> dict[int, int]:
-    text = meta.get(conn, _MARK_KEY)
+def _stored_mark(conn: apsw.Connection, key: str = _MARK_KEY) -> dict[int, int]:
+    text = meta.get(conn, key)
     return {} if text is None else {int(k): int(v) for k, v in json.loads(text).items()}
 
 
@@ -141,12 +144,12 @@ def _created(conn: apsw.Connection) -> dict[int, int]:
     return {int(tid): int(ms) for tid, ms in conn.execute("SELECT id, created_ms FROM sq_topics")}
 
 
-def put_mark(conn: apsw.Connection, ends: dict[int, int], taken_ms: int) -> None:
-    """Make ``ends`` (topic id: end, of the topics as they were at ``taken_ms``) the mark,
-    in the caller's write transaction. Every write of the mark goes through here: a topic
-    created after ``taken_ms`` is not covered by it (:func:`read_mark`)."""
+def put_mark(conn: apsw.Connection, ends: dict[int, int], born: dict[int, int]) -> None:
+    """Make ``ends`` (topic id: end) the mark, for the topics with those ids born at
+    ``born`` (topic id: ``created_ms``), in the caller's write transaction. Every write of
+    the mark goes through here: it covers those topics only (:func:`read_mark`)."""
     meta.put(conn, _MARK_KEY, json.dumps(ends))
-    meta.put(conn, _MARK_MS_KEY, str(taken_ms))
+    meta.put(conn, _BORN_KEY, json.dumps({tid: born[tid] for tid in ends if tid in born}))
 
 
 def forget_topic_mark(conn: apsw.Connection, tid: int) -> None:
@@ -173,10 +176,9 @@ def _next_offsets(conn: apsw.Connection) -> dict[int, int]:
 
 
 class CycleTopics(NamedTuple):
-    """Who the topics in a cycle's snapshot were: each id's ``created_ms``, and when."""
+    """Who the topics in a cycle's snapshot were: each id's ``created_ms``."""
 
     created: dict[int, int]
-    taken_ms: int
 
 
 def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:
@@ -188,7 +190,7 @@ def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:
 
 def cycle_topics(conn: apsw.Connection) -> CycleTopics:
     """Step 1's topics (in its transaction), for :func:`finish_cycle` to recognise them."""
-    return CycleTopics(_created(conn), now_ms())
+    return CycleTopics(_created(conn))
 
 
 def finish_cycle(
@@ -201,9 +203,9 @@ def finish_cycle(
     after step 1's commit, so the replica need not hold them).
     """
     if topics is None:
-        put_mark(conn, ends, now_ms())
+        put_mark(conn, ends, _created(conn))
     else:
-        put_mark(conn, _same_topics(conn, ends, topics.created), topics.taken_ms)
+        put_mark(conn, _same_topics(conn, ends, topics.created), topics.created)
     meta.put(conn, _DONE_KEY, str(cycle))
     meta.put(conn, _SYNCED_KEY, str(now_ms()))
 

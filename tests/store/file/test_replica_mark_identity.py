@@ -76,7 +76,7 @@ def test_a_topic_recreated_between_a_cycles_two_steps_gets_no_end_from_it(marked
 
 
 def test_a_mark_an_older_release_wrote_stays_readable_but_not_for_a_reused_id(marked):
-    """A file of the previous release (restored, say): its mark has no ``replica_mark_ms``
+    """A file of the previous release (restored, say): its mark has no ``replica_mark_born``
     and its deletes left their entries behind. Entries of topics older than its last sync
     still count; a topic created since, under a deleted topic's id, starts with none."""
     store, cycles = marked
@@ -89,7 +89,7 @@ def test_a_mark_an_older_release_wrote_stays_readable_but_not_for_a_reused_id(ma
     with store.write() as conn:
         # What the previous release left: the mark as it wrote it, the sync's time, and
         # a delete that kept the topic's entry.
-        meta.drop(conn, meta.REPLICA_MARK_MS)
+        meta.drop(conn, meta.REPLICA_MARK_BORN)
         meta.put(conn, meta.REPLICA_MARK, f'{{"{_topic_id(store, "kept")}": 200, '
                                           f'"{old_id}": 500}}')
         meta.put(conn, meta.REPLICA_SYNCED_MS, str(synced))
@@ -106,3 +106,17 @@ def test_a_mark_an_older_release_wrote_stays_readable_but_not_for_a_reused_id(ma
     _cycle(cycles)
     assert _readers_see(store, "orders") == 500
     assert _readers_see(store, "kept") == 200
+
+
+def test_a_topic_born_ahead_of_the_clock_is_covered_by_the_next_cycle(marked):
+    """The mark knows its topics by their ``created_ms``, compared for equality, never
+    against the clock: a machine whose clock stepped back (a board booting with a stale
+    clock) does not hide topics created before the step."""
+    store, cycles = marked
+    ahead = 1000 * 86400 * 365 * 80  # ms: about 2050, past this machine's clock
+    with store.write() as conn:
+        conn.execute("INSERT INTO sq_topics (name, created_ms) VALUES ('orders', ?)", (ahead,))
+    store.publish_many("orders", range(300))
+    assert _readers_see(store, "orders") == 0
+    _cycle(cycles)
+    assert _readers_see(store, "orders") == 300
