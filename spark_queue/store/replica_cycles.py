@@ -30,6 +30,7 @@ class ReplicaCycles:
         self.path = os.fspath(path)
         self.file = open_store_file(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
         self.wake_path = replica_mark.wake_path(self.path)
+        self._topics: replica_mark.CycleTopics | None = None
 
     def close(self) -> None:
         self.file.close()
@@ -49,12 +50,16 @@ class ReplicaCycles:
     def begin(self) -> tuple[int, dict[int, int]]:
         """Start a cycle: its number and every topic's end at its commit."""
         with self.file.write() as conn:
-            return replica_mark.begin_cycle(conn)
+            begun = replica_mark.begin_cycle(conn)
+            # Who those topics were, so finish() gives no end to a topic created anew
+            # under a reused id in between (replica_mark's module docstring).
+            self._topics = replica_mark.cycle_topics(conn)
+            return begun
 
     def finish(self, cycle: int, ends: dict[int, int]) -> None:
         """The replica holds ``begin()``'s commit: ``ends`` become the readable mark."""
         with self.file.write() as conn:
-            replica_mark.finish_cycle(conn, cycle, ends)
+            replica_mark.finish_cycle(conn, cycle, ends, self._topics)
 
     def changed(self) -> int:
         """``PRAGMA data_version``: changes when another connection commits."""
