@@ -33,7 +33,6 @@ Claiming and acknowledging jobs stay in Python (``spark_queue.Worker``).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -52,13 +51,9 @@ _ENQUEUE = ("INSERT INTO sq_enqueue (queue, payload, payload_type, priority, del
 _JOB_BY_KEY = ("SELECT k.job_id FROM sq_job_keys k JOIN sq_queues q ON q.id = k.queue_id "
                "WHERE q.name = ? AND k.idempotency_key = ?")
 _LAST_JOB = "SELECT seq FROM sqlite_sequence WHERE name = 'sq_jobs'"
-# docs/file-format.md, "Save a consumer offset": never back, never past the topic's latest.
-_SAVE_OFFSET = (
-    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
-    "SELECT ?, id, ?, ? FROM sq_topics WHERE name = ? AND ? <= next_offset "
-    "ON CONFLICT (consumer, topic_id) DO UPDATE "
-    "SET next_offset = max(next_offset, excluded.next_offset), updated_ms = excluded.updated_ms"
-)
+# docs/file-format.md, "Save a consumer offset": the view whose trigger keeps the rule for
+# every client, Store.commit_offsets included (never back, never past the readable end).
+_SAVE_OFFSET = "INSERT INTO sq_save_offset (consumer, topic, next_offset) VALUES (?, ?, ?)"
 _SAVED = ("SELECT c.next_offset FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id "
           "WHERE c.consumer = ? AND t.name = ?")
 # docs/file-format.md, "Per-connection settings".
@@ -157,12 +152,15 @@ def enqueue(conn: Any, queue: str, payload: Any, **options: Unpack[JobOptions]) 
 def commit_offsets(
     conn: Any, consumer: str, offsets: Mapping[str, int]
 ) -> dict[str, int | None]:
-    """Save ``consumer``'s next offsets in ``conn``'s transaction (never back, never past a
-    topic's latest: such an offset is not written); the saved values (None: nothing saved)."""
-    now_ms = time.time_ns() // 1_000_000
+    """Save ``consumer``'s next offsets in ``conn``'s transaction through the store's one
+    rule (the ``sq_save_offset`` view: never back; never past a topic's readable end, which
+    on a replicated store is what the replica holds, as ``Store.commit_offsets``); the saved
+    values. A refusal (an unknown topic, an offset past the readable end, a bad name) raises
+    your library's error with a message starting ``sq_save_offset:``; nothing of the call
+    is written."""
     saved: dict[str, int | None] = {}
     for topic, offset in offsets.items():
-        _run(conn, _SAVE_OFFSET, (consumer, offset, now_ms, topic, offset))
+        _run(conn, _SAVE_OFFSET, (consumer, topic, offset))
         saved[topic] = _one(conn, _SAVED, (consumer, topic))
     return saved
 

@@ -161,13 +161,18 @@ def forget_topic_mark(conn: apsw.Connection, tid: int) -> None:
         meta.put(conn, _MARK_KEY, json.dumps(entries))
 
 
-def readable_end(conn: apsw.Connection, tid: int, first: int, latest: int) -> int:
-    """The end of topic ``tid`` a reader may see: ``latest``, capped at the mark when
-    the store is replicated (never below ``first``: retention may have passed it)."""
-    mark = read_mark(conn)
-    if mark is None:
-        return latest
-    return max(first, min(latest, mark.get(tid, 0)))
+def readable_bounds(conn: apsw.Connection, tid: int) -> tuple[int, int]:
+    """``(first, end)`` of topic ``tid`` as a reader may see it: its first stored offset,
+    and its next offset capped at the mark when the store is replicated (never below
+    ``first``: retention may have passed it). The rule is SQL, once, for every client:
+    the view ``sq_topic_ends`` (spark_queue/store/file/offset_views.py)."""
+    row = conn.execute(_ENDS, (tid,)).fetchone()
+    if row is None:
+        return 0, 0
+    return int(row[0]), int(row[1])
+
+
+_ENDS = "SELECT first_offset, readable_end FROM sq_topic_ends WHERE topic_id = ?"
 
 
 def _next_offsets(conn: apsw.Connection) -> dict[int, int]:

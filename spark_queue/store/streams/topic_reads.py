@@ -19,7 +19,7 @@ from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import VALUE_TYPE_NAMES, decode_headers, decode_value
 from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.replica_mark import read_mark, readable_end
+from spark_queue.store.file.replica_mark import readable_bounds
 from spark_queue.store.streams import time_marks
 from spark_queue.store.streams.event_log import span
 
@@ -195,8 +195,7 @@ def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 def readable_bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
     """:func:`bounds_of` as readers see it: on a replicated store, latest is capped at
     what the replica is known to hold (:mod:`spark_queue.store.file.replica_mark`)."""
-    first, latest = bounds_of(conn, tid)
-    return first, readable_end(conn, tid, first, latest)
+    return readable_bounds(conn, tid)
 
 
 def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
@@ -217,18 +216,14 @@ def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -
 
 
 def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
+    # Readers' ends (a replicated store: what the replica holds), from the one rule.
     rows: list[Row] = conn.execute(
-        "SELECT t.id, t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
-        "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
-        "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
+        "SELECT t.name, e.first_offset, e.readable_end, t.created_ms, t.retention_ms, "
+        "t.retention_rows, t.max_payload_bytes FROM sq_topics t "
+        "JOIN sq_topic_ends e ON e.topic_id = t.id ORDER BY t.name"
     ).fetchall()
     # Retention only ever removes a prefix, so the count is latest - earliest.
-    mark = read_mark(conn)
-    infos = []
-    for tid, name, first, latest, created, r_ms, r_rows, max_bytes in rows:
-        if mark is not None:  # a replicated store: readers see what the replica holds
-            latest = max(first, min(latest, mark.get(tid, 0)))
-        infos.append(
-            TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
-        )
-    return infos
+    return [
+        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
+        for name, first, latest, created, r_ms, r_rows, max_bytes in rows
+    ]
