@@ -42,6 +42,7 @@ from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
+from spark_queue.store.streams.topic_schemas import TopicSchema
 from spark_queue.store.transaction import Transaction
 
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "Topic",
     "TopicDeleted",
     "TopicInfo",
+    "TopicSchema",
     "TopicRows",
     "Transaction",
     "WorkerInfo",

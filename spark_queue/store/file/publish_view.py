@@ -189,3 +189,78 @@ BEGIN
 """
     + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_WRITE + "END;\n"
 )
+
+
+# Schema version 13: version 12's trigger plus the topic's schema (store/streams/schema_fields.py
+# decides which JSON values each type accepts; the rows of sq_schema_fields hold it as data:
+# paths, json_type() names, ranges, GLOB formats, so this text stays one literal whatever the
+# schema). A value that fails is refused by an error whose text is built at run time: RAISE()
+# takes only a literal before SQLite 3.47, but json_extract() with a path that is not a path
+# fails with the path in its message ("JSON path error near '...'" on 3.40, "bad JSON path:
+# '...'" later), so the message names the topic, the schema version, the field, the expected
+# type and what the value held. Like RAISE(ABORT), the error undoes the statement and leaves
+# the caller's transaction open (tests/store/file/test_publish_view_schema.py, with the stdlib
+# sqlite3). A NULL value (a tombstone) is not checked; a value is read as UTF-8 text whatever
+# its value_type (a BLOB of JSON is checked as its text). Elements of an ARRAY or a MAP are
+# walked by one json_each per element row; a row whose path is not '$' reads the element only
+# when it is an object (json_type() of non-JSON text fails).
+_SCHEMA_MISMATCH = """(SELECT 'field ' || c.label || coalesce(' (key ' || c.key || ')', '')
+            || ' must be ' || c.expects || '; got '
+            || CASE WHEN c.ty IS NULL THEN 'nothing (the field is missing)'
+                    WHEN c.ty IN ('integer', 'real', 'text') THEN c.ty || ' ' || CASE c.ty
+                        WHEN 'text' THEN '"' || substr(c.x, 1, 38) || '"'
+                        ELSE substr(CAST(c.x AS TEXT), 1, 40) END
+                    WHEN c.ty = 'null' THEN 'null' ELSE 'a JSON ' || c.ty END
+          FROM (SELECT f.seq, f.label, f.types, f.lo, f.hi, f.format, f.required, f.expects,
+                       NULL AS key, json_type(CAST(NEW.value AS TEXT), f.path) AS ty,
+                       json_extract(CAST(NEW.value AS TEXT), f.path) AS x,
+                       json_type(CAST(NEW.value AS TEXT), f.parent) = 'object' AS parent_ok
+                FROM sq_schema_fields f
+                WHERE f.topic_id = s.topic_id AND f.version = s.version AND f.container IS NULL
+                UNION ALL
+                SELECT f.seq, f.label, f.types, f.lo, f.hi, f.format, f.required, f.expects,
+                       e.key,
+                       CASE WHEN f.path = '$' THEN e.type
+                            WHEN e.type = 'object' THEN json_type(e.value, f.path) END,
+                       CASE WHEN f.path = '$' THEN e.value
+                            WHEN e.type = 'object' THEN json_extract(e.value, f.path) END,
+                       CASE WHEN e.type != 'object' THEN 0 WHEN f.parent = '$' THEN 1
+                            ELSE json_type(e.value, f.parent) = 'object' END
+                FROM sq_schema_fields f, json_each(CAST(NEW.value AS TEXT), f.container) e
+                WHERE f.topic_id = s.topic_id AND f.version = s.version
+                  AND f.container IS NOT NULL
+                  AND json_type(CAST(NEW.value AS TEXT), f.container) = f.container_type) c
+          WHERE CASE WHEN c.ty IS NULL OR c.ty = 'null' THEN c.required AND c.parent_ok
+                     WHEN instr(' ' || c.types || ' ', ' ' || c.ty || ' ') = 0 THEN 1
+                     WHEN c.ty IN ('integer', 'real') AND c.lo IS NOT NULL
+                         THEN NOT (c.x BETWEEN c.lo AND c.hi)
+                     WHEN c.ty = 'text' AND c.format IS NOT NULL
+                         THEN NOT EXISTS (SELECT 1 FROM sq_schema_formats g
+                                          WHERE g.format = c.format AND c.x GLOB g.glob)
+                     ELSE 0 END
+          ORDER BY c.seq LIMIT 1)"""
+_PUBLISH_SCHEMA = """    SELECT json_extract('{}', 'sq_publish: topic ' || NEW.topic || ' (schema version '
+                           || m.version || '): ' || m.reason
+                           || '. Nothing was published; publish a value that fits the schema (SELECT ddl FROM sq_topic_schemas), or change it: sqliteq topic schema set')
+    FROM (SELECT s.version, CASE
+            WHEN NEW.value IS NULL THEN NULL
+            WHEN NOT json_valid(CAST(NEW.value AS TEXT))
+                THEN 'the value is not JSON text, and the schema of the topic needs a JSON object'
+            WHEN json_type(CAST(NEW.value AS TEXT)) != 'object'
+                THEN 'the value is a JSON ' || json_type(CAST(NEW.value AS TEXT))
+                     || ', and the schema of the topic needs a JSON object'
+            ELSE """ + _SCHEMA_MISMATCH + """ END AS reason
+          FROM sq_topic_schemas s
+          WHERE s.topic_id = (SELECT id FROM sq_topics WHERE name = NEW.topic)
+          ORDER BY s.version DESC LIMIT 1) m
+    WHERE m.reason IS NOT NULL;
+"""
+PUBLISH_SCHEMA_SQL = (
+    """
+DROP TRIGGER sq_publish_insert;
+
+CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
+BEGIN
+"""
+    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_SCHEMA + _PUBLISH_WRITE + "END;\n"
+)

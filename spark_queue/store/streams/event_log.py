@@ -19,14 +19,14 @@ from spark_queue.errors import CorruptStoreError
 from spark_queue.store.file.connection import now_ms, one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.streams import packed_insert, time_marks
+from spark_queue.store.streams import packed_insert, time_marks, topic_schemas
 
 
 class TopicLog:
     """A topic opened for writing in the caller's transaction: what :func:`write_events`
     needs to know, kept up to date by it (``next_offset``, ``unmarked_from``)."""
 
-    __slots__ = ("name", "tid", "next_offset", "limit", "unmarked_from")
+    __slots__ = ("name", "tid", "next_offset", "limit", "unmarked_from", "schema")
 
     def __init__(
         self, name: str, tid: int, next_offset: int, limit: int | None, unmarked_from: int
@@ -38,6 +38,7 @@ class TopicLog:
         # The first offset past the newest time mark (the topic's first event, or its
         # next offset, when it has no marks): the tail a lookup scans.
         self.unmarked_from = unmarked_from
+        self.schema: topic_schemas.TopicCheck | None = None  # the topic's schema, if it has one
 
 
 def open_log(conn: apsw.Connection, topic: str) -> TopicLog:
@@ -65,7 +66,9 @@ def open_log(conn: apsw.Connection, topic: str) -> TopicLog:
             f"{stray + 1} (UPDATE sq_topics SET next_offset = {stray + 1} WHERE name = "
             f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
         )
-    return TopicLog(topic, tid, nxt, limit, unmarked_from)
+    log = TopicLog(topic, tid, nxt, limit, unmarked_from)
+    log.schema = topic_schemas.check_for(conn, tid)
+    return log
 
 
 # The topic's row; the highest offset at or above its next_offset (one index
@@ -101,6 +104,8 @@ def write_events(
     """
     if log.limit is not None:
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
+    if log.schema is not None:  # SchemaMismatchError naming the value's row and field
+        log.schema.check(log.name, values, rows)
     first = log.next_offset
     end = packed_insert.insert_events(
         conn, log.tid, first, values, value_types, ts_ms, keys, headers
