@@ -207,10 +207,14 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    with open_store(args.path, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store, store.snapshot():
         rows = [info._asdict() for info in store.topics()]
+        for row in rows:
+            schema = store.topic(row["name"]).schema()
+            row["schema_version"] = None if schema is None else schema.version
     emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
-                                           "retention_ms", "retention_rows", "max_payload_bytes"])
+                                           "retention_ms", "retention_rows", "max_payload_bytes",
+                                           "schema_version"])
     return 0
 
 

@@ -1,0 +1,57 @@
+"""topic schema set|show, the schema in `topics`, and `sqliteq publish` held to it."""
+
+from __future__ import annotations
+
+from spark_queue.store import Store
+from tests.cli.cli_run import one_line_error, run_json, usage_error
+
+DDL = "device STRING NOT NULL, temp DOUBLE"
+
+
+def test_schema_set_show_and_topics_list_the_version(capsys, store_path):
+    schema = run_json(capsys, "topic", "schema", "set", store_path, "t", DDL, "--create")
+    assert (schema["topic"], schema["version"], schema["ddl"], schema["on_invalid"],
+            schema["compatibility"]) == ("t", 1, DDL, "reject", "backward")
+    assert run_json(capsys, "topic", "schema", "show", store_path, "t")["ddl"] == DDL
+    [row] = run_json(capsys, "topics", store_path)
+    assert row["schema_version"] == 1
+    run_json(capsys, "topic", "schema", "set", store_path, "t", DDL + ", site STRING")
+    history = run_json(capsys, "topic", "schema", "show", store_path, "t", "--history")
+    assert [v["version"] for v in history] == [1, 2]
+
+
+def test_publish_refuses_an_event_that_does_not_fit_and_writes_nothing(capsys, store_path):
+    run_json(capsys, "topic", "schema", "set", store_path, "t", DDL, "--create")
+    for value, message in [
+        ('{"device": "a", "temp": "21.5"}', "field temp must be DOUBLE (a JSON number); got "
+                                            'text "21.5"'),
+        ('{"temp": 21.5}', "field device must be STRING (a JSON string); got nothing"),
+        ("{not json", "the value is not JSON text"),
+    ]:
+        err = one_line_error(capsys, "publish", store_path, "t", value)
+        assert err.startswith("sqliteq publish: topic 't' (schema version 1): item 0")
+        assert message in err
+    assert run_json(capsys, "publish", store_path, "t", '{"device": "a", "temp": 2}') == {
+        "topic": "t", "offset": 0}
+    with Store(store_path) as store:
+        assert [e.value for e in store.read("t")] == [{"device": "a", "temp": 2}]
+
+
+def test_an_incompatible_change_is_refused_naming_field_and_rule(capsys, store_path):
+    run_json(capsys, "topic", "schema", "set", store_path, "t", DDL, "--create")
+    err = one_line_error(capsys, "topic", "schema", "set", store_path, "t", "device INT")
+    assert "field device changes type from STRING to INT (rule: backward" in err
+    changed = run_json(capsys, "topic", "schema", "set", store_path, "t", "device INT",
+                       "--compatibility", "none")
+    assert changed["version"] == 2
+
+
+def test_bad_ddl_names_its_position_and_an_unknown_topic_is_refused(capsys, store_path):
+    run_json(capsys, "topic", "create", store_path, "t", "--create")
+    err = one_line_error(capsys, "topic", "schema", "set", store_path, "t", "a INTT")
+    assert "unknown type 'INTT' at position 2" in err
+    err = one_line_error(capsys, "topic", "schema", "set", store_path, "nope", DDL)
+    assert "nope" in err
+    assert "invalid choice" in usage_error(capsys, "topic", "schema", "set", store_path, "t",
+                                           DDL, "--on-invalid", "drop")
+    assert run_json(capsys, "topic", "schema", "show", store_path, "t")["version"] is None
