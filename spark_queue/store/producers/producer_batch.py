@@ -117,6 +117,10 @@ def _append(
         calls = _within_limit(calls, log.limit, log.name, results)
         if not calls:
             return
+    if log.schema is not None:  # likewise each call that does not fit the topic's schema
+        calls = _fitting(calls, log, results)
+        if not calls:
+            return
     _, _, replies, values, vtypes, keys, headers = zip(*calls, strict=True)
     event_log.write_columns(conn, log, ts_ms, values, vtypes, keys, headers)
     results.append(zip(replies, range(first, first + len(calls)), strict=True))
@@ -132,6 +136,20 @@ def _within_limit(calls: list[Call], limit: int, topic: str, results: Results) -
             results.append(((call[2], exc),))
         else:
             kept.append(call)
+    return kept
+
+
+def _fitting(calls: list[Call], log: event_log.TopicLog, results: Results) -> list[Call]:
+    """The calls whose value fits the topic's schema; the others are answered its
+    SchemaMismatchError (each call is a batch of one: its neighbours are not refused)."""
+    assert log.schema is not None
+    kept = []
+    for call in calls:
+        error = log.schema.error(log.name, call[3], 0)
+        if error is None:
+            kept.append(call)
+        else:
+            results.append(((call[2], error),))
     return kept
 
 

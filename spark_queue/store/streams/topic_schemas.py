@@ -57,14 +57,22 @@ class TopicCheck:
         ``rows`` is the first value's, or each one's), the field, the type and what it got."""
         problem = self.values.problem
         for index, value in enumerate(values):
-            reason = problem(value)
-            if reason is not None:
+            if problem(value) is not None:
                 row = rows + index if isinstance(rows, int) else rows[index]
-                raise SchemaMismatchError(
-                    f"topic {topic!r} (schema version {self.version}): item {row} of the "
-                    f"batch: {reason}. Nothing of the batch was published; publish values "
-                    f"that fit the schema (`sqliteq topic schema show PATH {topic}`), or "
-                    "change it: `sqliteq topic schema set PATH TOPIC 'DDL'`.")
+                error = self.error(topic, value, row)
+                assert error is not None
+                raise error
+
+    def error(self, topic: str, value: Any, row: int) -> SchemaMismatchError | None:
+        """The refusal of one stored value (item ``row`` of its batch), or None if it fits."""
+        reason = self.values.problem(value)
+        if reason is None:
+            return None
+        return SchemaMismatchError(
+            f"topic {topic!r} (schema version {self.version}): item {row} of the batch: "
+            f"{reason}. Nothing of the batch was published; publish values that fit the "
+            f"schema (`sqliteq topic schema show PATH {topic}`), or change it: "
+            "`sqliteq topic schema set PATH TOPIC 'DDL'`.")
 
 
 @functools.lru_cache(maxsize=64)

@@ -196,3 +196,17 @@ def test_bad_settings_and_ddl_are_refused_before_anything_is_stored(store):
 
 def test_a_tombstone_passes_the_schema(schema_store):
     assert schema_store.publish("t", None) == 1
+
+
+def test_a_producer_call_that_does_not_fit_is_refused_alone_in_its_group_commit(
+        schema_store, store_path):
+    with Producer(store_path, linger_ms=600_000) as producer:
+        futures = [producer.publish_nowait("t", value)
+                   for value in (GOOD, WRONG_TYPE[0], GOOD, MISSING[0])]
+        producer.flush()
+        assert futures[0].result(timeout=60) == 1 and futures[2].result(timeout=60) == 2
+        for future, (_, message) in zip(futures[1::2], (WRONG_TYPE, MISSING), strict=True):
+            with pytest.raises(SchemaMismatchError) as caught:
+                future.result(timeout=60)
+            assert message in str(caught.value)
+    assert schema_store.topic("t").bounds() == (0, 3)
