@@ -184,6 +184,13 @@ def check_schemas_page(workdir: Path, outputs: list[str]) -> None:
     assert outputs[3] == "True\n"
     with Store(workdir / "sensors.sqlite", create=False) as store:
         assert store.topic("sensors").bounds() == (0, 3)
+    lines = outputs[4].splitlines()
+    assert lines[:3] == ["0", "True 1", "range(1, 2)"]
+    assert "field device must be STRING" in lines[3] and "field temp must be DOUBLE" in lines[3]
+    assert lines[4:] == ["Replayed(offsets=[2], still_invalid=[2])", "1"]
+    with Store(workdir / "edge.sqlite", create=False) as store:
+        assert store.topic("readings").bounds() == (0, 3)
+        assert store.topic("readings").quarantine() == []
 
 
 PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,

@@ -1,12 +1,18 @@
-"""A topic's schema: ``topic schema set|show`` (docs/schemas.md)."""
+"""A topic's schema: ``topic schema set|show`` and ``topic quarantine
+list|show|replay|purge`` (docs/schemas.md)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
+from spark_queue.errors import ArgumentError
+
+if TYPE_CHECKING:
+    from spark_queue.store import QuarantinedEvent
 
 SET_HELP = (
     "declare a topic's schema in Spark DDL as its next version: from then on every writer "
@@ -26,9 +32,9 @@ def add_commands(topic_sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("topic", help="the topic's name")
     p.add_argument("ddl", metavar="DDL",
                    help="Spark DDL, e.g. 'device STRING NOT NULL, temp DOUBLE'")
-    p.add_argument("--on-invalid", choices=["reject"], default="reject",
+    p.add_argument("--on-invalid", choices=["reject", "quarantine"], default="reject",
                    help="what an event that does not fit meets: reject (the default) fails "
-                   "its batch whole")
+                   "its batch whole; quarantine keeps it aside and stores the rest")
     p.add_argument("--compatibility", choices=["backward", "none"], default="backward",
                    help="the rule against the previous version (default: backward)")
     create_flag(p, "topic")
@@ -66,3 +72,88 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
     else:
         emit_object({"topic": args.topic, "version": None, "ddl": None}, as_json=args.json)
     return 0
+
+
+def add_quarantine_commands(topic_sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                            ) -> None:
+    quarantine = topic_sub.add_parser(
+        "quarantine", help="list, show, replay or purge the events a topic's schema kept out")
+    q_sub = quarantine.add_subparsers(dest="quarantine_command", required=True,
+                                      metavar="COMMAND")
+    p = q_sub.add_parser("list", help="the topic's quarantined events, oldest first")
+    common(p)
+    p.add_argument("topic", help="the topic's name")
+    p.set_defaults(func=cmd_quarantine_list)
+
+    p = q_sub.add_parser("show", help="one quarantined event with its value as stored")
+    common(p)
+    p.add_argument("topic", help="the topic's name")
+    p.add_argument("id", type=int, metavar="ID", help="its id (`topic quarantine list`)")
+    p.set_defaults(func=cmd_quarantine_show)
+
+    p = q_sub.add_parser("replay", help="publish the quarantined events that fit the schema "
+                         "now, and drop them from the quarantine; the others stay")
+    common(p)
+    p.add_argument("topic", help="the topic's name")
+    p.add_argument("--id", type=int, action="append", dest="ids", metavar="ID",
+                   help="only this event (repeat for more; default: all)")
+    p.set_defaults(func=cmd_quarantine_replay)
+
+    p = q_sub.add_parser("purge", help="delete quarantined events")
+    common(p)
+    p.add_argument("topic", help="the topic's name")
+    p.add_argument("--id", type=int, action="append", dest="ids", metavar="ID",
+                   help="only this event (repeat for more; default: all)")
+    p.set_defaults(func=cmd_quarantine_purge)
+
+
+_LIST_COLUMNS = ["id", "schema_version", "next_offset", "writer", "batch_row", "reason"]
+
+
+def cmd_quarantine_list(args: argparse.Namespace) -> int:
+    with open_store(args.path, readonly=True) as store:
+        require_known_topic(store, args.topic)
+        rows = [_record(e, value=False) for e in store.topic(args.topic).quarantine()]
+    emit(rows, as_json=args.json, columns=_LIST_COLUMNS)
+    return 0
+
+
+def cmd_quarantine_show(args: argparse.Namespace) -> int:
+    with open_store(args.path, readonly=True) as store:
+        require_known_topic(store, args.topic)
+        found = store.topic(args.topic).quarantine([args.id])
+    if not found:
+        raise ArgumentError(f"topic {args.topic!r} has no quarantined event {args.id}; "
+                            f"`sqliteq topic quarantine list {args.path} {args.topic}` "
+                            "lists them.")
+    emit_object(_record(found[0], value=True), as_json=args.json)
+    return 0
+
+
+def cmd_quarantine_replay(args: argparse.Namespace) -> int:
+    with open_for_write(args.path, "topic quarantine replay", create=False) as store:
+        require_known_topic(store, args.topic)
+        done = store.topic(args.topic).replay_quarantine(args.ids)
+    emit_object({"topic": args.topic, "replayed": len(done.offsets), "offsets": done.offsets,
+                 "still_invalid": done.still_invalid}, as_json=args.json)
+    return 0
+
+
+def cmd_quarantine_purge(args: argparse.Namespace) -> int:
+    with open_for_write(args.path, "topic quarantine purge", create=False) as store:
+        require_known_topic(store, args.topic)
+        gone = store.topic(args.topic).purge_quarantine(args.ids)
+    emit_object({"topic": args.topic, "purged": gone}, as_json=args.json)
+    return 0
+
+
+def _record(event: QuarantinedEvent, *, value: bool) -> dict[str, Any]:
+    record = event._asdict()
+    if not value:
+        for column in ("key", "value", "headers"):
+            record.pop(column)
+        return record
+    for column in ("key", "value"):
+        if isinstance(record[column], bytes):
+            record[column] = record[column].decode("utf-8", "backslashreplace")
+    return record

@@ -239,6 +239,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
             return 0
         value = parse_value(args.value, args.value_format or "auto")
         offset = store.publish(args.topic, value, key=args.key, headers=headers)
+    if not isinstance(offset, int):  # Quarantined: the topic's schema kept the event out
+        emit_object({"topic": args.topic, "quarantined": True,
+                     "quarantine_id": offset.quarantine_id, "reason": offset.reason},
+                    as_json=args.json)
+        return 0
     emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
     return 0
 

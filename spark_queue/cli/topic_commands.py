@@ -83,6 +83,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
     p.set_defaults(func=cmd_topic_delete)
     schema_commands.add_commands(topic_sub)
+    schema_commands.add_quarantine_commands(topic_sub)
 
     consumer = sub.add_parser("consumer", help="list, reset or delete consumers' saved offsets")
     consumer_sub = consumer.add_subparsers(

@@ -55,3 +55,29 @@ def test_bad_ddl_names_its_position_and_an_unknown_topic_is_refused(capsys, stor
     assert "invalid choice" in usage_error(capsys, "topic", "schema", "set", store_path, "t",
                                            DDL, "--on-invalid", "drop")
     assert run_json(capsys, "topic", "schema", "show", store_path, "t")["version"] is None
+
+
+def test_quarantine_from_the_cli_publish_list_show_replay_purge(capsys, store_path):
+    run_json(capsys, "topic", "schema", "set", store_path, "t", DDL, "--on-invalid",
+             "quarantine", "--create")
+    answer = run_json(capsys, "publish", store_path, "t", '{"device": "a", "temp": "hot"}')
+    assert answer["quarantined"] is True and "field temp must be DOUBLE" in answer["reason"]
+    assert run_json(capsys, "publish", store_path, "t", '{"device": "a"}')["offset"] == 0
+    [row] = run_json(capsys, "topic", "quarantine", "list", store_path, "t")
+    assert (row["id"], row["next_offset"], row["writer"]) == (answer["quarantine_id"], 0,
+                                                             "python")
+    shown = run_json(capsys, "topic", "quarantine", "show", store_path, "t", str(row["id"]))
+    assert shown["value"] == '{"device":"a","temp":"hot"}'  # as publish stored it (JSON)
+    assert "no quarantined event 99" in one_line_error(
+        capsys, "topic", "quarantine", "show", store_path, "t", "99")
+    assert run_json(capsys, "topic", "quarantine", "replay", store_path, "t") == {
+        "topic": "t", "replayed": 0, "offsets": [], "still_invalid": [row["id"]]}
+    run_json(capsys, "topic", "schema", "set", store_path, "t", "device STRING NOT NULL",
+             "--compatibility", "none", "--on-invalid", "quarantine")
+    assert run_json(capsys, "topic", "quarantine", "replay", store_path, "t", "--id",
+                    str(row["id"]))["offsets"] == [1]
+    assert run_json(capsys, "topic", "quarantine", "purge", store_path, "t") == {
+        "topic": "t", "purged": 0}
+    with Store(store_path) as store:
+        assert [e.value for e in store.read("t")] == [{"device": "a"},
+                                                      {"device": "a", "temp": "hot"}]

@@ -239,10 +239,8 @@ _SCHEMA_MISMATCH = """(SELECT 'field ' || c.label || coalesce(' (key ' || c.key 
                                           WHERE g.format = c.format AND c.x GLOB g.glob)
                      ELSE 0 END
           ORDER BY c.seq LIMIT 1)"""
-_PUBLISH_SCHEMA = """    SELECT json_extract('{}', 'sq_publish: topic ' || NEW.topic || ' (schema version '
-                           || m.version || '): ' || m.reason
-                           || '. Nothing was published; publish a value that fits the schema (SELECT ddl FROM sq_topic_schemas), or change it: sqliteq topic schema set')
-    FROM (SELECT s.version, CASE
+# The topic's newest schema version, its on_invalid, and why NEW.value fails it (NULL: it fits).
+_SCHEMA_VERDICT = """(SELECT s.version, s.on_invalid, CASE
             WHEN NEW.value IS NULL THEN NULL
             WHEN NOT json_valid(CAST(NEW.value AS TEXT))
                 THEN 'the value is not JSON text, and the schema of the topic needs a JSON object'
@@ -252,9 +250,40 @@ _PUBLISH_SCHEMA = """    SELECT json_extract('{}', 'sq_publish: topic ' || NEW.t
             ELSE """ + _SCHEMA_MISMATCH + """ END AS reason
           FROM sq_topic_schemas s
           WHERE s.topic_id = (SELECT id FROM sq_topics WHERE name = NEW.topic)
-          ORDER BY s.version DESC LIMIT 1) m
-    WHERE m.reason IS NOT NULL;
+          ORDER BY s.version DESC LIMIT 1) m"""
+_PUBLISH_SCHEMA = """    SELECT json_extract('{}', 'sq_publish: topic ' || NEW.topic || ' (schema version '
+                           || m.version || '): ' || m.reason
+                           || '. Nothing was published; publish a value that fits the schema (SELECT ddl FROM sq_topic_schemas), or change it: sqliteq topic schema set')
+    FROM """ + _SCHEMA_VERDICT + """
+    WHERE m.reason IS NOT NULL AND m.on_invalid = 'reject';
 """
+# With on_invalid 'quarantine' the event goes to sq_quarantine instead, with the topic's next
+# offset (where it would have gone) and writer 'sq_publish', and the topic's counter moves on.
+# The event's own INSERT and the offset's UPDATE then do nothing: changes() is the row count
+# of the trigger's previous statement (the counter's UPDATE: 1 when quarantined, else 0;
+# the event's INSERT: 1 when stored), so the verdict is computed twice, not four times.
+_PUBLISH_QUARANTINE = """    INSERT INTO sq_quarantine (topic_id, schema_version, next_offset, writer, batch_row,
+                               ts_ms, key, value, value_type, headers, reason, quarantined_ms)
+    SELECT t.id, m.version, t.next_offset, 'sq_publish', NULL,
+           coalesce(NEW.ts_ms, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
+           NEW.key, NEW.value,
+           coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END),
+           NEW.headers, m.reason, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+    FROM sq_topics t, """ + _SCHEMA_VERDICT + """
+    WHERE t.name = NEW.topic AND m.reason IS NOT NULL AND m.on_invalid = 'quarantine';
+    UPDATE sq_topics SET quarantined_total = quarantined_total + 1
+    WHERE name = NEW.topic AND changes() = 1;
+"""
+# Version 4's write in two: the topic if new, then the event and its offset, each of the
+# latter two run only when the statement before it says so (the same text plus a condition).
+_CREATE_TOPIC = _PUBLISH_WRITE[:_PUBLISH_WRITE.index("    INSERT INTO sq_events")]
+_STORE_UNLESS_QUARANTINED = (
+    _PUBLISH_WRITE[len(_CREATE_TOPIC):]
+    .replace("FROM sq_topics WHERE name = NEW.topic;",
+             "FROM sq_topics WHERE name = NEW.topic AND changes() = 0;", 1)
+    .replace("next_offset + 1 WHERE name = NEW.topic;",
+             "next_offset + 1 WHERE name = NEW.topic AND changes() = 1;", 1)
+)
 PUBLISH_SCHEMA_SQL = (
     """
 DROP TRIGGER sq_publish_insert;
@@ -262,5 +291,6 @@ DROP TRIGGER sq_publish_insert;
 CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
 BEGIN
 """
-    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_SCHEMA + _PUBLISH_WRITE + "END;\n"
+    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_SCHEMA + _CREATE_TOPIC + _PUBLISH_QUARANTINE
+    + _STORE_UNLESS_QUARANTINED + "END;\n"
 )

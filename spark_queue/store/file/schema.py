@@ -329,6 +329,30 @@ CREATE TABLE sq_schema_fields (
         ON DELETE CASCADE
 ) WITHOUT ROWID;
 
+-- Events a topic whose schema says on_invalid 'quarantine' kept aside: the stored columns as
+-- the writer gave them, why they failed, against which version, the topic's next offset then
+-- (where the event would have gone), the writer ('python' or 'sq_publish') and its batch row.
+-- quarantined_total counts them for the metric; purging the table does not lower it.
+CREATE TABLE sq_quarantine (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic_id       INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    schema_version INTEGER NOT NULL,
+    next_offset    INTEGER NOT NULL,
+    writer         TEXT NOT NULL,
+    batch_row      INTEGER,
+    ts_ms          INTEGER NOT NULL,
+    key            BLOB,
+    value          BLOB,
+    value_type     INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    headers        TEXT,
+    reason         TEXT NOT NULL,
+    quarantined_ms INTEGER NOT NULL
+);
+
+CREATE INDEX sq_quarantine_topic ON sq_quarantine (topic_id, id);
+
+ALTER TABLE sq_topics ADD COLUMN quarantined_total INTEGER NOT NULL DEFAULT 0;
+
 CREATE TABLE sq_schema_formats (
     format TEXT NOT NULL,
     glob   TEXT NOT NULL,

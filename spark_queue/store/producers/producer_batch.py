@@ -118,7 +118,7 @@ def _append(
         if not calls:
             return
     if log.schema is not None:  # likewise each call that does not fit the topic's schema
-        calls = _fitting(calls, log, results)
+        calls = _fitting(conn, calls, log, ts_ms, results)
         if not calls:
             return
     _, _, replies, values, vtypes, keys, headers = zip(*calls, strict=True)
@@ -139,17 +139,27 @@ def _within_limit(calls: list[Call], limit: int, topic: str, results: Results) -
     return kept
 
 
-def _fitting(calls: list[Call], log: event_log.TopicLog, results: Results) -> list[Call]:
-    """The calls whose value fits the topic's schema; the others are answered its
-    SchemaMismatchError (each call is a batch of one: its neighbours are not refused)."""
-    assert log.schema is not None
-    kept = []
+def _fitting(
+    conn: apsw.Connection, calls: list[Call], log: event_log.TopicLog, ts_ms: int,
+    results: Results,
+) -> list[Call]:
+    """The calls whose value fits the topic's schema; each other one is answered its
+    SchemaMismatchError, or with ``on_invalid="quarantine"`` goes to the quarantine and is
+    answered Quarantined (each call is a batch of one: its neighbours are stored)."""
+    check = log.schema
+    assert check is not None
+    kept: list[Call] = []
     for call in calls:
-        error = log.schema.error(log.name, call[3], 0)
-        if error is None:
+        reason = check.values.problem(call[3])
+        if reason is None:
             kept.append(call)
+        elif check.on_invalid == "quarantine":
+            answer = check.quarantine(conn, log.name, log.tid, log.next_offset + len(kept),
+                                      "python", 0, (call[3], call[4], ts_ms, call[5], call[6]),
+                                      reason)
+            results.append(((call[2], answer),))
         else:
-            results.append(((call[2], error),))
+            results.append(((call[2], check.error(log.name, call[3], 0)),))
     return kept
 
 

@@ -104,8 +104,11 @@ def write_events(
     """
     if log.limit is not None:
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
-    if log.schema is not None:  # SchemaMismatchError naming the value's row and field
-        log.schema.check(log.name, values, rows)
+    if log.schema is not None:  # SchemaMismatchError naming the row and field, or quarantine
+        kept = log.schema.hold(conn, log.name, log.tid, log.next_offset,
+                               (values, value_types, ts_ms, keys, headers), rows)
+        if kept is not None:
+            values, value_types, ts_ms, keys, headers = kept
     first = log.next_offset
     end = packed_insert.insert_events(
         conn, log.tid, first, values, value_types, ts_ms, keys, headers

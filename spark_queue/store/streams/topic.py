@@ -9,16 +9,20 @@ the Store, a handle belongs to one thread.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import HasStoreConnection, translated
 from spark_queue.store.streams import (
     mirrors,
+    quarantine,
     retention,
     topic_admin,
     topic_log,
     topic_reads,
     topic_schemas,
 )
+from spark_queue.store.streams.quarantine import QuarantinedEvent, Replayed
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_reads import TopicInfo
@@ -122,6 +126,23 @@ class Topic:
         """Every version of the topic's schema, oldest first (one read)."""
         with self.file.read() as conn:
             return topic_schemas.history(conn, self.name)
+
+    def quarantine(self, ids: Sequence[int] | None = None) -> list[QuarantinedEvent]:
+        """The events the topic's schema kept out (``on_invalid="quarantine"``), oldest
+        first, as their writers gave them, with why (only ``ids`` when given; one read)."""
+        with self.file.read() as conn:
+            return quarantine.held(conn, self.name, ids)
+
+    def replay_quarantine(self, ids: Sequence[int] | None = None) -> Replayed:
+        """Publish the quarantined events that fit the schema now at the topic's next
+        offsets and drop them from the quarantine, in one transaction; the others stay."""
+        with self.file.write() as conn:
+            return quarantine.replay_held(conn, self.name, ids)
+
+    def purge_quarantine(self, ids: Sequence[int] | None = None) -> int:
+        """Delete quarantined events (all, or ``ids``) in one transaction; how many."""
+        with self.file.write() as conn:
+            return quarantine.purge_held(conn, self.name, ids)
 
     def set_retention(
         self, *, retention_ms: int | None = None, retention_rows: int | None = None,

@@ -27,7 +27,7 @@ from spark_queue.store.file.connection import now_ms
 from spark_queue.store.streams.schema_ddl import Field, Schema, SqlType, parse_schema
 from spark_queue.store.streams.schema_fields import ValueCheck, flatten
 
-ON_INVALID = ("reject",)
+ON_INVALID = ("reject", "quarantine")
 COMPATIBILITY = ("backward", "none")
 
 
@@ -43,14 +43,82 @@ class TopicSchema(NamedTuple):
     created_ms: int
 
 
+class Quarantined(NamedTuple):
+    """The answer to a publish whose event went to the topic's quarantine, not the topic
+    (``on_invalid="quarantine"``): ``quarantined`` is the explicit flag, ``next_offset`` the
+    offset the event would have taken (the next stored event takes it), ``quarantine_id`` its
+    row in ``sq_quarantine``."""
+
+    topic: str
+    quarantine_id: int
+    next_offset: int
+    reason: str
+    quarantined: bool = True
+
+
+#: A write's columns in stored form (write_events' arguments): values, value types, stamps,
+#: keys, headers; each of the last four one value (or None) for all rows, or one per row.
+Columns = tuple[Sequence[Any], Any, Any, Any, Any]
+
+
 class TopicCheck:
-    """The schema a topic's writes are checked against (one version), compiled once per DDL."""
+    """The schema a topic's writes are checked against (one version), compiled once per DDL;
+    made per opened log, so ``quarantined`` holds what this log's writes quarantined, for
+    the caller to answer (publish_one pops it)."""
 
-    __slots__ = ("version", "values")
+    __slots__ = ("version", "values", "on_invalid", "quarantined")
 
-    def __init__(self, version: int, values: ValueCheck) -> None:
+    def __init__(self, version: int, values: ValueCheck, on_invalid: str = "reject") -> None:
         self.version = version
         self.values = values
+        self.on_invalid = on_invalid
+        self.quarantined: list[Quarantined] = []
+
+    def hold(
+        self, conn: apsw.Connection, topic: str, topic_id: int, next_offset: int,
+        columns: Columns, rows: int | Sequence[int], writer: str = "python",
+    ) -> Columns | None:
+        """Hold ``columns`` to the schema before they are written: with ``reject``,
+        :meth:`check` (raises); with ``quarantine``, the rows that fail go to sq_quarantine
+        and the columns of the rest are returned (None: every row fits, write as given)."""
+        values = columns[0]
+        if self.on_invalid == "reject":
+            self.check(topic, values, rows)
+            return None
+        problem = self.values.problem
+        reasons = [problem(value) for value in values]
+        if reasons.count(None) == len(reasons):
+            return None
+        kept = [i for i, reason in enumerate(reasons) if reason is None]
+        stored = 0
+        for index, reason in enumerate(reasons):
+            if reason is None:
+                stored += 1
+                continue
+            row = rows + index if isinstance(rows, int) else rows[index]
+            self.quarantined.append(self.quarantine(
+                conn, topic, topic_id, next_offset + stored, writer, row,
+                [_cell(column, index) for column in columns], reason))
+        value_types, ts_ms, keys, headers = (
+            column if _one_for_all(column) else [column[i] for i in kept]
+            for column in columns[1:])
+        return [values[i] for i in kept], value_types, ts_ms, keys, headers
+
+    def quarantine(
+        self, conn: apsw.Connection, topic: str, topic_id: int, next_offset: int, writer: str,
+        row: int | None, cells: Sequence[Any], reason: str,
+    ) -> Quarantined:
+        """Keep one event (``cells``: value, value type, stamp, key, headers) aside."""
+        value, value_type, ts_ms, key, headers = cells
+        conn.execute(
+            "INSERT INTO sq_quarantine (topic_id, schema_version, next_offset, writer, "
+            "batch_row, ts_ms, key, value, value_type, headers, reason, quarantined_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (topic_id, self.version, next_offset, writer, row, ts_ms, key, value, value_type,
+             headers, reason, now_ms()))
+        conn.execute("UPDATE sq_topics SET quarantined_total = quarantined_total + 1 "
+                     "WHERE id = ?", (topic_id,))
+        return Quarantined(topic, conn.last_insert_rowid(), next_offset, reason)
 
     def check(self, topic: str, values: Sequence[Any], rows: int | Sequence[int]) -> None:
         """SchemaMismatchError naming the first stored value that fails (its batch position:
@@ -75,12 +143,22 @@ class TopicCheck:
             "`sqliteq topic schema set PATH TOPIC 'DDL'`.")
 
 
+def _one_for_all(column: Any) -> bool:
+    """Whether a write column is one value for every row (a value type or stamp as an int,
+    keys or headers as None) rather than one per row."""
+    return column is None or isinstance(column, int)
+
+
+def _cell(column: Any, index: int) -> Any:
+    return column if _one_for_all(column) else column[index]
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(ddl: str) -> ValueCheck:
     return ValueCheck(flatten(parse_schema(ddl)))
 
 
-_CURRENT = ("SELECT version, ddl FROM sq_topic_schemas WHERE topic_id = ? "
+_CURRENT = ("SELECT version, ddl, on_invalid FROM sq_topic_schemas WHERE topic_id = ? "
             "ORDER BY version DESC LIMIT 1")
 
 
@@ -89,7 +167,7 @@ def check_for(conn: apsw.Connection, topic_id: int) -> TopicCheck | None:
     row = conn.execute(_CURRENT, (topic_id,)).fetchone()
     if row is None:
         return None
-    return TopicCheck(row[0], _compiled(row[1]))
+    return TopicCheck(row[0], _compiled(row[1]), row[2])
 
 
 _COLUMNS = ("SELECT t.name, s.version, s.ddl, s.on_invalid, s.compatibility, s.from_offset, "
