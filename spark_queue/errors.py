@@ -101,6 +101,11 @@ class SchemaCompatibilityError(ArgumentError):
     the rule."""
 
 
+class SchemaChangedError(SparkQueueError, ValueError):
+    """A topic's schema changed under a query that reads it with ``valueSchema=topic``; the
+    message names both versions."""
+
+
 class OffsetRangeError(ArgumentError):
     """An offset or offset range is negative, inverted or otherwise invalid."""
 
