@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 from spark_queue.connector.datasource import SqliteQueueDataSource
-from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.connector.source.source_options import parse_source_options
+from spark_queue.connector.source.source_schema import default_schema
 from spark_queue.errors import OptionError, SchemaChangedError
 
 DDL = "device STRING NOT NULL, temp DOUBLE"
