@@ -179,13 +179,46 @@ def _refuse_constant(name: str) -> Any:
 _loads = json.JSONDecoder(parse_constant=_refuse_constant).decode
 
 
+_PY_TYPES = {"text": str, "integer": int, "real": float, "true": bool, "false": bool,
+             "array": list, "object": dict}
+
+
 class _Compiled(NamedTuple):
     row: FieldRow
+    key: str | None  # a top-level field's one key (the fast lookup), else None
     keys: tuple[str, ...]
     parent: tuple[str, ...]
     container: tuple[str, ...] | None
     types: frozenset[str]
+    py_types: frozenset[type]  # the Python types of ``types`` (bool apart from int)
+    lo: int | float | None
+    hi: int | float | None
     matches: Callable[[str], bool] | None
+
+
+def _compile(row: FieldRow) -> _Compiled:
+    keys = _keys(row.path)
+    types = frozenset(row.types.split())
+    return _Compiled(row, keys[0] if row.container is None and len(keys) == 1 else None,
+                     keys, _keys(row.parent),
+                     None if row.container is None else _keys(row.container), types,
+                     frozenset(_PY_TYPES[t] for t in types), row.lo, row.hi,
+                     _format_matcher(row.format))
+
+
+def _fits(item: _Compiled, here: Any) -> bool | None:
+    """Whether a present value fits ``item`` (the fast test :meth:`ValueCheck._bad` words);
+    None for null or missing, where the parent decides."""
+    kind = type(here)
+    if kind in item.py_types:
+        if item.lo is not None and (kind is int or kind is float):
+            return bool(item.lo <= here <= item.hi)
+        if item.matches is not None and kind is str:
+            return item.matches(here)
+        return True
+    if here is None or here is _ABSENT:
+        return None
+    return False
 
 
 class ValueCheck:
@@ -193,12 +226,7 @@ class ValueCheck:
 
     def __init__(self, rows: list[FieldRow]) -> None:
         self.rows = rows
-        self._compiled = [
-            _Compiled(row, _keys(row.path), _keys(row.parent),
-                      None if row.container is None else _keys(row.container),
-                      frozenset(row.types.split()), _format_matcher(row.format))
-            for row in rows
-        ]
+        self._compiled = [_compile(row) for row in rows]
 
     def problem(self, stored: Any) -> str | None:
         """Why the stored value (str, bytes, or None) fails the schema, or None if it fits."""
@@ -213,7 +241,12 @@ class ValueCheck:
                     "needs a JSON object")
         for item in self._compiled:
             if item.container is None:
-                found = self._bad(item, _at(value, item.keys), _at(value, item.parent))
+                here = value.get(item.key, _ABSENT) if item.key is not None else _at(
+                    value, item.keys)
+                fits = _fits(item, here)
+                if fits or (fits is None and not item.row.required):
+                    continue
+                found = self._bad(item, here, _at(value, item.parent))
                 if found is not None:
                     return found
                 continue
@@ -227,6 +260,9 @@ class ValueCheck:
                 continue
             for key, element in pairs:
                 here = _at(element, item.keys)
+                fits = _fits(item, here)
+                if fits or (fits is None and not item.row.required):
+                    continue
                 parent = _at(element, item.parent) if type(element) is dict else _ABSENT
                 found = self._bad(item, here, parent, key)
                 if found is not None:
