@@ -4,6 +4,7 @@ list|show|replay|purge`` (docs/schemas.md)."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli.name_hints import require_known_topic
@@ -44,6 +45,9 @@ def add_commands(topic_sub: argparse._SubParsersAction[argparse.ArgumentParser])
     common(p)
     p.add_argument("topic", help="the topic's name")
     p.add_argument("--history", action="store_true", help="every version, oldest first")
+    p.add_argument("--json-schema", action="store_true",
+                   help="the newest version as a JSON Schema document (for a Kafka side's "
+                   "schema registry)")
     p.set_defaults(func=cmd_schema_show)
 
 
@@ -64,7 +68,12 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
         require_known_topic(store, args.topic)
         topic = store.topic(args.topic)
         versions = topic.schema_history()
-    if args.history:
+    if args.json_schema:
+        if not versions:
+            raise ArgumentError(f"topic {args.topic!r} declares no schema; declare it with "
+                                f"`sqliteq topic schema set {args.path} {args.topic} 'DDL'`.")
+        print(json.dumps(versions[-1].json_schema(), indent=2))
+    elif args.history:
         emit([v._asdict() for v in versions], as_json=args.json,
              columns=["version", "ddl", "on_invalid", "compatibility", "from_offset"])
     elif versions:

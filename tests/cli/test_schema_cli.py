@@ -81,3 +81,22 @@ def test_quarantine_from_the_cli_publish_list_show_replay_purge(capsys, store_pa
     with Store(store_path) as store:
         assert [e.value for e in store.read("t")] == [{"device": "a"},
                                                       {"device": "a", "temp": "hot"}]
+
+
+def test_schema_show_json_schema_prints_a_registrable_document(capsys, store_path):
+    import json
+
+    from tests.cli.cli_run import run
+
+    run_json(capsys, "topic", "schema", "set", store_path, "t", DDL + " COMMENT 'C'",
+             "--create")
+    code, out, _ = run(capsys, "topic", "schema", "show", store_path, "t", "--json-schema")
+    assert code == 0
+    assert json.loads(out) == {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "t",
+        "type": "object", "required": ["device"],
+        "properties": {"device": {"type": "string"},
+                       "temp": {"type": ["number", "null"], "description": "C"}}}
+    run_json(capsys, "topic", "create", store_path, "plain")
+    assert "declares no schema" in one_line_error(capsys, "topic", "schema", "show", store_path,
+                                                  "plain", "--json-schema")

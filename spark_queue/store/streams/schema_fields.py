@@ -72,7 +72,7 @@ class FieldRow(NamedTuple):
     expects: str  # the type and its rule, for messages
 
 
-def _rule(sql_type: SqlType) -> tuple[str, Any, Any, str | None, str]:
+def rule(sql_type: SqlType) -> tuple[str, Any, Any, str | None, str]:
     """(types, lo, hi, format, expects) of one type: the table above, in code."""
     name = sql_type.name
     if name in _INTEGERS:
@@ -109,7 +109,7 @@ def flatten(schema: Schema) -> list[FieldRow]:
 
     def add(label: str, container: str | None, ctype: str | None, path: str, parent: str,
             sql_type: SqlType, required: bool) -> None:
-        types, lo, hi, fmt, expects = _rule(sql_type)
+        types, lo, hi, fmt, expects = rule(sql_type)
         rows.append(FieldRow(len(rows), label, container, ctype, path, parent, types, lo, hi,
                              fmt, int(required), expects))
         if sql_type.name == "STRUCT":

@@ -24,6 +24,7 @@ from spark_queue.errors import (
     SchemaMismatchError,
 )
 from spark_queue.store.file.connection import now_ms
+from spark_queue.store.streams import schema_json
 from spark_queue.store.streams.schema_ddl import Field, Schema, SqlType, parse_schema
 from spark_queue.store.streams.schema_fields import ValueCheck, flatten
 
@@ -41,6 +42,11 @@ class TopicSchema(NamedTuple):
     compatibility: str
     from_offset: int
     created_ms: int
+
+    def json_schema(self) -> dict[str, Any]:
+        """This version as a JSON Schema document (draft 2020-12), for a Kafka side's
+        registry (:mod:`~spark_queue.store.streams.schema_json`)."""
+        return schema_json.json_schema(self.ddl, self.topic)
 
 
 class Quarantined(NamedTuple):
