@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from spark_queue.errors import UnknownTopicError
+from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import HasStoreConnection
 from spark_queue.store.streams.event_log import open_log, write_events
 
@@ -52,6 +53,11 @@ _ROWS = ("SELECT q.id, t.name, q.schema_version, q.next_offset, q.writer, q.batc
          "FROM sq_quarantine q JOIN sq_topics t ON t.id = q.topic_id WHERE t.name = ? ")
 
 
+def _ids(ids: Sequence[int] | None) -> list[int] | None:
+    """``ids`` checked: quarantine ids are positive integers SQLite holds."""
+    return None if ids is None else [check_int(i, "quarantine id", low=1) for i in ids]
+
+
 def _topic_id(conn: apsw.Connection, topic: str) -> int:
     row = conn.execute("SELECT id FROM sq_topics WHERE name = ?", (topic,)).fetchone()
     if row is None:
@@ -63,6 +69,7 @@ def _topic_id(conn: apsw.Connection, topic: str) -> int:
 def held(conn: apsw.Connection, topic: str, ids: Sequence[int] | None = None,
            ) -> list[QuarantinedEvent]:
     """The topic's quarantined events, oldest first (only ``ids`` when given)."""
+    ids = _ids(ids)
     _topic_id(conn, topic)
     rows = [QuarantinedEvent(*row) for row in conn.execute(_ROWS + "ORDER BY q.id", (topic,))]
     if ids is None:
@@ -74,6 +81,7 @@ def held(conn: apsw.Connection, topic: str, ids: Sequence[int] | None = None,
 def replay_held(conn: apsw.Connection, topic: str, ids: Sequence[int] | None = None) -> Replayed:
     """Publish the quarantined events that fit the topic's schema now, in their order, and
     delete them from the quarantine (the caller's write transaction)."""
+    ids = _ids(ids)
     log = open_log(conn, topic)
     offsets, still = [], []
     for event in held(conn, topic, ids):
@@ -90,6 +98,7 @@ def replay_held(conn: apsw.Connection, topic: str, ids: Sequence[int] | None = N
 
 def purge_held(conn: apsw.Connection, topic: str, ids: Sequence[int] | None = None) -> int:
     """Delete the topic's quarantined events (only ``ids`` when given); how many went."""
+    ids = _ids(ids)
     tid = _topic_id(conn, topic)
     if ids is None:
         return len(conn.execute("DELETE FROM sq_quarantine WHERE topic_id = ? RETURNING id",
