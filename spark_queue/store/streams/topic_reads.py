@@ -87,15 +87,18 @@ def range_bounds(start: int, end: int | None, limit: int | None) -> int:
     return min(upper, MAX_INT64)
 
 
-def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> tuple[int, int]:
+def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int, *,
+                   capped: bool = True) -> tuple[int, int]:
     """The offsets ``[first, stop)`` a read of ``[start, upper)`` must return, exactly.
 
     Retention removes only a prefix, so the range starts at the later of
     ``start`` and the earliest stored offset, and it ends before the topic's
     next offset (rows at or above it were never published through the store
-    and stay invisible). Caller holds the snapshot the rows come from.
+    and stay invisible), and on a replicated store before the mark, unless not
+    ``capped`` (a caller that took its end from the capped bounds already, once:
+    the Kafka mirror). Caller holds the snapshot the rows come from.
     """
-    earliest, nxt = readable_bounds_of(conn, tid)
+    earliest, nxt = readable_bounds_of(conn, tid) if capped else bounds_of(conn, tid)
     first = max(start, earliest)
     return first, max(first, min(upper, nxt))
 

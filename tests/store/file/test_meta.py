@@ -11,8 +11,10 @@ from spark_queue.store import Store
 from spark_queue.store.file import meta
 
 PACKAGE = pathlib.Path(meta.__file__).resolve().parents[2]
-#: The owner, and the schema that creates the table (and writes the first id).
-OWNERS = {"store/file/meta.py", "store/file/schema.py"}
+#: The owner, and the schema that creates the table (and writes the first id); and the
+#: outbox, which speaks the plain-SQL protocol for stdlib clients (it reads whether the store
+#: is replicated, docs/file-format.md) and may not import the store's apsw modules.
+OWNERS = {"store/file/meta.py", "store/file/schema.py", "outbox.py"}
 
 
 def test_only_the_meta_module_and_the_schema_name_the_meta_table():
