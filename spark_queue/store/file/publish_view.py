@@ -296,13 +296,13 @@ DROP TRIGGER sq_publish_insert;
 
 CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
 WHEN NOT """ + _HAS_SCHEMA + """
-BEGIN
+BEGIN -- a topic without a schema: version 12's body
 """
     + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_WRITE + """END;
 
 CREATE TRIGGER sq_publish_checked INSTEAD OF INSERT ON sq_publish
 WHEN """ + _HAS_SCHEMA + """
-BEGIN
+BEGIN -- a topic with a schema
 """
     + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_SCHEMA + _PUBLISH_QUARANTINE
     + _STORE_UNLESS_QUARANTINED + "END;\n"
