@@ -86,6 +86,26 @@ class PayloadTooLargeError(PayloadError):
     """A payload is larger than its queue's or topic's ``max_payload_bytes``; nothing was stored."""
 
 
+class SchemaMismatchError(PayloadError):
+    """An event does not fit its topic's schema; the message names the topic, the field, the
+    expected type and what the value held (docs/schemas.md)."""
+
+
+class SchemaDdlError(ArgumentError):
+    """A topic's schema is not Spark DDL of the supported subset; the message names the
+    position."""
+
+
+class SchemaCompatibilityError(ArgumentError):
+    """A topic's new schema breaks its compatibility rule; the message names the field and
+    the rule."""
+
+
+class SchemaChangedError(SparkQueueError, ValueError):
+    """A topic's schema changed under a query that reads it with ``valueSchema=topic``; the
+    message names both versions."""
+
+
 class OffsetRangeError(ArgumentError):
     """An offset or offset range is negative, inverted or otherwise invalid."""
 

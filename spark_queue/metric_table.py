@@ -95,6 +95,10 @@ CONSUMER_QUERY_LAG = _gauge("sqliteq_consumer_query_lag", ("consumer", "topic", 
                             "Events one query under a consumer name has not committed.")
 TOPIC_MAX_PAYLOAD = _gauge("sqliteq_topic_max_payload_bytes", TOPIC,
                            "The largest value the topic accepts.")
+# Counted by every writer, the sq_publish trigger included; purging the quarantine keeps it.
+# Written for each topic whose schema quarantines (0 from then on), and any that ever did.
+TOPIC_QUARANTINED = _counter("sqliteq_topic_quarantined_total", TOPIC,
+                             "Events the topic's schema kept out, into its quarantine.")
 
 # -- Kafka mirrors (sqliteq kafka export), from their holds ---------------------------------
 MIRROR_OFFSET = _gauge("sqliteq_mirror_offset", MIRROR,
@@ -157,7 +161,7 @@ METRICS: tuple[Metric, ...] = (
     QUEUE_RATE_LIMIT, QUEUE_RATE_TOKENS, QUEUE_MAX_PAYLOAD, QUEUE_ACKED, QUEUE_FAILED,
     QUEUE_DEAD_LETTERED, QUEUE_WORKERS,
     TOPIC_LATEST, TOPIC_PUBLISHED, TOPIC_EARLIEST, CONSUMER_OFFSET, CONSUMER_LAG,
-    CONSUMER_QUERY_LAG, TOPIC_MAX_PAYLOAD,
+    CONSUMER_QUERY_LAG, TOPIC_MAX_PAYLOAD, TOPIC_QUARANTINED,
     MIRROR_OFFSET, MIRROR_LAG, MIRROR_LAST_DELIVERY,
     STORE_FILE, STORE_WAL, STORE_FREE, RETENTION_HELD_EVENTS, RETENTION_HELD_AGE,
     HOUSEKEEPING_LAST_RUN, HOUSEKEEPING_DELETED_EVENTS, HOUSEKEEPING_DELETED_DEAD,

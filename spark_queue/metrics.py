@@ -20,7 +20,7 @@ from spark_queue import metric_table as table
 from spark_queue.defaults import CLOCK_SKEW_MS
 from spark_queue.metric_table import METRICS, Metric
 from spark_queue.replication import replica_metrics
-from spark_queue.store import QueueConfig, Store, hold_prefix
+from spark_queue.store import QueueConfig, Store, hold_prefix, quarantine_totals
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -80,6 +80,8 @@ def render(store: Store) -> str:
             out.add(table.TOPIC_EARLIEST, topic.earliest, topic=topic.name)
             if topic.max_payload_bytes is not None:
                 out.add(table.TOPIC_MAX_PAYLOAD, topic.max_payload_bytes, topic=topic.name)
+        for name, total in quarantine_totals(store).items():
+            out.add(table.TOPIC_QUARANTINED, total, topic=name)
         _store_health(out, store)
         for consumer in store.consumers():
             out.add(table.CONSUMER_OFFSET, consumer.next_offset, consumer=consumer.consumer,

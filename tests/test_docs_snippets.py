@@ -172,10 +172,32 @@ def check_replication_page(workdir: Path, outputs: list[str]) -> None:
         assert copy.topic("orders").bounds() == (0, 1)
 
 
+def check_schemas_page(workdir: Path, outputs: list[str]) -> None:
+    lines = outputs[0].splitlines()
+    assert lines[0] == "1 0" and lines[-1] == "(0, 1)"
+    assert 'field temp must be DOUBLE (a JSON number); got text "21.5"' in lines[1]
+    assert "item 1 of the batch: field device must be STRING" in lines[2]
+    first, refusal, history = outputs[1].splitlines()
+    assert first == "2" and "field temp changes type from DOUBLE to INT" in refusal
+    assert history == "[(1, 0), (2, 1)]"
+    assert outputs[2].splitlines()[0] == "[(0, 1), (1, 2)]"
+    assert outputs[3] == "True\n"
+    with Store(workdir / "sensors.sqlite", create=False) as store:
+        assert store.topic("sensors").bounds() == (0, 3)
+    lines = outputs[4].splitlines()
+    assert lines[:3] == ["0", "True 1", "range(1, 2)"]
+    assert "field device must be STRING" in lines[3] and "field temp must be DOUBLE" in lines[3]
+    assert lines[4:] == ["Replayed(offsets=[2], still_invalid=[2])", "1"]
+    with Store(workdir / "edge.sqlite", create=False) as store:
+        assert store.topic("readings").bounds() == (0, 3)
+        assert store.topic("readings").quarantine() == []
+
+
 PYTHON_CHECKS = {"docs/store.md": check_store_page, "docs/queues.md": check_queues_page,
                  "docs/operations.md": check_operations_page,
                  "docs/transactions.md": check_transactions_page,
-                 "docs/replication.md": check_replication_page}
+                 "docs/replication.md": check_replication_page,
+                 "docs/schemas.md": check_schemas_page}
 
 
 def test_every_page_with_python_snippets_has_its_check():

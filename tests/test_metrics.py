@@ -289,6 +289,7 @@ def every_family_store(path: str) -> None:
         store.queue("off").pause()
         store.topic("t").configure(retention_rows=2, max_payload_bytes=128)
         store.publish_many("t", range(10))
+        store.topic("t").set_schema("n INT", on_invalid="quarantine")
         store.publish("u", 1)
         store.commit_offsets("slow", {"t": 3, "u": 0})
         store.commit_offsets("bronze", {"t": 8}, reader="fast")

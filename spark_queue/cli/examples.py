@@ -31,6 +31,19 @@ EXAMPLES: dict[str, str | tuple[str, ...]] = {
         "sqliteq topic config app.sqlite orders --retention 30d",
     ),
     "topic delete": "sqliteq topic delete app.sqlite orders --yes",
+    "topic schema set": (
+        "sqliteq topic schema set app.sqlite orders 'id BIGINT NOT NULL, total DOUBLE'",
+        "sqliteq topic schema set app.sqlite orders 'id BIGINT NOT NULL' --on-invalid "
+        "quarantine",
+    ),
+    "topic schema show": (
+        "sqliteq topic schema show app.sqlite orders --history",
+        "sqliteq topic schema show app.sqlite orders --json-schema",
+    ),
+    "topic quarantine list": "sqliteq topic quarantine list app.sqlite orders",
+    "topic quarantine show": "sqliteq topic quarantine show app.sqlite orders 1",
+    "topic quarantine replay": "sqliteq topic quarantine replay app.sqlite orders --id 1",
+    "topic quarantine purge": "sqliteq topic quarantine purge app.sqlite orders",
     "consumer list": "sqliteq consumer list app.sqlite --topic orders",
     "consumer show": "sqliteq consumer show app.sqlite billing",
     "consumer reset": "sqliteq consumer reset app.sqlite billing --topic orders --to-time 1h",

@@ -207,10 +207,14 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    with open_store(args.path, readonly=True) as store:
+    with open_store(args.path, readonly=True) as store, store.snapshot():
         rows = [info._asdict() for info in store.topics()]
+        for row in rows:
+            schema = store.topic(row["name"]).schema()
+            row["schema_version"] = None if schema is None else schema.version
     emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
-                                           "retention_ms", "retention_rows", "max_payload_bytes"])
+                                           "retention_ms", "retention_rows", "max_payload_bytes",
+                                           "schema_version"])
     return 0
 
 
@@ -235,6 +239,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
             return 0
         value = parse_value(args.value, args.value_format or "auto")
         offset = store.publish(args.topic, value, key=args.key, headers=headers)
+    if not isinstance(offset, int):  # Quarantined: the topic's schema kept the event out
+        emit_object({"topic": args.topic, "quarantined": True,
+                     "quarantine_id": offset.quarantine_id, "reason": offset.reason},
+                    as_json=args.json)
+        return 0
     emit_object({"topic": args.topic, "offset": offset}, as_json=args.json)
     return 0
 

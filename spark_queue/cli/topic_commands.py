@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from spark_queue.cli import numbers
+from spark_queue.cli import numbers, schema_commands
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.setting_flags import add_setting_flags, given_settings
@@ -42,7 +42,8 @@ RESET_HELP = (
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    topic = sub.add_parser("topic", help="list, show, create, configure or delete topics")
+    topic = sub.add_parser(
+        "topic", help="list, show, create, configure or delete topics; set their schema")
     topic_sub = topic.add_subparsers(dest="topic_command", required=True, metavar="COMMAND")
 
     p = topic_sub.add_parser("list", help="list topics with offsets and counts (= topics)")
@@ -81,6 +82,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("topic", help="the topic's name")
     p.add_argument("--yes", action="store_true", help="really delete (refused without it)")
     p.set_defaults(func=cmd_topic_delete)
+    schema_commands.add_commands(topic_sub)
+    schema_commands.add_quarantine_commands(topic_sub)
 
     consumer = sub.add_parser("consumer", help="list, reset or delete consumers' saved offsets")
     consumer_sub = consumer.add_subparsers(

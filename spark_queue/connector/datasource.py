@@ -144,6 +144,14 @@ class SqliteQueueDataSource(DataSource):
     - ``keyFormat`` / ``valueFormat`` (default ``binary``, as Kafka):
       ``binary`` or ``string`` (UTF-8 text; a binary payload that is not
       UTF-8 then fails naming its offsets).
+    - ``valueSchema`` (default ``kafka``): ``kafka`` keeps Kafka's columns
+      (or the ``.schema(...)`` given); ``topic`` makes the columns those the
+      subscribed topic declared (``store.topic(name).set_schema(ddl)``,
+      docs/schemas.md), each value parsed into them as a user schema is, so
+      ``load()`` needs no ``.schema(...)``. A stream fails with
+      ``SchemaChangedError`` naming both versions once the topic's schema
+      changes under it; restarting from the same checkpoint reads the new
+      columns.
     - ``mode`` (default ``FAILFAST``) and ``columnNameOfCorruptRecord``
       (default ``_corrupt_record``), for user schemas: see below.
     - ``rowsPerPartition`` and ``minPartitions`` (default 1): a range is
@@ -311,10 +319,15 @@ class SqliteQueueDataSource(DataSource):
         return FORMAT_NAME
 
     @_raised_here
-    def schema(self) -> StructType:
-        """Driver, at ``load()`` without a user schema: validate the read options; Kafka's shape."""
+    def schema(self) -> StructType | str:
+        """Driver, at ``load()`` without a user schema: validate the read options; Kafka's
+        shape, or with ``valueSchema=topic`` the topic's declared DDL."""
         options = parse_source_options(self.options, streaming=None)
         check_path_exists(options)
+        if options.value_schema == "topic":
+            from spark_queue.connector.source.topic_columns import declared
+
+            return declared(options)[0]
         return default_schema(options)
 
     @_raised_here
@@ -374,6 +387,10 @@ class SqliteQueueDataSource(DataSource):
         options = parse_source_options(self.options, streaming=True)
         check_user_schema(schema, options)
         check_path_exists(options)
+        if options.value_schema == "topic":  # the versions its columns come from
+            from spark_queue.connector.source.topic_columns import declared
+
+            options = declared(options)[1]
         if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
             log.warning(
                 "%s source on pyspark %s: a Trigger.AvailableNow or once run of a Python source "

@@ -37,11 +37,13 @@ from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprin
 from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
 from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
 from spark_queue.store.streams.planned_batches import planned_end, record_planned_end
+from spark_queue.store.streams.quarantine import QuarantinedEvent, Replayed, quarantine_totals
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
+from spark_queue.store.streams.topic_schemas import Quarantined, TopicSchema
 from spark_queue.store.transaction import Transaction
 
 __all__ = [
@@ -76,6 +78,8 @@ __all__ = [
     "PositionInfo",
     "Producer",
     "PruneResult",
+    "Quarantined",
+    "QuarantinedEvent",
     "Queue",
     "QueueConfig",
     "QueueRows",
@@ -84,6 +88,7 @@ __all__ = [
     "ReadPath",
     "Record",
     "ReplicaCycles",
+    "Replayed",
     "ReplicaStatus",
     "SinkCommit",
     "SinkRows",
@@ -92,6 +97,7 @@ __all__ = [
     "TopicDeleted",
     "TopicInfo",
     "TopicRows",
+    "TopicSchema",
     "Transaction",
     "WorkerInfo",
     "backup_file",
@@ -102,6 +108,7 @@ __all__ = [
     "hold_prefix",
     "keep_housekept",
     "planned_end",
+    "quarantine_totals",
     "read_path",
     "record_planned_end",
     "replica_status",

@@ -43,6 +43,7 @@ from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
+from spark_queue.store.streams.topic_schemas import Quarantined
 from spark_queue.store.transaction import Transaction
 
 
@@ -136,12 +137,15 @@ class Store:
         key: str | bytes | None = None,
         headers: Mapping[str, str] | None = None,
         timestamp_ms: int | None = None,
-    ) -> int:
+    ) -> int | Quarantined:
         """Append one event in its own transaction; returns its offset (durable on return).
 
         Creates ``topic`` if it does not exist (check ``store.topic(name).exists()`` first
         when the name comes from a user: a typo would make a new topic). Stores what
-        ``publish_many([Record(value, key, headers, timestamp_ms)])`` stores."""
+        ``publish_many([Record(value, key, headers, timestamp_ms)])`` stores. An event that
+        does not fit the topic's schema raises SchemaMismatchError, or with
+        ``on_invalid="quarantine"`` goes to its quarantine and returns a
+        :class:`~spark_queue.store.streams.topic_schemas.Quarantined` (docs/schemas.md)."""
         return self._one.publish(topic, value, key, headers, timestamp_ms)
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:

@@ -35,6 +35,7 @@ from spark_queue.store.queues.queue_jobs import Lease, LeaseResult, NewJob
 from spark_queue.store.streams import consumer_offsets, topic_log, topic_reads
 from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic_reads import Event
+from spark_queue.store.streams.topic_schemas import Quarantined
 
 _Result = TypeVar("_Result")
 _SQLITE_ERRORS = (apsw.Error, OverflowError, UnicodeEncodeError)  # what translate_errors names
@@ -138,8 +139,9 @@ class Transaction:
     def publish(
         self, topic: str, value: Any, *, key: str | bytes | None = None,
         headers: Mapping[str, str] | None = None, timestamp_ms: int | None = None,
-    ) -> int:
-        """:meth:`Store.publish` in this transaction: its offset, visible at the commit."""
+    ) -> int | Quarantined:
+        """:meth:`Store.publish` in this transaction: its offset, visible at the commit (or
+        its Quarantined answer)."""
         return self._one.publish_in(self._conn(), topic, value, key, headers, timestamp_ms)
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:

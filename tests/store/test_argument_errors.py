@@ -51,6 +51,9 @@ STORE_CALLS = {
     "wait_for_commit": lambda s, q, n: s.wait_for_commit(n),
     "topic.start_at": lambda s, q, n: s.topic("t3").start_at(n),
     "topic.fix_mirror_shift": lambda s, q, n: s.topic("t").fix_mirror_shift(n),
+    "topic.quarantine": lambda s, q, n: s.topic("t").quarantine([n]),
+    "topic.replay_quarantine": lambda s, q, n: s.topic("t").replay_quarantine([n]),
+    "topic.purge_quarantine": lambda s, q, n: s.topic("t").purge_quarantine([n]),
     "housekeeping.set_interval": lambda s, q, n: s.housekeeping.set_interval(n),
 }
 STORE_NO_INTEGER = {
@@ -62,6 +65,9 @@ STORE_NO_INTEGER = {
     "topic.delete": lambda s: s.topic("t").delete(),
     "topic.exists": lambda s: s.topic("t").exists(),
     "topic.mirror_shift": lambda s: s.topic("t").mirror_shift(),
+    "topic.set_schema": lambda s: s.topic("t").set_schema("a INT", compatibility="none"),
+    "topic.schema": lambda s: s.topic("t").schema(),
+    "topic.schema_history": lambda s: s.topic("t").schema_history(),
     "committed_offsets": lambda s: s.committed_offsets("c"),
     "consumers": lambda s: s.consumers(),
     "consumer_positions": lambda s: s.consumer_positions(),

@@ -61,6 +61,7 @@ from spark_queue.connector.source.stream_reader import (
     next_offsets,
     read_store,
 )
+from spark_queue.connector.source.topic_columns import check_unchanged
 from spark_queue.errors import StoreError
 
 if TYPE_CHECKING:
@@ -107,6 +108,8 @@ class SqliteQueueSimpleStreamReader(
             bounds = self._bounds()
             self._missing.note(self.options, bounds, self._store)
             assert self._identity is not None and self._store is not None, "_bounds() read it"
+            if self.options.value_schema_versions:  # valueSchema=topic
+                check_unchanged(self._store, self.options)
             first = self._query.first_batch(start)
             end = next_offsets(
                 self._admission, self._history, self._store, start, self._identity, bounds,

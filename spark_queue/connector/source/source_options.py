@@ -46,6 +46,7 @@ __all__ = [
 
 KEY_VALUE_FORMATS = ("binary", "string")
 MODES = ("FAILFAST", "PERMISSIVE")
+VALUE_SCHEMAS = ("kafka", "topic")
 READ_PATHS = ("auto", "executor", "driver")
 LATENCY_MODES = ("auto", "throughput", "low")
 STARTING_KEYWORDS = ("earliest", "latest", "committed")
@@ -172,6 +173,11 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
            doc="`binary` (Kafka's) or `string`"),
     Option("valueFormat", choice(KEY_VALUE_FORMATS), default="binary", doc_default="binary",
            doc="`binary` (Kafka's) or `string`"),
+    Option("valueSchema", choice(VALUE_SCHEMAS), default="kafka", doc_default="kafka",
+           doc="`kafka`: Kafka's columns unless `.schema(...)` names others; `topic`: the "
+           "columns the topic declared ([Topic schemas](schemas.md)), each value parsed into "
+           "them as `.schema(...)` would; a query fails naming both versions when the "
+           "schema changes under it"),
     Option("mode", choice(MODES, upper=True), default="FAILFAST", doc_default="FAILFAST",
            doc="user schemas: `FAILFAST` fails on a malformed value naming topic and offset; "
            "`PERMISSIVE` gives nulls"),
@@ -243,6 +249,10 @@ class SourceOptions:
     # A start time after a topic's last event: "latest" starts there, "error" fails.
     timestamp_strategy: str = "latest"
     subscription: str = ""  # as the user wrote it, e.g. "subscribe=a,b", for messages
+    value_schema: str = "kafka"  # "kafka" | "topic"
+    # With valueSchema=topic: (topic, schema version) of each topic when the query was
+    # planned; a stream fails once one of them has another version.
+    value_schema_versions: Offsets = ()
 
     def subscribes(self, topic: str) -> bool:
         """Whether ``topic`` is one this source reads."""
@@ -324,6 +334,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         ending_timestamps=ending_tss,
         timestamp_strategy=given["startingOffsetsByTimestampStrategy"],
         subscription=subscription.describe,
+        value_schema=given["valueSchema"],
     )
 
 

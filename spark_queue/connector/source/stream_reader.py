@@ -43,6 +43,7 @@ from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.connector.source.topic_columns import check_unchanged
 from spark_queue.errors import StoreBusyError
 
 if TYPE_CHECKING:
@@ -190,6 +191,8 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         store = open_source_store(self.options)
         try:
             with store.snapshot():
+                if self.options.value_schema_versions:  # valueSchema=topic
+                    check_unchanged(store, self.options)
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
                 self._missing.note(self.options, bounds, store)
                 first = self._query.first_batch(start)

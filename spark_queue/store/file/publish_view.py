@@ -189,3 +189,121 @@ BEGIN
 """
     + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_WRITE + "END;\n"
 )
+
+
+# Schema version 14: version 12's trigger plus the topic's schema (store/streams/schema_fields.py
+# decides which JSON values each type accepts; the rows of sq_schema_fields hold it as data:
+# paths, json_type() names, ranges, GLOB formats, so this text stays one literal whatever the
+# schema). A value that fails is refused by an error whose text is built at run time: RAISE()
+# takes only a literal before SQLite 3.47, but json_extract() with a path that is not a path
+# fails with the path in its message ("JSON path error near '...'" on 3.40, "bad JSON path:
+# '...'" later), so the message names the topic, the schema version, the field, the expected
+# type and what the value held. Like RAISE(ABORT), the error undoes the statement and leaves
+# the caller's transaction open (tests/store/file/test_publish_view_schema.py, with the stdlib
+# sqlite3). A NULL value (a tombstone) is not checked; a value is read as UTF-8 text whatever
+# its value_type (a BLOB of JSON is checked as its text). Elements of an ARRAY or a MAP are
+# walked by one json_each per element row; a row whose path is not '$' reads the element only
+# when it is an object (json_type() of non-JSON text fails).
+_SCHEMA_MISMATCH = """(SELECT 'field ' || c.label || coalesce(' (key ' || c.key || ')', '')
+            || ' must be ' || c.expects || '; got '
+            || CASE WHEN c.ty IS NULL THEN 'nothing (the field is missing)'
+                    WHEN c.ty IN ('integer', 'real', 'text') THEN c.ty || ' ' || CASE c.ty
+                        WHEN 'text' THEN '"' || substr(c.x, 1, 38) || '"'
+                        ELSE substr(CAST(c.x AS TEXT), 1, 40) END
+                    WHEN c.ty = 'null' THEN 'null' ELSE 'a JSON ' || c.ty END
+          FROM (SELECT f.seq, f.label, f.types, f.lo, f.hi, f.format, f.required, f.expects,
+                       NULL AS key, json_type(CAST(NEW.value AS TEXT), f.path) AS ty,
+                       json_extract(CAST(NEW.value AS TEXT), f.path) AS x,
+                       json_type(CAST(NEW.value AS TEXT), f.parent) = 'object' AS parent_ok
+                FROM sq_schema_fields f
+                WHERE f.topic_id = s.topic_id AND f.version = s.version AND f.container IS NULL
+                UNION ALL
+                SELECT f.seq, f.label, f.types, f.lo, f.hi, f.format, f.required, f.expects,
+                       e.key,
+                       CASE WHEN f.path = '$' THEN e.type
+                            WHEN e.type = 'object' THEN json_type(e.value, f.path) END,
+                       CASE WHEN f.path = '$' THEN e.value
+                            WHEN e.type = 'object' THEN json_extract(e.value, f.path) END,
+                       CASE WHEN e.type != 'object' THEN 0 WHEN f.parent = '$' THEN 1
+                            ELSE json_type(e.value, f.parent) = 'object' END
+                FROM sq_schema_fields f, json_each(CAST(NEW.value AS TEXT), f.container) e
+                WHERE f.topic_id = s.topic_id AND f.version = s.version
+                  AND f.container IS NOT NULL
+                  AND json_type(CAST(NEW.value AS TEXT), f.container) = f.container_type) c
+          WHERE CASE WHEN c.ty IS NULL OR c.ty = 'null' THEN c.required AND c.parent_ok
+                     WHEN instr(' ' || c.types || ' ', ' ' || c.ty || ' ') = 0 THEN 1
+                     WHEN c.ty IN ('integer', 'real') AND c.lo IS NOT NULL
+                         THEN NOT (c.x BETWEEN c.lo AND c.hi)
+                     WHEN c.ty = 'text' AND c.format IS NOT NULL
+                         THEN NOT EXISTS (SELECT 1 FROM sq_schema_formats g
+                                          WHERE g.format = c.format AND c.x GLOB g.glob)
+                     ELSE 0 END
+          ORDER BY c.seq LIMIT 1)"""
+# The topic's newest schema version, its on_invalid, and why NEW.value fails it (NULL: it fits).
+_SCHEMA_VERDICT = """(SELECT s.version, s.on_invalid, CASE
+            WHEN NEW.value IS NULL THEN NULL
+            WHEN NOT json_valid(CAST(NEW.value AS TEXT))
+                THEN 'the value is not JSON text, and the schema of the topic needs a JSON object'
+            WHEN json_type(CAST(NEW.value AS TEXT)) != 'object'
+                THEN 'the value is a JSON ' || json_type(CAST(NEW.value AS TEXT))
+                     || ', and the schema of the topic needs a JSON object'
+            ELSE """ + _SCHEMA_MISMATCH + """ END AS reason
+          FROM sq_topic_schemas s
+          WHERE s.topic_id = (SELECT id FROM sq_topics WHERE name = NEW.topic)
+          ORDER BY s.version DESC LIMIT 1) m"""
+_PUBLISH_SCHEMA = """    SELECT json_extract('{}', 'sq_publish: topic ' || NEW.topic || ' (schema version '
+                           || m.version || '): ' || m.reason
+                           || '. Nothing was published; publish a value that fits the schema (SELECT ddl FROM sq_topic_schemas), or change it: sqliteq topic schema set')
+    FROM """ + _SCHEMA_VERDICT + """
+    WHERE m.reason IS NOT NULL AND m.on_invalid = 'reject';
+"""
+# With on_invalid 'quarantine' the event goes to sq_quarantine instead, with the topic's next
+# offset (where it would have gone) and writer 'sq_publish', and the topic's counter moves on.
+# The event's own INSERT and the offset's UPDATE then do nothing: changes() is the row count
+# of the trigger's previous statement (the counter's UPDATE: 1 when quarantined, else 0;
+# the event's INSERT: 1 when stored), so the verdict is computed twice, not four times.
+_PUBLISH_QUARANTINE = """    INSERT INTO sq_quarantine (topic_id, schema_version, next_offset, writer, batch_row,
+                               ts_ms, key, value, value_type, headers, reason, quarantined_ms)
+    SELECT t.id, m.version, t.next_offset, 'sq_publish', NULL,
+           coalesce(NEW.ts_ms, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
+           NEW.key, NEW.value,
+           coalesce(NEW.value_type, CASE typeof(NEW.value) WHEN 'blob' THEN 0 ELSE 1 END),
+           NEW.headers, m.reason, CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)
+    FROM sq_topics t, """ + _SCHEMA_VERDICT + """
+    WHERE t.name = NEW.topic AND m.reason IS NOT NULL AND m.on_invalid = 'quarantine';
+    UPDATE sq_topics SET quarantined_total = quarantined_total + 1
+    WHERE name = NEW.topic AND changes() = 1;
+"""
+# Version 4's write of the event and its offset, each run only when the statement before it
+# says so (the same text plus a condition).
+_STORE_UNLESS_QUARANTINED = (
+    _PUBLISH_WRITE[_PUBLISH_WRITE.index("    INSERT INTO sq_events"):]
+    .replace("FROM sq_topics WHERE name = NEW.topic;",
+             "FROM sq_topics WHERE name = NEW.topic AND changes() = 0;", 1)
+    .replace("next_offset + 1 WHERE name = NEW.topic;",
+             "next_offset + 1 WHERE name = NEW.topic AND changes() = 1;", 1)
+)
+# Two triggers, told apart by their WHEN: a topic without a schema (every topic of a store
+# that declares none) runs version 12's body as it was, at one index probe more; a topic
+# with one runs the checks, the schema's verdict and the quarantine's chain (a topic with a
+# schema exists, so it creates none). Where no topic has a schema the WHEN reads one page.
+_HAS_SCHEMA = """(EXISTS (SELECT 1 FROM sq_topic_schemas) AND EXISTS (
+    SELECT 1 FROM sq_topic_schemas
+    WHERE topic_id = (SELECT id FROM sq_topics WHERE name = NEW.topic)))"""
+PUBLISH_SCHEMA_SQL = (
+    """
+DROP TRIGGER sq_publish_insert;
+
+CREATE TRIGGER sq_publish_insert INSTEAD OF INSERT ON sq_publish
+WHEN NOT """ + _HAS_SCHEMA + """
+BEGIN -- a topic without a schema: version 12's body
+"""
+    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_WRITE + """END;
+
+CREATE TRIGGER sq_publish_checked INSTEAD OF INSERT ON sq_publish
+WHEN """ + _HAS_SCHEMA + """
+BEGIN -- a topic with a schema
+"""
+    + _PUBLISH_CHECKS + _PUBLISH_LIMIT + _PUBLISH_SCHEMA + _PUBLISH_QUARANTINE
+    + _STORE_UNLESS_QUARANTINED + "END;\n"
+)

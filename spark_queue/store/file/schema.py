@@ -32,6 +32,7 @@ from spark_queue.store.file.connection import (
 from spark_queue.store.file.offset_views import OFFSET_VIEWS_SQL as _V13_OFFSET_VIEWS
 from spark_queue.store.file.publish_view import ENQUEUE_VIEW_SQL as _V9_ENQUEUE_VIEW
 from spark_queue.store.file.publish_view import PUBLISH_LIMIT_SQL as _V12_PUBLISH_LIMIT
+from spark_queue.store.file.publish_view import PUBLISH_SCHEMA_SQL as _V14_PUBLISH_SCHEMA
 from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
@@ -290,10 +291,87 @@ CREATE INDEX sq_planned_batches_age ON sq_planned_batches (reader, planned_ms);
 CREATE INDEX sq_planned_batches_consumer ON sq_planned_batches (consumer, reader);
 """
 
+# Topic schemas (spark_queue/store/streams/topic_schemas.py): each version of a topic's schema
+# (Spark DDL), the offset from which events were checked against it (``from_offset``: the
+# topic's next offset when it was set, in the same write transaction, so an event's version
+# is the newest whose from_offset is at or below its offset, and sq_events pays nothing per
+# event; docs/schemas.md has the query), and its flattened check
+# (sq_schema_fields: store/streams/schema_fields.py), which the sq_publish trigger reads as
+# data. sq_schema_formats holds the GLOBs of DATE and TIMESTAMP strings (schema_fields.FORMATS).
+_V14_TOPIC_SCHEMAS = """
+CREATE TABLE sq_topic_schemas (
+    topic_id      INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    version       INTEGER NOT NULL CHECK (version >= 1),
+    ddl           TEXT NOT NULL,
+    on_invalid    TEXT NOT NULL DEFAULT 'reject' CHECK (on_invalid IN ('reject', 'quarantine')),
+    compatibility TEXT NOT NULL DEFAULT 'backward' CHECK (compatibility IN ('backward', 'none')),
+    from_offset   INTEGER NOT NULL CHECK (from_offset >= 0),
+    created_ms    INTEGER NOT NULL,
+    PRIMARY KEY (topic_id, version)
+) WITHOUT ROWID;
+
+CREATE TABLE sq_schema_fields (
+    topic_id       INTEGER NOT NULL,
+    version        INTEGER NOT NULL,
+    seq            INTEGER NOT NULL,
+    label          TEXT NOT NULL,
+    container      TEXT,
+    container_type TEXT CHECK (container_type IN ('array', 'object')),
+    path           TEXT NOT NULL,
+    parent         TEXT NOT NULL,
+    types          TEXT NOT NULL,
+    lo             REAL,
+    hi             REAL,
+    format         TEXT,
+    required       INTEGER NOT NULL CHECK (required IN (0, 1)),
+    expects        TEXT NOT NULL,
+    PRIMARY KEY (topic_id, version, seq),
+    FOREIGN KEY (topic_id, version) REFERENCES sq_topic_schemas (topic_id, version)
+        ON DELETE CASCADE
+) WITHOUT ROWID;
+
+-- Events a topic whose schema says on_invalid 'quarantine' kept aside: the stored columns as
+-- the writer gave them, why they failed, against which version, the topic's next offset then
+-- (where the event would have gone), the writer ('python' or 'sq_publish') and its batch row.
+-- quarantined_total counts them for the metric; purging the table does not lower it.
+CREATE TABLE sq_quarantine (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic_id       INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,
+    schema_version INTEGER NOT NULL,
+    next_offset    INTEGER NOT NULL,
+    writer         TEXT NOT NULL,
+    batch_row      INTEGER,
+    ts_ms          INTEGER NOT NULL,
+    key            BLOB,
+    value          BLOB,
+    value_type     INTEGER NOT NULL CHECK (value_type IN (0, 1, 2)),
+    headers        TEXT,
+    reason         TEXT NOT NULL,
+    quarantined_ms INTEGER NOT NULL
+);
+
+CREATE INDEX sq_quarantine_topic ON sq_quarantine (topic_id, id);
+
+ALTER TABLE sq_topics ADD COLUMN quarantined_total INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE sq_schema_formats (
+    format TEXT NOT NULL,
+    glob   TEXT NOT NULL,
+    PRIMARY KEY (format, glob)
+) WITHOUT ROWID;
+
+INSERT INTO sq_schema_formats (format, glob) VALUES
+    ('date', '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]'),
+    ('timestamp', '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]'),
+    ('timestamp', '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9][T ][0-2][0-9]:[0-5][0-9]'),
+    ('timestamp', '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9][T ][0-2][0-9]:[0-5][0-9][:.Z+-]*');
+"""
+
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
     _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW, _V10_CONSUMER_POSITIONS,
     _V11_PLANNED_BATCHES, _V12_PUBLISH_LIMIT, _V13_OFFSET_VIEWS,
+    _V14_TOPIC_SCHEMAS + _V14_PUBLISH_SCHEMA,
 ]
 
 

@@ -117,6 +117,10 @@ def _append(
         calls = _within_limit(calls, log.limit, log.name, results)
         if not calls:
             return
+    if log.schema is not None:  # likewise each call that does not fit the topic's schema
+        calls = _fitting(conn, calls, log, ts_ms, results)
+        if not calls:
+            return
     _, _, replies, values, vtypes, keys, headers = zip(*calls, strict=True)
     event_log.write_columns(conn, log, ts_ms, values, vtypes, keys, headers)
     results.append(zip(replies, range(first, first + len(calls)), strict=True))
@@ -132,6 +136,30 @@ def _within_limit(calls: list[Call], limit: int, topic: str, results: Results) -
             results.append(((call[2], exc),))
         else:
             kept.append(call)
+    return kept
+
+
+def _fitting(
+    conn: apsw.Connection, calls: list[Call], log: event_log.TopicLog, ts_ms: int,
+    results: Results,
+) -> list[Call]:
+    """The calls whose value fits the topic's schema; each other one is answered its
+    SchemaMismatchError, or with ``on_invalid="quarantine"`` goes to the quarantine and is
+    answered Quarantined (each call is a batch of one: its neighbours are stored)."""
+    check = log.schema
+    assert check is not None
+    kept: list[Call] = []
+    for call in calls:
+        reason = check.values.problem(call[3])
+        if reason is None:
+            kept.append(call)
+        elif check.on_invalid == "quarantine":
+            answer = check.quarantine(conn, log.name, log.tid, log.next_offset + len(kept),
+                                      "python", 0, (call[3], call[4], ts_ms, call[5], call[6]),
+                                      reason)
+            results.append(((call[2], answer),))
+        else:
+            results.append(((call[2], check.error(log.name, call[3], 0)),))
     return kept
 
 

@@ -19,14 +19,14 @@ from spark_queue.errors import CorruptStoreError, StoreError
 from spark_queue.store.file.connection import now_ms, one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.streams import packed_insert, time_marks
+from spark_queue.store.streams import packed_insert, time_marks, topic_schemas
 
 
 class TopicLog:
     """A topic opened for writing in the caller's transaction: what :func:`write_events`
     needs to know, kept up to date by it (``next_offset``, ``unmarked_from``)."""
 
-    __slots__ = ("name", "tid", "next_offset", "limit", "unmarked_from")
+    __slots__ = ("name", "tid", "next_offset", "limit", "unmarked_from", "schema")
 
     def __init__(
         self, name: str, tid: int, next_offset: int, limit: int | None, unmarked_from: int
@@ -38,6 +38,7 @@ class TopicLog:
         # The first offset past the newest time mark (the topic's first event, or its
         # next offset, when it has no marks): the tail a lookup scans.
         self.unmarked_from = unmarked_from
+        self.schema: topic_schemas.TopicCheck | None = None  # the topic's schema, if it has one
 
 
 def open_log(conn: apsw.Connection, topic: str) -> TopicLog:
@@ -74,6 +75,7 @@ def _read_row(conn: apsw.Connection, log: TopicLog) -> None:
             f"'{topic}'), else delete them; foreign clients publish through the sq_publish view."
         )
     log.tid, log.next_offset, log.limit, log.unmarked_from = tid, nxt, limit, unmarked_from
+    log.schema = topic_schemas.check_for(conn, tid)
 
 
 # The topic's row; the highest offset at or above its next_offset (one index
@@ -120,6 +122,11 @@ def write_events(
             _read_row(conn, log)
     if log.limit is not None:
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
+    if log.schema is not None:  # SchemaMismatchError naming the row and field, or quarantine
+        kept = log.schema.hold(conn, log.name, log.tid, log.next_offset,
+                               (values, value_types, ts_ms, keys, headers), rows)
+        if kept is not None:
+            values, value_types, ts_ms, keys, headers = kept
     first = log.next_offset
     try:
         end = packed_insert.insert_events(

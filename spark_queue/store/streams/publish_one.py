@@ -26,6 +26,7 @@ from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.codec import encode_headers, encode_key, encode_value
 from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.store.streams.event_log import TopicLog, open_log, write_events
+from spark_queue.store.streams.topic_schemas import Quarantined
 
 
 class OnePublisher:
@@ -41,14 +42,14 @@ class OnePublisher:
     def publish(
         self, topic: str, value: Any, key: str | bytes | None,
         headers: Mapping[str, str] | None, timestamp_ms: int | None,
-    ) -> int:
+    ) -> int | Quarantined:
         """Store one event in its own transaction; return its offset (see ``Store.publish``)."""
         stored, value_type = encode_value(value)
         keys = None if key is None else (encode_key(key),)
         stored_headers = None if headers is None else encode_headers(headers)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
         try:
-            offset: int = self.file.transact(
+            offset: int | Quarantined = self.file.transact(
                 self._write, topic, (stored,), value_type, ts_ms, keys,
                 None if stored_headers is None else (stored_headers,), True,
             )
@@ -63,7 +64,7 @@ class OnePublisher:
         self, conn: apsw.Connection, topic: str, values: Sequence[Any], value_type: int,
         ts_ms: int, keys: Sequence[str | bytes | None] | None, headers: Sequence[str] | None,
         own: bool = False,
-    ) -> int:
+    ) -> int | Quarantined:
         version = conn.data_version()
         if version != self._version:
             self._logs.clear()
@@ -77,14 +78,16 @@ class OnePublisher:
         # data version, read under the write lock, is the one after our last commit, so
         # nothing has written since. Inside a caller's transaction it proves nothing (the
         # caller's own writes do not move it), and write_events reads the table.
-        return write_events(conn, log, values, value_type, ts_ms, keys, headers,
-                            current=own) - 1
+        end = write_events(conn, log, values, value_type, ts_ms, keys, headers, current=own)
+        if log.schema is not None and log.schema.quarantined:  # on_invalid="quarantine"
+            return log.schema.quarantined.pop()
+        return end - 1
 
     # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
     def publish_in(
         self, conn: apsw.Connection, topic: str, value: Any, key: str | bytes | None,
         headers: Mapping[str, str] | None, timestamp_ms: int | None,
-    ) -> int:
+    ) -> int | Quarantined:
         """:meth:`publish` inside the caller's open write transaction; its offset.
 
         The topic's row is kept between the calls of one transaction, and never trusted

@@ -9,12 +9,24 @@ the Store, a handle belongs to one thread.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from spark_queue.store.file import payload_limits
 from spark_queue.store.file.connection import HasStoreConnection, translated
-from spark_queue.store.streams import mirrors, retention, topic_admin, topic_log, topic_reads
+from spark_queue.store.streams import (
+    mirrors,
+    quarantine,
+    retention,
+    topic_admin,
+    topic_log,
+    topic_reads,
+    topic_schemas,
+)
+from spark_queue.store.streams.quarantine import QuarantinedEvent, Replayed
 from spark_queue.store.streams.retention import PruneResult
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_reads import TopicInfo
+from spark_queue.store.streams.topic_schemas import TopicSchema
 
 
 @translated
@@ -86,6 +98,51 @@ class Topic:
         with self.file.write() as conn:
             tid, _ = topic_log.ensure_topic(conn, self.name)
             payload_limits.set_topic_limit(conn, tid, limit)
+
+    def set_schema(
+        self, ddl: str, *, on_invalid: str = "reject", compatibility: str = "backward",
+    ) -> TopicSchema:
+        """Declare the topic's schema in Spark DDL (``'device STRING NOT NULL, temp DOUBLE'``)
+        as its next version, creating the topic if missing, in one transaction; returns it.
+
+        From the commit on, every writer (publish, publish_many, the Producer, transactions,
+        the Spark sink, ``sqliteq publish``, ``INSERT INTO sq_publish``) refuses a value that
+        does not fit with ``SchemaMismatchError``, nothing of its batch written.
+        ``compatibility='backward'`` (the default) refuses a change that removes a field,
+        changes its type or adds a NOT NULL one (``SchemaCompatibilityError``); ``'none'``
+        checks nothing. The same schema again stores nothing. See docs/schemas.md.
+        """
+        with self.file.write() as conn:
+            tid, next_offset, _ = topic_log.open_topic(conn, self.name)
+            return topic_schemas.set_schema(conn, tid, self.name, next_offset, ddl,
+                                            on_invalid=on_invalid, compatibility=compatibility)
+
+    def schema(self) -> TopicSchema | None:
+        """The topic's newest schema version, or None if it has none (one read)."""
+        with self.file.read() as conn:
+            return topic_schemas.current(conn, self.name)
+
+    def schema_history(self) -> list[TopicSchema]:
+        """Every version of the topic's schema, oldest first (one read)."""
+        with self.file.read() as conn:
+            return topic_schemas.history(conn, self.name)
+
+    def quarantine(self, ids: Sequence[int] | None = None) -> list[QuarantinedEvent]:
+        """The events the topic's schema kept out (``on_invalid="quarantine"``), oldest
+        first, as their writers gave them, with why (only ``ids`` when given; one read)."""
+        with self.file.read() as conn:
+            return quarantine.held(conn, self.name, ids)
+
+    def replay_quarantine(self, ids: Sequence[int] | None = None) -> Replayed:
+        """Publish the quarantined events that fit the schema now at the topic's next
+        offsets and drop them from the quarantine, in one transaction; the others stay."""
+        with self.file.write() as conn:
+            return quarantine.replay_held(conn, self.name, ids)
+
+    def purge_quarantine(self, ids: Sequence[int] | None = None) -> int:
+        """Delete quarantined events (all, or ``ids``) in one transaction; how many."""
+        with self.file.write() as conn:
+            return quarantine.purge_held(conn, self.name, ids)
 
     def set_retention(
         self, *, retention_ms: int | None = None, retention_rows: int | None = None,

@@ -1,0 +1,299 @@
+"""Which JSON values each Spark type accepts, decided once, as rows both checks read.
+
+A schema is flattened into :class:`FieldRow` rows (stored in ``sq_schema_fields``): a JSON
+path, the JSON types allowed there (SQLite's ``json_type`` names), a range for numbers, a
+GLOB format for strings, and whether a value is required. The ``sq_publish`` trigger
+(store/file/publish_view.py) reads the stored rows with ``json_type``/``json_extract``; the
+Python writers check with :class:`ValueCheck`, compiled from the same rows. The table
+(docs/schemas.md, "Which JSON values each type accepts"):
+
+==========  ==================================  ============================================
+type        JSON types                          and
+==========  ==================================  ============================================
+STRING      string                              (a number is refused, though Spark reads it)
+BOOLEAN     true, false
+TINYINT     integer                             -128 .. 127 (SMALLINT, INT, BIGINT: theirs)
+FLOAT       integer, real                       DOUBLE the same
+DECIMAL     integer, real                       within +-(10^(p-s) - 10^-s)
+DATE        string                              ``YYYY-MM-DD``
+TIMESTAMP   string, integer                     ISO-8601 date[time]; integer: epoch seconds
+STRUCT      object                              its fields checked in turn; extra keys allowed
+ARRAY       array                               each element checked; elements may be null
+MAP         object                              each value checked; values may be null
+==========  ==================================  ============================================
+
+null, or a missing key, passes unless the field is NOT NULL (a NOT NULL field inside a
+struct is required only when the struct is present). The value must be a JSON object; a
+NULL value (a tombstone) passes. An ARRAY or MAP inside another ARRAY's or MAP's elements
+is refused at ``schema set``: one ``json_each`` level is what the trigger walks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from spark_queue.errors import SchemaDdlError
+from spark_queue.store.streams.schema_ddl import Field, Schema, SqlType
+
+_DAY = "[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]"
+_HM = "[T ][0-2][0-9]:[0-5][0-9]"
+#: (format, GLOB) rows: a string of that format matches one of its patterns. The same rows
+#: are in schema version 14's sq_schema_formats (tests/store/streams/test_schema_fields.py).
+FORMATS: tuple[tuple[str, str], ...] = (
+    ("date", _DAY),
+    ("timestamp", _DAY),
+    ("timestamp", _DAY + _HM),
+    ("timestamp", _DAY + _HM + "[:.Z+-]*"),
+)
+
+_INTEGERS = {"TINYINT": 7, "SMALLINT": 15, "INT": 31, "BIGINT": 63}
+# Spark reads a JSON integer for a TIMESTAMP as epoch seconds, in microseconds as a long.
+_EPOCH_S = 9223372036854
+
+
+class FieldRow(NamedTuple):
+    """One checked place in a value (a row of ``sq_schema_fields``)."""
+
+    seq: int
+    label: str  # the field as messages name it: site.zone, tags[], readings[].value
+    container: str | None  # an ARRAY/MAP whose elements ``path`` is relative to, or None
+    container_type: str | None  # 'array' or 'object'
+    path: str  # a JSON path: from the value's root, or from each element ('$')
+    parent: str  # the object whose presence makes ``required`` apply
+    types: str  # allowed json_type() names, space-separated
+    lo: int | float | None
+    hi: int | float | None
+    format: str | None
+    required: int
+    expects: str  # the type and its rule, for messages
+
+
+def rule(sql_type: SqlType) -> tuple[str, Any, Any, str | None, str]:
+    """(types, lo, hi, format, expects) of one type: the table above, in code."""
+    name = sql_type.name
+    if name in _INTEGERS:
+        top = 2 ** _INTEGERS[name]
+        return "integer", -top, top - 1, None, f"{name} (a JSON integer from {-top} to {top - 1})"
+    if name in ("FLOAT", "DOUBLE"):
+        return "integer real", None, None, None, f"{name} (a JSON number)"
+    if name == "DECIMAL":
+        p, s = sql_type.precision, sql_type.scale
+        top = float(10 ** (p - s) - 10 ** -s) if s else 10 ** p - 1
+        return ("integer real", -top, top, None,
+                f"{sql_type.ddl()} (a JSON number from {-top} to {top})")
+    if name == "DATE":
+        return "text", None, None, "date", "DATE (a JSON string YYYY-MM-DD)"
+    if name == "TIMESTAMP":
+        return ("text integer", -_EPOCH_S, _EPOCH_S, "timestamp",
+                "TIMESTAMP (an ISO-8601 JSON string such as 2024-05-01T12:00:00Z, or a JSON "
+                "integer of epoch seconds)")
+    if name == "STRING":
+        return "text", None, None, None, "STRING (a JSON string)"
+    if name == "BOOLEAN":
+        return "true false", None, None, None, "BOOLEAN (JSON true or false)"
+    if name == "STRUCT":
+        return "object", None, None, None, "STRUCT (a JSON object)"
+    if name == "ARRAY":
+        return "array", None, None, None, f"{sql_type.ddl()} (a JSON array)"
+    return "object", None, None, None, f"{sql_type.ddl()} (a JSON object)"
+
+
+def flatten(schema: Schema) -> list[FieldRow]:
+    """The rows of ``schema``, in the order they are checked; SchemaDdlError for an ARRAY or
+    MAP nested inside another's elements."""
+    rows: list[FieldRow] = []
+
+    def add(label: str, container: str | None, ctype: str | None, path: str, parent: str,
+            sql_type: SqlType, required: bool) -> None:
+        types, lo, hi, fmt, expects = rule(sql_type)
+        rows.append(FieldRow(len(rows), label, container, ctype, path, parent, types, lo, hi,
+                             fmt, int(required), expects))
+        if sql_type.name == "STRUCT":
+            for field in sql_type.fields:
+                walk(field, label, container, ctype, path)
+        elif sql_type.name in ("ARRAY", "MAP"):
+            if container is not None:
+                raise SchemaDdlError(
+                    f"topic schema: {label} is a {sql_type.name} inside the elements of another "
+                    "ARRAY or MAP; a topic's schema checks one level of elements. Declare the "
+                    "inner one as a STRING holding JSON text, or flatten it.")
+            assert sql_type.element is not None
+            add(label + "[]", path, "array" if sql_type.name == "ARRAY" else "object", "$",
+                "$", sql_type.element, False)
+
+    def walk(field: Field, prefix: str, container: str | None, ctype: str | None,
+             at: str) -> None:
+        label = f"{prefix}.{field.name}" if prefix else field.name
+        add(label, container, ctype, f"{at}.{field.name}", at, field.type, not field.nullable)
+
+    for field in schema.fields:
+        walk(field, "", None, None, "$")
+    return rows
+
+
+_ABSENT = object()
+_JSON_TYPES: dict[type, str] = {str: "text", int: "integer", float: "real", list: "array",
+                                dict: "object", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """SQLite's ``json_type`` name of a parsed JSON value."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return _JSON_TYPES[type(value)]
+
+
+def _keys(path: str) -> tuple[str, ...]:
+    return tuple(path.split(".")[1:])
+
+
+def _at(value: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if type(value) is not dict:
+            return _ABSENT
+        value = value.get(key, _ABSENT)
+        if value is _ABSENT:
+            return _ABSENT
+    return value
+
+
+def _got(value: Any) -> str:
+    if value is _ABSENT:
+        return "nothing (the field is missing)"
+    kind = json_type(value)
+    if kind in ("integer", "real", "text"):
+        return f"{kind} {json.dumps(value, ensure_ascii=False)[:40]}"
+    return "null" if kind == "null" else f"a JSON {kind}"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_loads = json.JSONDecoder(parse_constant=_refuse_constant).decode
+
+
+_PY_TYPES = {"text": str, "integer": int, "real": float, "true": bool, "false": bool,
+             "array": list, "object": dict}
+
+
+class _Compiled(NamedTuple):
+    row: FieldRow
+    key: str | None  # a top-level field's one key (the fast lookup), else None
+    keys: tuple[str, ...]
+    parent: tuple[str, ...]
+    container: tuple[str, ...] | None
+    types: frozenset[str]
+    py_types: frozenset[type]  # the Python types of ``types`` (bool apart from int)
+    lo: int | float | None
+    hi: int | float | None
+    matches: Callable[[str], bool] | None
+
+
+def _compile(row: FieldRow) -> _Compiled:
+    keys = _keys(row.path)
+    types = frozenset(row.types.split())
+    return _Compiled(row, keys[0] if row.container is None and len(keys) == 1 else None,
+                     keys, _keys(row.parent),
+                     None if row.container is None else _keys(row.container), types,
+                     frozenset(_PY_TYPES[t] for t in types), row.lo, row.hi,
+                     _format_matcher(row.format))
+
+
+def _fits(item: _Compiled, here: Any) -> bool | None:
+    """Whether a present value fits ``item`` (the fast test :meth:`ValueCheck._bad` words);
+    None for null or missing, where the parent decides."""
+    kind = type(here)
+    if kind in item.py_types:
+        if item.lo is not None and (kind is int or kind is float):
+            return bool(item.lo <= here <= item.hi)
+        if item.matches is not None and kind is str:
+            return item.matches(here)
+        return True
+    if here is None or here is _ABSENT:
+        return None
+    return False
+
+
+class ValueCheck:
+    """The Python side of the check: :meth:`problem` of one stored value, from ``rows``."""
+
+    def __init__(self, rows: list[FieldRow]) -> None:
+        self.rows = rows
+        self._compiled = [_compile(row) for row in rows]
+
+    def problem(self, stored: Any) -> str | None:
+        """Why the stored value (str, bytes, or None) fails the schema, or None if it fits."""
+        if stored is None:
+            return None
+        try:
+            value = _loads(stored if type(stored) is str else bytes(stored).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return "the value is not JSON text, and the schema of the topic needs a JSON object"
+        if type(value) is not dict:
+            return (f"the value is a JSON {json_type(value)}, and the schema of the topic "
+                    "needs a JSON object")
+        for item in self._compiled:
+            if item.container is None:
+                here = value.get(item.key, _ABSENT) if item.key is not None else _at(
+                    value, item.keys)
+                fits = _fits(item, here)
+                if fits or (fits is None and not item.row.required):
+                    continue
+                found = self._bad(item, here, _at(value, item.parent))
+                if found is not None:
+                    return found
+                continue
+            holder = _at(value, item.container)
+            pairs: Any
+            if item.row.container_type == "array" and type(holder) is list:
+                pairs = enumerate(holder)
+            elif item.row.container_type == "object" and type(holder) is dict:
+                pairs = holder.items()
+            else:
+                continue
+            for key, element in pairs:
+                here = _at(element, item.keys)
+                fits = _fits(item, here)
+                if fits or (fits is None and not item.row.required):
+                    continue
+                parent = _at(element, item.parent) if type(element) is dict else _ABSENT
+                found = self._bad(item, here, parent, key)
+                if found is not None:
+                    return found
+        return None
+
+    @staticmethod
+    def _bad(item: _Compiled, here: Any, parent: Any, key: Any = None) -> str | None:
+        row = item.row
+        kind = "null" if here is _ABSENT else json_type(here)
+        if kind == "null":
+            if not (row.required and type(parent) is dict):
+                return None
+        elif kind not in item.types:
+            pass
+        elif kind in ("integer", "real") and row.lo is not None:
+            if row.lo <= here <= row.hi:
+                return None
+        elif kind == "text" and item.matches is not None:
+            if item.matches(here):
+                return None
+        else:
+            return None
+        where = "" if key is None else f" (key {key})"
+        return f"field {row.label}{where} must be {row.expects}; got {_got(here)}"
+
+
+def _format_matcher(fmt: str | None) -> Callable[[str], bool] | None:
+    """A string test for ``fmt``: matches one of its GLOBs (no ``[^...]``, so fnmatch's
+    reading of them is SQLite's GLOB's)."""
+    if fmt is None:
+        return None
+    pattern = re.compile("|".join(fnmatch.translate(glob) for f, glob in FORMATS if f == fmt))
+    return lambda text: pattern.match(text) is not None

@@ -1,0 +1,138 @@
+"""Which JSON values each Spark type accepts is decided once: the Python check and the
+sq_publish trigger read the same rows and give the same verdict."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from spark_queue.errors import SchemaDdlError
+from spark_queue.store import Store
+from spark_queue.store.streams.schema_ddl import parse_schema
+from spark_queue.store.streams.schema_fields import FORMATS, ValueCheck, flatten
+from spark_queue.store.streams.schema_json import json_schema
+
+DDL = ("device STRING NOT NULL, temp DOUBLE, n INT, small TINYINT, d DECIMAL(5,2), "
+       "ts TIMESTAMP, day DATE, ok BOOLEAN, site STRUCT<id: INT NOT NULL, zone: STRING>, "
+       "tags ARRAY<STRING>, rs ARRAY<STRUCT<v: DOUBLE NOT NULL>>, m MAP<STRING, BOOLEAN>")
+
+# (value, the field its refusal names, or None when it fits)
+CASES = [
+    ('{"device":"a"}', None),
+    ('{"device":"a","extra":[1,{"x":2}]}', None),  # keys outside the schema pass
+    ('{"device":"a","temp":21}', None),  # a DOUBLE takes a JSON integer
+    ('{"device":"a","temp":21.5}', None),
+    ('{"device":"a","temp":"21.5"}', "field temp "),
+    ('{"tmp":21.5}', "field device "),
+    ('{"device":null}', "field device "),
+    ('{"device":7}', "field device "),  # a STRING takes JSON strings only
+    ('{"device":"a","n":2147483647}', None),
+    ('{"device":"a","n":2147483648}', "field n "),
+    ('{"device":"a","n":1.0}', "field n "),
+    ('{"device":"a","small":-129}', "field small "),
+    ('{"device":"a","d":999.99}', None),
+    ('{"device":"a","d":1000}', "field d "),
+    ('{"device":"a","ts":"2024-05-01T12:00:00.123+02:00"}', None),
+    ('{"device":"a","ts":"2024-05-01 12:00"}', None),
+    ('{"device":"a","ts":"2024-05-01"}', None),
+    ('{"device":"a","ts":1714564800}', None),
+    ('{"device":"a","ts":"yesterday"}', "field ts "),
+    ('{"device":"a","ts":1.5}', "field ts "),
+    ('{"device":"a","day":"2024-05-01"}', None),
+    ('{"device":"a","day":"2024-05-01T00:00"}', "field day "),
+    ('{"device":"a","ok":false}', None),
+    ('{"device":"a","ok":0}', "field ok "),
+    ('{"device":"a","site":null}', None),  # a missing struct holds no required field
+    ('{"device":"a","site":{"id":1}}', None),
+    ('{"device":"a","site":{}}', "field site.id "),
+    ('{"device":"a","site":[]}', "field site "),
+    ('{"device":"a","tags":["x",null]}', None),
+    ('{"device":"a","tags":["x",3]}', "field tags[] (key 1)"),
+    ('{"device":"a","tags":"x"}', "field tags "),
+    ('{"device":"a","rs":[{"v":1},null]}', None),
+    ('{"device":"a","rs":[{"v":1},{}]}', "field rs[].v (key 1)"),
+    ('{"device":"a","rs":[5]}', "field rs[] (key 0)"),
+    ('{"device":"a","m":{"k":true}}', None),
+    ('{"device":"a","m":{"k":1}}', "field m[] (key k)"),
+    ('[1]', "the value is a JSON array"),
+    ('nope', "the value is not JSON text"),
+    ('{"device":"a","temp":NaN}', "the value is not JSON text"),
+]
+
+
+def test_the_python_check_gives_each_verdict():
+    check = ValueCheck(flatten(parse_schema(DDL)))
+    for value, named in CASES:
+        problem = check.problem(value)
+        if named is None:
+            assert problem is None, value
+        else:
+            assert problem is not None and named in problem, (value, problem)
+    assert check.problem(None) is None  # a tombstone is not checked
+    assert check.problem(b'{"device":"a"}') is None
+    assert "not JSON text" in check.problem(b"\xff{}")
+
+
+def test_the_trigger_gives_the_python_checks_verdict_through_the_stdlib_sqlite3(tmp_path):
+    """Both checks, one corpus: the stdlib's SQLite (3.40 here) runs the trigger in another
+    process, as a foreign client would."""
+    path = str(tmp_path / "s.db")
+    with Store(path) as store:
+        store.topic("t").set_schema(DDL)
+    script = textwrap.dedent("""
+        import json, sqlite3, sys
+        conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+        verdicts = []
+        for value in json.loads(sys.argv[2]):
+            try:
+                conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('t', ?)", (value,))
+                verdicts.append(None)
+            except sqlite3.OperationalError as exc:
+                verdicts.append(str(exc))
+        print(json.dumps(verdicts))
+    """)
+    values = [value for value, _ in CASES]
+    done = subprocess.run([sys.executable, "-c", script, path, json.dumps(values)],
+                          capture_output=True, text=True, check=True)
+    check = ValueCheck(flatten(parse_schema(DDL)))
+    for (value, named), verdict in zip(CASES, json.loads(done.stdout), strict=True):
+        python = check.problem(value)
+        if named is None:
+            assert verdict is None, (value, verdict)
+        else:
+            assert verdict is not None and named in verdict, (value, verdict)
+            assert "sq_publish: topic t (schema version 1): " + python in verdict
+    with Store(path) as store:
+        stored = [e.value for e in store.read("t")]
+    assert len(stored) == sum(named is None for _, named in CASES)
+
+
+def test_the_formats_are_the_files_formats(store):
+    assert sorted(store.conn.execute("SELECT format, glob FROM sq_schema_formats")) == sorted(
+        FORMATS)
+
+
+def test_an_array_inside_array_elements_is_refused_at_parse():
+    with pytest.raises(SchemaDdlError, match="one level of elements"):
+        flatten(parse_schema("a ARRAY<ARRAY<INT>>"))
+    with pytest.raises(SchemaDdlError, match="one level of elements"):
+        flatten(parse_schema("a MAP<STRING, STRUCT<b: ARRAY<INT>>>"))
+
+
+def test_the_json_schema_gives_the_same_verdicts_but_for_integral_reals():
+    """The JSON Schema a Kafka side registers agrees with the store's check on the corpus;
+    JSON Schema's integer takes 1.0, the one case it must differ on."""
+    import jsonschema
+
+    document = json_schema(DDL, "t")
+    validator = jsonschema.Draft202012Validator(document)
+    jsonschema.Draft202012Validator.check_schema(document)
+    for value, named in CASES:
+        if value in ('{"device":"a","n":1.0}', "nope", '{"device":"a","temp":NaN}'):
+            continue  # 1.0: JSON Schema's integer; the others are not JSON at all
+        assert validator.is_valid(json.loads(value)) == (named is None), value
+    assert validator.is_valid({"device": "a", "n": 1.0})
