@@ -11,6 +11,12 @@ from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.file.replica_mark import ReplicaStatus
+from spark_queue.store.file.replicator_lease import (
+    GaveUp,
+    ReplicatorRecord,
+    replication_warnings,
+    replicator_running,
+)
 from spark_queue.store.housekeeping import (
     HeldBack,
     Housekeeper,
@@ -62,6 +68,7 @@ __all__ = [
     "EncodedChunk",
     "Event",
     "Fingerprint",
+    "GaveUp",
     "HeldBack",
     "Housekeeper",
     "Housekeeping",
@@ -85,6 +92,7 @@ __all__ = [
     "Record",
     "ReplicaCycles",
     "ReplicaStatus",
+    "ReplicatorRecord",
     "SinkCommit",
     "SinkRows",
     "Store",
@@ -105,6 +113,8 @@ __all__ = [
     "read_path",
     "record_planned_end",
     "replica_status",
+    "replication_warnings",
+    "replicator_running",
     "store_id",
     "validate_name",
 ]
