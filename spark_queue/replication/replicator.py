@@ -126,11 +126,13 @@ class Replicator:
             )
             # The lease's lock goes with Litestream: it outlives a SIGKILLed replicator
             # for as long as it ships (replicator_lease), and nobody starts beside it.
+            # A session of its own: Ctrl-C (SIGINT to the terminal's process group) reaches
+            # the replicator alone, which runs its last cycle before it stops Litestream.
             lock = cycles.lease_fd
             process = subprocess.Popen(
                 [self.exe, "replicate", "-config", config], env=self.env,
                 stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
-                pass_fds=() if lock is None else (lock,),
+                pass_fds=() if lock is None else (lock,), start_new_session=True,
             )
             try:
                 litestream.wait_for_socket(socket_path, process, timeout_s=30)

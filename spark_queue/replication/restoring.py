@@ -119,5 +119,6 @@ def describe_restored(path: str | os.PathLike[str]) -> str:
         said += f"; the replica as of {format_time_ms(max(times))} (its newest event)"
     status = replica_status(path)
     if status is not None:
-        said += f"; all readable now, replicated to {status.url} once `sqliteq replicate` runs"
+        said += (f"; readers see all of it now (replicated to {status.url}: "
+                 "`sqliteq replicate` goes on from here)")
     return said

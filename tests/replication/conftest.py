@@ -83,6 +83,23 @@ elif command == "sync":
               file=sys.stderr)
         sys.exit(1)
     print(json.dumps({{"txid": 1, "replica_txid": 1}}))
+elif command == "restore":
+    # Copies FAKE_RESTORE_FROM to -o as Litestream writes (open, write, with this
+    # process's umask), noting each mode it made in FAKE_RESTORE_SEEN; with
+    # FAKE_RESTORE_HANG, stops half-way and waits to be killed.
+    out = pathlib.Path(sys.argv[sys.argv.index("-o") + 1])
+    data = pathlib.Path(os.environ["FAKE_RESTORE_FROM"]).read_bytes()
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "wb") as file:
+        file.write(data[: len(data) // 2])
+        file.flush()
+        seen = {{"tmp": os.stat(tmp).st_mode & 0o777,
+                 "dir": os.stat(out.parent).st_mode & 0o777}}
+        pathlib.Path(os.environ["FAKE_RESTORE_SEEN"]).write_text(json.dumps(seen))
+        while os.environ.get("FAKE_RESTORE_HANG"):
+            time.sleep(1)
+        file.write(data[len(data) // 2:])
+    os.rename(tmp, out)
 else:
     sys.exit("fake litestream: no command " + command)
 '''

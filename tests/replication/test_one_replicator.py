@@ -13,9 +13,14 @@ import time
 
 import pytest
 
-from spark_queue.errors import ReplicationError, ReplicatorRunningError
+from spark_queue.errors import (
+    ReplicationError,
+    ReplicationTimeoutError,
+    ReplicatorRunningError,
+)
 from spark_queue.replication import Replicator, start_replication
 from spark_queue.store import Store, check_file, replication_warnings, replicator_running
+from spark_queue.store.file.replica_mark import ReplicaWait
 
 pytestmark = pytest.mark.slow
 
@@ -87,6 +92,10 @@ def test_a_replicator_that_gives_up_on_a_busy_store_leaves_that_in_the_store(
     shown = subprocess.run([sys.executable, "-m", "spark_queue", "topics", store],
                            capture_output=True, text=True, timeout=60)
     assert "replicator gave up at" in shown.stderr and "no replicator is running" in shown.stderr
+    with Store(store) as writer:  # a replicated writer's timeout says it too
+        writer.file.after_commit = ReplicaWait(writer.file, timeout_ms=20)
+        with pytest.raises(ReplicationTimeoutError, match="The last replicator gave up at"):
+            writer.publish("t", 1)
 
 
 def test_a_sync_that_meets_a_busy_store_is_tried_again(tmp_path, fake_litestream):

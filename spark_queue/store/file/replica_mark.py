@@ -47,7 +47,7 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import ReplicationTimeoutError
-from spark_queue.store.file import meta
+from spark_queue.store.file import meta, replicator_lease
 from spark_queue.store.file.connection import StoreConnection, now_ms
 
 URL_KEY = meta.REPLICA_URL
@@ -296,7 +296,7 @@ class ReplicaWait:
                     f"committed locally, but no replicator confirmed that the replica holds "
                     f"it within {self.timeout_ms} ms. Run `sqliteq replicate "
                     f"{self.file.path} --to URL` beside this process, or open the store "
-                    "with another durability."
+                    "with another durability." + replicator_lease.gave_up_note(conn)
                 )
             time.sleep(min(step, left))
             step = min(step * 2, _WAIT_STEP_MAX_S)

@@ -201,6 +201,12 @@ def read_gave_up(conn: apsw.Connection) -> GaveUp | None:
         return None
 
 
+def gave_up_note(conn: apsw.Connection) -> str:
+    """`` The last replicator gave up ...`` for a replicated writer's timeout, or ""."""
+    gave_up = read_gave_up(conn)
+    return "" if gave_up is None else f" The last {gave_up.describe()}."
+
+
 def replication_warnings(store_path: str) -> list[str]:
     """What a reader or writer of a replicated store should know when no replicator runs:
     readers see only what the replica held, and why nobody ships the rest ([] when the
