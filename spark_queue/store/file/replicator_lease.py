@@ -100,6 +100,8 @@ def replicator_running(store_path: str) -> bool:
         fd = os.open(lock_path(store_path), os.O_RDONLY)
     except FileNotFoundError:
         return False
+    except PermissionError:
+        return True  # another user's replicator: it cannot be asked, so nothing is claimed
     try:
         if _try_lock(fd, fcntl.LOCK_SH):
             fcntl.flock(fd, fcntl.LOCK_UN)
