@@ -11,9 +11,7 @@ no event twice, and no offset names two different events.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pathlib
 import shutil
 import signal
@@ -24,6 +22,7 @@ import time
 import pytest
 
 from tests.end_to_end import drivers
+from tests.replication.machine import lose_machine
 
 pytestmark = pytest.mark.slow
 
@@ -109,9 +108,8 @@ def _start(args: list[str], env: dict[str, str], log: pathlib.Path) -> subproces
 
 
 def _kill_all(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:  # at once: no process outlives another by more than a loop turn
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    # At once, Litestream (a session of its own) included: the machine is gone.
+    lose_machine(procs)
     for proc in procs:
         drivers.kill_group(proc)
 

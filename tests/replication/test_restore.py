@@ -15,6 +15,7 @@ import pytest
 
 from spark_queue.replication import restore
 from spark_queue.store import Store
+from tests.replication.machine import lose_machine
 
 
 @pytest.fixture
@@ -136,9 +137,7 @@ def test_right_after_a_restore_readers_see_every_restored_event(tmp_path):
         acked = [line for line in writer.stdout]  # every batch acknowledged by the replica
         assert len(acked) == 20
     finally:
-        for proc in (writer, replicator):  # SIGKILL, Litestream with them
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        lose_machine([writer, replicator])  # SIGKILL, Litestream with them
     for name in os.listdir(machine):  # the machine's disk is gone
         path = machine / name
         subprocess.run(["rm", "-rf", str(path)], check=True)
