@@ -134,6 +134,10 @@ def test_an_ephemeral_machine_five_times_over_loses_and_repeats_nothing(tmp_path
         procs = [_start([sys.executable, "-m", "spark_queue", "replicate", store, "--to", url,
                          "--sync-interval", "200ms"], env, logs / f"replicate{run}.log")]
         try:
+            # Writers start once the replicator says the store is marked (docs/replication.md):
+            # a connection opened before keeps SQLite's autocheckpoint (issue 58, point 2).
+            _wait_until(lambda r=run: "replicating" in "".join(_lines(logs / f"replicate{r}.log")),
+                        "the replicator's ready line", procs)
             procs.append(_start([sys.executable, str(producer), store, str(acks), str(run), "500"],
                                 env, logs / f"producer{run}.log"))
             _wait_until(lambda n=acked_before: len(_lines(acks)) > n, "a first acknowledgement",
