@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from spark_queue import defaults
-from spark_queue.store.file import meta, replica_mark
+from spark_queue.store.file import meta, replica_mark, replicator_lease
 from spark_queue.store.file.connection import StoreConnection, open_connection
 from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.file.replica_mark import ReplicaStatus
@@ -112,3 +112,17 @@ def replica_status(path: str | os.PathLike[str]) -> ReplicaStatus | None:
             return replica_mark.read_replica_status(c)
     finally:
         conn.close()
+
+
+def replication_warnings(path: str | os.PathLike[str]) -> list[str]:
+    """What ``topics``, ``tail`` and the writing commands say of a replicated store whose
+    replicator is not running (:func:`replicator_lease.warnings_of`); [] otherwise."""
+    path = os.fspath(path)
+    if replicator_lease.replicator_running(path):
+        return []
+    file = open_store_file(path, create=False, readonly=True)
+    try:
+        with file.read() as conn:
+            return replicator_lease.warnings_of(conn, path)
+    finally:
+        file.close()

@@ -10,7 +10,7 @@ replicator holds a lease for as long as it runs:
   end: a SIGKILLed replicator's Litestream gets SIGTERM (``PR_SET_PDEATHSIG``), ships
   what is left and exits, and the next replicator takes over then. No heartbeat
   writes: an idle store costs no object-store request.
-- **the record**: who holds it, in ``sq_meta`` (``replica_replicator``: pid, host, since),
+- **the record**: who holds it, in the store's meta table (``replica_replicator``: pid, host, since),
   so a second replicator is refused naming the first.
 - **giving up**: a replicator that stops on an error records when and why
   (``replica_gave_up``); readers (``topics``, ``tail``), ``sqliteq check`` and a
@@ -36,7 +36,7 @@ import apsw
 
 from spark_queue.errors import ReplicatorRunningError, SparkQueueError
 from spark_queue.store.file import meta
-from spark_queue.store.file.connection import StoreConnection, now_ms, open_connection
+from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.times import format_time_ms
 
 #: How long a starting replicator retries a lock held for a look (:func:`replicator_running`
@@ -209,22 +209,10 @@ def gave_up_note(conn: apsw.Connection) -> str:
     return "" if gave_up is None else f" The last {gave_up.describe()}."
 
 
-def replication_warnings(store_path: str) -> list[str]:
-    """What a reader or writer of a replicated store should know when no replicator runs:
-    readers see only what the replica held, and why nobody ships the rest ([] when the
-    store is not replicated, or a replicator runs)."""
-    if not replicator_running(store_path):
-        conn = open_connection(store_path, create=False, readonly=True)
-        try:
-            with StoreConnection(store_path, conn).read() as c:
-                return warnings_of(c, store_path)
-        finally:
-            conn.close()
-    return []
-
-
 def warnings_of(conn: apsw.Connection, store_path: str) -> list[str]:
-    """:func:`replication_warnings` in the caller's snapshot (``sqliteq check``'s)."""
+    """What a reader or writer of a replicated store should know when no replicator runs
+    (caller's snapshot): readers see only what the replica held, and why nobody ships the
+    rest ([] when the store is not replicated, or a replicator runs)."""
     url = meta.get(conn, meta.REPLICA_URL) if meta.exists(conn) else None
     if url is None or replicator_running(store_path):
         return []
