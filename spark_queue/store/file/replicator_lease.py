@@ -10,8 +10,8 @@ replicator holds a lease for as long as it runs:
   end: a SIGKILLed replicator's Litestream gets SIGTERM (``PR_SET_PDEATHSIG``), ships
   what is left and exits, and the next replicator takes over then. No heartbeat
   writes: an idle store costs no object-store request.
-- **the record**: who holds it, in the store's meta table (``replica_replicator``: pid, host, since),
-  so a second replicator is refused naming the first.
+- **the record**: who holds it, in the store's meta table (``replica_replicator``: pid,
+  host, since), so a second replicator is refused naming the first.
 - **giving up**: a replicator that stops on an error records when and why
   (``replica_gave_up``); readers (``topics``, ``tail``), ``sqliteq check`` and a
   replicated writer's timeout say so, until a replicator starts again.
