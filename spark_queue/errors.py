@@ -237,6 +237,11 @@ class ReplicationError(SparkQueueError):
     asked: the binary is missing, the replica URL is unusable, Litestream failed."""
 
 
+class ReplicatorRunningError(ReplicationError):
+    """A second replicator was started on a store that one replicates already (two
+    Litestreams on one store break its replica); the message names the first."""
+
+
 class ReplicationTimeoutError(ReplicationError, TimeoutError):
     """A ``durability="replicated"`` write committed locally, but no replicator confirmed
     that the replica holds it within the wait (is ``sqliteq replicate`` running?)."""

@@ -81,21 +81,26 @@ def cmd_replicate(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()  # the loop does the rest: a last cycle, then Litestream stops
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    def on_ready() -> None:  # the store is marked: writers opened from now on are safe
         print(f"replicating {args.path} to {replicator.target.url} (Ctrl-C stops)",
               file=sys.stderr, flush=True)
-        replicator.run(stop)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        replicator.run(stop, on_ready)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if replicator.cycles_done or replicator.final_status is not None:
+            print(replicator.summary(), file=sys.stderr, flush=True)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from spark_queue.replication import restore
+    from spark_queue.replication import describe_restored, restore
 
     restored = restore(args.path, args.url, if_missing=args.if_missing,
                        timestamp_ms=args.timestamp, litestream_path=args.litestream)
-    print(f"{args.path}: {'restored' if restored else 'nothing restored'}", file=sys.stderr)
+    print(describe_restored(args.path) if restored else f"{args.path}: nothing restored",
+          file=sys.stderr)
     return 0

@@ -145,6 +145,16 @@ def open_store(path: str, **kwargs: Any) -> Store:
     return Store(path, create=False, **kwargs)
 
 
+def say_replication_state(path: str, command: str) -> None:
+    """On stderr, for a replicated store whose replicator is not running: readers see
+    each topic only up to the replica's mark, and a write stays unseen until a replicator
+    runs (and why the last one stopped, if it gave up). Nothing otherwise."""
+    from spark_queue.store import replication_warnings
+
+    for warning in replication_warnings(path):
+        print(f"sqliteq {command}: note: {warning}", file=sys.stderr, flush=True)
+
+
 def _require_file(path: str) -> None:
     """A missing PATH as the CLI says it: the store files beside it that look like it, and
     ``sqliteq init`` (the store's own message gives the Python fix, ``create=True``)."""
@@ -183,7 +193,13 @@ def open_for_write(path: str, command: str, *, create: bool, **kwargs: Any) -> S
     from spark_queue.store import Store
 
     if os.path.exists(path) or os.path.islink(path):
-        return Store(path, create=False, **kwargs)
+        store = Store(path, create=False, **kwargs)
+        try:
+            say_replication_state(path, command)  # what it writes, readers may not see yet
+        except BaseException:
+            store.close()
+            raise
+        return store
     if not create:
         raise StoreNotFoundError(
             f"store file {path!r} does not exist; create it with `sqliteq init {path}`, "
@@ -212,6 +228,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
         for row in rows:
             schema = store.topic(row["name"]).schema()
             row["schema_version"] = None if schema is None else schema.version
+    say_replication_state(args.path, "topics")
     emit(rows, as_json=args.json, columns=["name", "earliest", "latest", "count",
                                            "retention_ms", "retention_rows", "max_payload_bytes",
                                            "schema_version"])

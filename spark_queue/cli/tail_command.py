@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from spark_queue.cli import numbers
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit_line, show_time
-from spark_queue.cli.store_commands import common, open_store
+from spark_queue.cli.store_commands import common, open_store, say_replication_state
 from spark_queue.errors import OptionError, StoreNotFoundError
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
             while not store.topic(args.topic).exists():
                 pause(poll_s)
         require_known_topic(store, args.topic)
+        say_replication_state(args.path, "tail")
         saved = None if args.group is None else store.committed_offsets(args.group).get(
             args.topic)
         if saved is not None:

@@ -15,6 +15,7 @@ from spark_queue.replication.replicator import (
     replicate,
     start_replication,
 )
-from spark_queue.replication.restoring import restore
+from spark_queue.replication.restoring import describe_restored, restore
 
-__all__ = ["Replicating", "Replicator", "replicate", "restore", "start_replication"]
+__all__ = ["Replicating", "Replicator", "describe_restored", "replicate", "restore",
+           "start_replication"]

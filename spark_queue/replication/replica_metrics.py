@@ -14,32 +14,42 @@ import os
 import time
 
 from spark_queue import metric_table as table
-from spark_queue.store import replica_status
+from spark_queue.store import ReplicaStatus, replica_status
 
 #: Litestream keeps level-0 LTX files locally this long by default (its L0 retention).
 _WINDOW_S = 300
 
 
-def samples(store_path: str) -> list[tuple[table.Metric, dict[str, str], float]]:
-    """``(metric, labels, value)`` of each gauge for the store at ``store_path``."""
+def samples(store_path: str, now_s: float | None = None,
+            ) -> list[tuple[table.Metric, dict[str, str], float]]:
+    """``(metric, labels, value)`` of each gauge for the store at ``store_path``, at
+    ``now_s`` (seconds since the epoch; None: now)."""
     status = replica_status(store_path)
     if status is None:
         return []
-    now_s = time.time()
+    now_s = time.time() if now_s is None else now_s
     where = {"store": store_path, "replica": status.url}
     found: list[tuple[table.Metric, dict[str, str], float]] = [
         (table.REPLICA_LAG_EVENTS, {**where, "topic": topic}, behind)
         for topic, behind in status.behind.items()
     ]
     synced_s = 0.0 if status.synced_ms is None else status.synced_ms / 1000
-    waiting = any(status.behind.values())
     found += [
-        (table.REPLICA_LAG_AGE, where,
-         max(0.0, now_s - synced_s) if waiting and synced_s else 0.0),
+        (table.REPLICA_LAG_AGE, where, lag_seconds(status, now_s)),
         (table.REPLICA_LAST_SYNC, where, synced_s),
         (table.REPLICA_REQUESTS, where, shipped_per_hour(store_path, now_s)),
     ]
     return found
+
+
+def lag_seconds(status: ReplicaStatus, now_s: float) -> float:
+    """How long events have waited for the replica: 0 when none waits; else since the last
+    confirmed sync, or, for a replica that never synced (a wrong bucket, bad credentials,
+    a replicator that gave up at its first sync), since the first event that waits."""
+    if status.waiting_since_ms is None:
+        return 0.0
+    since_ms = status.waiting_since_ms if status.synced_ms is None else status.synced_ms
+    return max(0.0, now_s - since_ms / 1000)
 
 
 def shipped_per_hour(store_path: str, now_s: float) -> float:

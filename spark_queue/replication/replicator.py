@@ -2,16 +2,23 @@
 
 :func:`replicate` (``sqliteq replicate STORE --to URL``) runs until ``stop`` is set:
 
+- it takes the store's replicator lease, refusing to start beside another replicator
+  (:mod:`spark_queue.store.file.replicator_lease`: a lock the kernel drops when the holder
+  dies, and the holder's record in the store);
 - it starts ``litestream replicate`` for the store (its own sync every
   ``sync_interval_ms``, its control socket in a private temp directory);
-- it marks the store replicated (readers are capped at the mark from then on);
+- it marks the store replicated (readers are capped at the mark from then on), and only
+  then reports ready (``ready``; :func:`start_replication` returns then), so every
+  connection opened afterwards leaves the WAL's checkpoints to Litestream;
 - it runs cycles (:class:`spark_queue.store.ReplicaCycles`): begin (one write
   transaction snapshots every topic's end), ``litestream sync -wait`` (the replica holds
   that commit), finish (the snapshot becomes the mark). A cycle runs at once when a
   ``durability="replicated"`` writer is waiting (it touches the store's wake file), and
   otherwise every ``sync_interval_ms`` while the store changes, so an idle store costs
   no requests and a busy one a cycle per interval;
-- on stop, one last cycle, then Litestream stops (it ships what is left).
+- on stop, one last cycle, then Litestream stops (it ships what is left). A replicator
+  that stops on an error records when and why in the store (``sqliteq check``, ``topics``
+  and ``tail`` say so) before it drops its lease.
 
 Litestream and the store's housekeeping share the WAL without fighting: the store only
 ever runs PASSIVE checkpoints (they never wait for, nor pass, a reader), and
@@ -29,11 +36,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from spark_queue import defaults
 from spark_queue.errors import ReplicationError
 from spark_queue.replication import litestream
-from spark_queue.store import ReplicaCycles
+from spark_queue.store import ReplicaCycles, ReplicaStatus
+from spark_queue.times import format_time_ms
 
 log = logging.getLogger("spark_queue.replication")
 
@@ -62,31 +71,79 @@ class Replicator:
         self.exe = litestream.binary(litestream_path)
         self.env = litestream.environment(self.target)
         self.cycles_done = 0
+        #: How long a sync meeting a busy store is retried (litestream.BUSY_RETRY_S).
+        self.busy_retry_s = litestream.BUSY_RETRY_S
+        #: The replica's status when the replicator stopped (for :meth:`summary`).
+        self.final_status: ReplicaStatus | None = None
 
-    def run(self, stop: threading.Event) -> None:
-        """Replicate until ``stop`` is set; ReplicationError if Litestream fails."""
+    def run(self, stop: threading.Event, ready: Callable[[], None] | None = None) -> None:
+        """Replicate until ``stop`` is set; ReplicationError if Litestream fails, and
+        ReplicatorRunningError if another replicator runs. ``ready`` is called once the
+        store is marked replicated."""
         cycles = ReplicaCycles(self.store)  # creates the store when missing
         try:
-            with litestream.private_dir() as work:
-                socket_path = os.path.join(work, "ls.sock")
-                config = litestream.write_config(
-                    work, self.store, self.target, sync_interval_ms=None,
-                    socket_path=socket_path,
-                )
-                process = subprocess.Popen(
-                    [self.exe, "replicate", "-config", config], env=self.env,
-                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
-                )
-                try:
-                    litestream.wait_for_socket(socket_path, process, timeout_s=30)
-                    cycles.mark(self.target.url)
-                    log.info("replicating %s to %s", self.store, self.target.url)
-                    self._loop(cycles, process, socket_path, stop)
-                    self._cycle(cycles, socket_path)  # the last one: a clean stop loses nothing
-                finally:
-                    _stop(process)
+            cycles.take_lease()
+            try:
+                self._run(cycles, stop, ready)
+            except Exception as exc:
+                cycles.gave_up(str(exc))
+                raise
+            finally:
+                self._note_final_status(cycles)
         finally:
             cycles.close()
+
+    def _note_final_status(self, cycles: ReplicaCycles) -> None:
+        try:
+            status = cycles.status()
+        except Exception:  # the store itself may be what failed: the summary goes without
+            return
+        self.final_status = status
+
+    def summary(self) -> str:
+        """What this replicator did, for its last words (``sqliteq replicate``)."""
+        said = (f"stopped replicating {self.store} to {self.target.url}: {self.cycles_done} "
+                "cycles confirmed by the replica")
+        status = self.final_status
+        if status is None:
+            return said
+        if status.synced_ms is not None:
+            said += f", the last at {format_time_ms(status.synced_ms)}"
+        waiting = {topic: n for topic, n in status.behind.items() if n}
+        if not waiting:
+            return said + "; the replica holds every event"
+        listed = ", ".join(f"{n} of {topic!r}" for topic, n in sorted(waiting.items()))
+        return (said + f"; not in the replica: {listed} (readers see them once a replicator "
+                "runs again)")
+
+    def _run(self, cycles: ReplicaCycles, stop: threading.Event,
+             ready: Callable[[], None] | None) -> None:
+        with litestream.private_dir() as work:
+            socket_path = os.path.join(work, "ls.sock")
+            config = litestream.write_config(
+                work, self.store, self.target, sync_interval_ms=None,
+                socket_path=socket_path,
+            )
+            # The lease's lock goes with Litestream: it outlives a SIGKILLed replicator
+            # for as long as it ships (replicator_lease), and nobody starts beside it.
+            # A session of its own: Ctrl-C (SIGINT to the terminal's process group) reaches
+            # the replicator alone, which runs its last cycle before it stops Litestream.
+            lock = cycles.lease_fd
+            process = subprocess.Popen(
+                [self.exe, "replicate", "-config", config], env=self.env,
+                stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                pass_fds=() if lock is None else (lock,), start_new_session=True,
+            )
+            try:
+                litestream.wait_for_socket(socket_path, process, timeout_s=30)
+                cycles.mark(self.target.url)
+                if ready is not None:
+                    ready()
+                log.info("replicating %s to %s", self.store, self.target.url)
+                self._loop(cycles, process, socket_path, stop)
+                self._cycle(cycles, socket_path)  # the last one: a clean stop loses nothing
+            finally:
+                _stop(process)
 
     def _loop(self, cycles: ReplicaCycles, process: subprocess.Popen[bytes],
               socket_path: str, stop: threading.Event) -> None:
@@ -117,7 +174,8 @@ class Replicator:
 
     def _cycle(self, cycles: ReplicaCycles, socket_path: str) -> None:
         cycle, ends = cycles.begin()
-        litestream.sync_wait(self.exe, socket_path, self.store, self.env, SYNC_TIMEOUT_S)
+        litestream.sync_wait(self.exe, socket_path, self.store, self.env, SYNC_TIMEOUT_S,
+                             busy_retry_s=self.busy_retry_s)
         cycles.finish(cycle, ends)
         self.cycles_done += 1
 
@@ -165,22 +223,38 @@ def replicate(
 
 class Replicating:
     """A replicator running in a daemon thread of this process (the notebooks' and the
-    demo's start step): :meth:`stop` runs its last cycle and waits for it; so does the
+    demo's start step), returned once the store is marked replicated (so a ``Store``,
+    ``Producer`` or ``Worker`` opened on the next line leaves the WAL to Litestream);
+    ReplicationError at once if it cannot start (ReplicatorRunningError: another
+    replicator runs). :meth:`stop` runs its last cycle and waits for it; so does the
     interpreter's exit."""
 
     def __init__(self, store: str | os.PathLike[str], to: str, *,
-                 sync_interval_ms: int = defaults.REPLICA_SYNC_INTERVAL_MS) -> None:
+                 sync_interval_ms: int = defaults.REPLICA_SYNC_INTERVAL_MS,
+                 litestream_path: str | None = None) -> None:
         self._stop = threading.Event()
-        self._replicator = Replicator(store, to, sync_interval_ms=sync_interval_ms)
+        self._replicator = Replicator(store, to, sync_interval_ms=sync_interval_ms,
+                                      litestream_path=litestream_path)
         self.url = self._replicator.target.url
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="sqliteq-replicate", daemon=True)
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,),
+                                        name="sqliteq-replicate", daemon=True)
         self._thread.start()
+        # Ready, or the thread ended: Litestream's start is bounded (wait_for_socket).
+        while not ready.wait(0.01) and self._thread.is_alive():
+            pass
+        if not ready.is_set():
+            self._thread.join()
+            error, self.error = self.error, None
+            if isinstance(error, ReplicationError):
+                raise error  # as it is: ReplicatorRunningError names the other replicator
+            raise ReplicationError(f"replication did not start: {error}") from error
         atexit.register(self.stop)
 
-    def _run(self) -> None:
+    def _run(self, ready: threading.Event) -> None:
         try:
-            self._replicator.run(self._stop)
+            self._replicator.run(self._stop, ready.set)
         except BaseException as exc:  # kept for stop() and the log: a thread cannot raise
             self.error = exc
             log.error("replication of %s stopped: %s", self._replicator.store, exc)
@@ -193,6 +267,10 @@ class Replicating:
             error, self.error = self.error, None
             raise ReplicationError(f"replication failed: {error}") from error
 
+    def summary(self) -> str:
+        """What the replicator did (once stopped: its cycles, what the replica holds)."""
+        return self._replicator.summary()
+
 
 def start_replication(
     store: str | os.PathLike[str], url: str, *,
@@ -200,7 +278,8 @@ def start_replication(
 ) -> Replicating:
     """The start step of a machine that may vanish: restore ``store`` from ``url`` if it is
     missing (nothing when the replica is empty too), then replicate it in the background
-    until :meth:`Replicating.stop` or the end of the process."""
+    until :meth:`Replicating.stop` or the end of the process. Returns once the store is
+    marked replicated; ReplicatorRunningError when another replicator runs on it."""
     from spark_queue.replication.restoring import restore
 
     restore(store, url, if_missing=True)

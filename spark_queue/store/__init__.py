@@ -11,6 +11,7 @@ from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
 from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.file.replica_mark import ReplicaStatus
+from spark_queue.store.file.replicator_lease import GaveUp, ReplicatorRecord, replicator_running
 from spark_queue.store.housekeeping import (
     HeldBack,
     Housekeeper,
@@ -27,7 +28,7 @@ from spark_queue.store.queues.queue_admin import JobInfo, QueueCounters, QueueSt
 from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
 from spark_queue.store.queues.queue_workers import WorkerInfo
-from spark_queue.store.replica_cycles import ReplicaCycles, replica_status
+from spark_queue.store.replica_cycles import ReplicaCycles, replica_status, replication_warnings
 from spark_queue.store.sinks import QueueRows, SinkCommit, SinkRows, TopicRows
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
@@ -64,6 +65,7 @@ __all__ = [
     "EncodedChunk",
     "Event",
     "Fingerprint",
+    "GaveUp",
     "HeldBack",
     "Housekeeper",
     "Housekeeping",
@@ -90,6 +92,7 @@ __all__ = [
     "ReplicaCycles",
     "Replayed",
     "ReplicaStatus",
+    "ReplicatorRecord",
     "SinkCommit",
     "SinkRows",
     "Store",
@@ -112,6 +115,8 @@ __all__ = [
     "read_path",
     "record_planned_end",
     "replica_status",
+    "replication_warnings",
+    "replicator_running",
     "store_id",
     "validate_name",
 ]

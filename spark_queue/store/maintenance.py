@@ -18,7 +18,7 @@ from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
 from spark_queue.setting_table import QUEUE_SETTINGS, TOPIC_SETTING, stored_problem
 from spark_queue.store import housekeeping
-from spark_queue.store.file import replica_mark
+from spark_queue.store.file import replica_mark, replicator_lease
 from spark_queue.store.file.connection import (
     now_ms,
     read_transaction,
@@ -76,7 +76,10 @@ def check_file(path: str | os.PathLike[str]) -> CheckReport:
             # An older release's tables: checked against this schema they would read as
             # damage (a missing table). Said as tail and topics say it; the file untouched.
             raise StoreError(needs_migrating(path, state.user_version))
-        return check(conn)
+        report = check(conn)
+        with read_transaction(conn):
+            said = replicator_lease.warnings_of(conn, path)
+        return report._replace(warnings=(*report.warnings, *said))
     except apsw.Error as exc:
         return CheckReport(False, [f"{path!r}: {exc}"])
     finally:

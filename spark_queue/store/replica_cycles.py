@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 
 from spark_queue import defaults
-from spark_queue.store.file import meta, replica_mark
+from spark_queue.store.file import meta, replica_mark, replicator_lease
 from spark_queue.store.file.connection import StoreConnection, open_connection
 from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.file.replica_mark import ReplicaStatus
+from spark_queue.store.file.replicator_lease import ReplicatorLease, ReplicatorRecord
 
 
 class ReplicaCycles:
@@ -31,9 +32,28 @@ class ReplicaCycles:
         self.file = open_store_file(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
         self.wake_path = replica_mark.wake_path(self.path)
         self._topics: replica_mark.CycleTopics | None = None
+        self._lease = ReplicatorLease(self.file)
 
     def close(self) -> None:
+        """Close the connection and drop the lease (after Litestream has stopped)."""
+        self._lease.release()
         self.file.close()
+
+    def take_lease(self) -> ReplicatorRecord:
+        """Become the store's one replicator (:mod:`spark_queue.store.file.replicator_lease`);
+        ReplicatorRunningError naming the one that runs."""
+        return self._lease.take()
+
+    @property
+    def lease_fd(self) -> int | None:
+        """The lease's lock file, open: Litestream inherits it, so the lease lasts until
+        the replicator and its Litestream have both ended."""
+        return self._lease.fd
+
+    def gave_up(self, reason: str) -> None:
+        """Record in the store that this replicator stops on ``reason``: readers, ``check``
+        and replicated writers say so until a replicator starts again."""
+        self._lease.gave_up(reason)
 
     def mark(self, url: str) -> None:
         """Mark the store replicated to ``url``: readers are capped at the mark from now on."""
@@ -46,6 +66,16 @@ class ReplicaCycles:
         """Forget the replica: readers see every event; True if the store was marked."""
         with self.file.write() as conn:
             return replica_mark.unmark(conn)
+
+    def mark_restored(self) -> bool:
+        """A store just restored: everything in it came from the replica, so the mark
+        covers all of it (a cycle with no sync: the replica holds what the file holds).
+        False, nothing written, when the store is not marked replicated."""
+        if self.status() is None:
+            return False
+        cycle, ends = self.begin()
+        self.finish(cycle, ends)
+        return True
 
     def begin(self) -> tuple[int, dict[int, int]]:
         """Start a cycle: its number and every topic's end at its commit."""
@@ -82,3 +112,17 @@ def replica_status(path: str | os.PathLike[str]) -> ReplicaStatus | None:
             return replica_mark.read_replica_status(c)
     finally:
         conn.close()
+
+
+def replication_warnings(path: str | os.PathLike[str]) -> list[str]:
+    """What ``topics``, ``tail`` and the writing commands say of a replicated store whose
+    replicator is not running (:func:`replicator_lease.warnings_of`); [] otherwise."""
+    path = os.fspath(path)
+    if replicator_lease.replicator_running(path):
+        return []
+    file = open_store_file(path, create=False, readonly=True)
+    try:
+        with file.read() as conn:
+            return replicator_lease.warnings_of(conn, path)
+    finally:
+        file.close()

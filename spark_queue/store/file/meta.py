@@ -6,7 +6,8 @@ and know nothing of the table; what a value means stays with its owner:
 
 - ``store_id``: the store's identity (:mod:`spark_queue.store.file.identity`);
 - ``replica_*``: the replica a store is marked as replicated to, and its cycles and mark
-  (:mod:`spark_queue.store.file.replica_mark`);
+  (:mod:`spark_queue.store.file.replica_mark`), its replicator
+  (:mod:`spark_queue.store.file.replicator_lease`);
 - ``housekeeping_*``: the store-wide interval, the last run and the lease
   (:mod:`spark_queue.store.housekeeping`);
 - ``mirror_shift/<topic>`` and ``mirror_lease/<hold>``: a Kafka copy's offset shift and
@@ -36,9 +37,13 @@ REPLICA_CYCLE_DONE = "replica_cycle_done"
 REPLICA_MARK = "replica_mark"
 REPLICA_SYNCED_MS = "replica_synced_ms"
 REPLICA_MARK_BORN = "replica_mark_born"
+#: Who replicates the store, and what the last replicator that stopped on an error said
+#: (:mod:`spark_queue.store.file.replicator_lease`).
+REPLICA_REPLICATOR = "replica_replicator"
+REPLICA_GAVE_UP = "replica_gave_up"
 #: Every key of a store's replica: forgetting the replica deletes them all.
 REPLICA_KEYS = (REPLICA_URL, REPLICA_CYCLE_BEGUN, REPLICA_CYCLE_DONE, REPLICA_MARK,
-                REPLICA_SYNCED_MS, REPLICA_MARK_BORN)
+                REPLICA_SYNCED_MS, REPLICA_MARK_BORN, REPLICA_REPLICATOR, REPLICA_GAVE_UP)
 
 HOUSEKEEPING_INTERVAL_MS = "housekeeping_interval_ms"
 HOUSEKEEPING_LAST_RUN_KEY = "housekeeping_last_run"

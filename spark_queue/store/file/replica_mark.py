@@ -47,7 +47,7 @@ import apsw
 
 from spark_queue import defaults
 from spark_queue.errors import ReplicationTimeoutError
-from spark_queue.store.file import meta
+from spark_queue.store.file import meta, replicator_lease
 from spark_queue.store.file.connection import StoreConnection, now_ms
 
 URL_KEY = meta.REPLICA_URL
@@ -71,6 +71,9 @@ class ReplicaStatus(NamedTuple):
     synced_ms: int | None
     #: per topic name: events published but not yet confirmed in the replica
     behind: dict[str, int]
+    #: when the oldest of those events was published (None: none waits), so the lag of a
+    #: replica that never synced counts from the first event that waits for it
+    waiting_since_ms: int | None = None
 
 
 def wake_path(store_path: str) -> str:
@@ -232,18 +235,23 @@ def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
     if url is None:
         return None
     mark = read_mark(conn) or {}
-    behind = {
-        str(name): int(nxt) - max(int(first), mark.get(int(tid), 0))
-        for tid, name, nxt, first in conn.execute(
-            "SELECT t.id, t.name, t.next_offset, coalesce((SELECT e.offset FROM sq_events e "
-            "WHERE e.topic_id = t.id ORDER BY e.offset LIMIT 1), t.next_offset) "
-            "FROM sq_topics t ORDER BY t.name"
-        )
-    }
+    behind: dict[str, int] = {}
+    waiting_since: list[int] = []
+    for tid, name, nxt, first in conn.execute(
+        "SELECT t.id, t.name, t.next_offset, coalesce((SELECT e.offset FROM sq_events e "
+        "WHERE e.topic_id = t.id ORDER BY e.offset LIMIT 1), t.next_offset) "
+        "FROM sq_topics t ORDER BY t.name"
+    ).fetchall():
+        start = max(int(first), mark.get(int(tid), 0))  # type: ignore[arg-type]
+        behind[str(name)] = max(0, int(nxt) - start)  # type: ignore[arg-type]
+        if behind[str(name)]:
+            waiting_since.extend(int(ts) for (ts,) in conn.execute(
+                "SELECT ts_ms FROM sq_events WHERE topic_id = ? AND offset >= ? "
+                "ORDER BY offset LIMIT 1", (tid, start)))
     synced = meta.get(conn, _SYNCED_KEY)
     return ReplicaStatus(
         url, int(meta.get(conn, _DONE_KEY) or 0), None if synced is None else int(synced),
-        {k: max(0, v) for k, v in behind.items()},
+        behind, min(waiting_since) if waiting_since else None,
     )
 
 
@@ -293,7 +301,7 @@ class ReplicaWait:
                     f"committed locally, but no replicator confirmed that the replica holds "
                     f"it within {self.timeout_ms} ms. Run `sqliteq replicate "
                     f"{self.file.path} --to URL` beside this process, or open the store "
-                    "with another durability."
+                    "with another durability." + replicator_lease.gave_up_note(conn)
                 )
             time.sleep(min(step, left))
             step = min(step * 2, _WAIT_STEP_MAX_S)
