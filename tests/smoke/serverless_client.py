@@ -11,7 +11,9 @@ installed wheel, with the store on the driver's local disk (WORK_DIR):
 - notebook 01 (publish, stream to a table, lag) and notebook 02 (stream to Delta, a
   restart), cell by cell as tests/smoke/test_notebooks.py runs them;
 - a queue sink: notebook 01's topic streamed into a queue (``format("sqliteq")``,
-  ``option("queue", ...)``).
+  ``option("queue", ...)``);
+- ``spark_queue.spark.read_paths(spark)``: the executors' read path, asked without a
+  SparkContext.
 
 It prints one ``RESULT <json>`` line: what the test checks against the store.
 """
@@ -86,7 +88,10 @@ def main(work_dir: str, tables_dir: str) -> None:
                      quickstart["driver_uri"](os.path.join(work_dir, "checkpoints", QUEUE)))
              .trigger(availableNow=True).start())
     query.awaitTermination()
+    from spark_queue.spark import read_paths  # one mapInArrow job: no SparkContext needed
+
     print("RESULT " + json.dumps({
+        "compiled_read": {host: path.compiled for host, path in read_paths(spark).items()},
         "store": quickstart["store_path"], "queue": QUEUE,
         "table_format": to_delta["fmt"],
         "sensor_rows": spark.read.format(to_delta["fmt"]).load(to_delta["table_path"]).count(),

@@ -7,6 +7,7 @@ ONLY_ON_PY313); it needs Spark Connect's client (pyspark 4.1+ with ``[connect]``
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -35,6 +36,13 @@ def test_the_notebooks_and_a_queue_sink_run_through_spark_connect_with_available
     assert done.returncode == 0 and lines, done.stdout[-4000:] + done.stderr[-8000:]
     result = json.loads(lines[-1].removeprefix("RESULT "))
     assert result["sensor_rows"] == result["sensors_published"] == 8000
+    # Delta where the session has it (4.2 here), else Parquet: table_format must ask
+    # a Connect session for real (its reader resolves lazily).
+    has_delta = importlib.util.find_spec("delta") is not None
+    assert result["table_format"] == ("delta" if has_delta else "parquet"), result
+    assert result["compiled_read"], result  # the executors answered
+    if os.environ.get("SPARK_QUEUE_SMOKE_FROM_WHEEL") == "1":  # the wheel carries the build
+        assert all(result["compiled_read"].values()), result
     with Store(result["store"], readonly=True) as store:
         orders = store.topic("orders").latest_offset()
         assert orders > 0
