@@ -43,14 +43,18 @@ def test_the_version_table_names_the_versions_ci_runs():
     assert [c.strip() for c in header.strip("|").split("|")[1:]] == minors
 
 
-def test_the_python_page_names_the_python_313_run():
+def test_the_python_page_names_the_python_313_and_java_21_runs():
     source = (ROOT / "tests" / "smoke" / "matrix.py").read_text(encoding="utf-8")
-    (run,) = re.search(r"^ON_PY313 = \((.*?)\)", source, re.M).group(1).replace('"', "") \
-        .strip(",").split(",")
-    pyspark, python = run.split("@")
+    runs = re.search(r"^ON_PY313 = \((.*?)\)", source, re.M).group(1).replace('"', "") \
+        .replace(" ", "").strip(",").split(",")
+    java = re.search(r'^PY313_JAVA = "(\d+)"', source, re.M).group(1)
     install = " ".join(section(VERSIONS_PAGE, "## Spark versions").split())
-    assert f"Python {python}" in install and f"pyspark {pyspark}" in install, run
-    assert f"entry `{run}`" in install, run
+    assert len(runs) == 2, runs
+    for run in runs:
+        pyspark, python = run.split("@")
+        assert f"Python {python}" in install and f"pyspark {pyspark}" in install, run
+        assert f"`{run}`" in install, run
+    assert f"OpenJDK {java}" in install and f"OpenJDK {java}" in section("README.md", "## Install")
 
 
 def test_delta_pin_is_the_one_the_readme_names():

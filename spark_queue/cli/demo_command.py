@@ -63,6 +63,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     store, cli = config.store_path, _sqliteq_command()
     bronze_format, bronze_path = summary["bronze_table"].split(" ", 1)
     bronze = os.path.abspath(bronze_path)
+    # Where the printed Python's session sends the JVM's output (Ivy's resolution of
+    # Delta's jars, ~86 lines, and Spark's log), as the demo's own session does.
+    spark_log = os.path.abspath(os.path.join(config.dir, "spark.log"))
     print(f"""
 Alerts the workers handled are in {summary["alerts_log"]}. Saved consumer offsets
 (`sqliteq consumers`) are advisory: Spark's checkpoints hold the truth.
@@ -74,7 +77,7 @@ Look at the results (shell):
   {cli} tail {store} {config.topic} --from -5
 Look at the table in Python (paste into {_python_command()}):
 from spark_queue.spark import get_or_create
-spark = get_or_create()
+spark = get_or_create(jvm_log="{spark_log}")
 spark.read.format("{bronze_format}").load("file:{bronze}").show()
 
 Run the same command again: both queries resume from their checkpoints in

@@ -268,7 +268,7 @@ def cmd_consumer_delete(args: argparse.Namespace) -> int:
         where += "" if args.query is None else f" under query {args.query!r}"
         raise UnknownConsumerError(
             f"consumer {args.consumer!r} has no saved offsets{where}; list consumers with "
-            "`sqliteq consumers PATH`."
+            f"`sqliteq consumers {args.path}`."
         )
     done: dict[str, Any] = {"consumer": args.consumer, "topic": args.topic}
     if args.query is not None:

@@ -82,5 +82,9 @@ def query_id(progress: Any, source: int = 0) -> str | None:
 
 
 def input_rows(progress: Any) -> int:
-    """Rows a micro-batch read, over all of its sources."""
-    return int(progress["numInputRows"] or 0)
+    """Rows a micro-batch read, over all of its sources. A classic session's progress
+    carries the total; a Spark Connect one's (serverless) only each source's count."""
+    total = progress["numInputRows"]
+    if total is None:
+        return sum(int(source["numInputRows"] or 0) for source in progress["sources"])
+    return int(total)

@@ -148,7 +148,10 @@ def table_format(spark: SparkSession) -> str:
     """``"delta"`` where ``spark`` can write Delta tables (Databricks, a session built with
     delta-spark), else ``"parquet"``: Spark's file sink, exactly once through its own log too."""
     try:
-        spark.read.format("delta").load(os.path.join(os.sep, "nonexistent", "spark_queue"))
+        # .schema: a Spark Connect session (serverless) resolves the reader only when asked;
+        # a classic one already fails in load().
+        _ = spark.read.format("delta").load(os.path.join(os.sep, "nonexistent", "spark_queue")) \
+            .schema
     except Exception as exc:  # noqa: BLE001 - only the kind of failure matters here
         if "DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find data source" in str(exc):
             return "parquet"

@@ -124,16 +124,17 @@ class Worker:
                 target=self._heartbeat, args=(heartbeat_ms / 1000,), name="sq-heartbeat",
                 daemon=True,
             )
-            for thread in slots:
-                thread.start()
-            beat.start()
-            # Retention, dead letters, TTL sweep and the WAL, off the slots' path.
-            keeper = Housekeeper(self.path, busy_timeout_ms=self._busy_timeout_ms).start()
+            # Before the first slot starts: a job's own log lines come after this one.
             log.info(
                 "worker on queue %r: %d slots, lease %s, heartbeat every %s",
                 self.queue, len(slots), format_duration_ms(lease_ms),
                 format_duration_ms(heartbeat_ms),
             )
+            for thread in slots:
+                thread.start()
+            beat.start()
+            # Retention, dead letters, TTL sweep and the WAL, off the slots' path.
+            keeper = Housekeeper(self.path, busy_timeout_ms=self._busy_timeout_ms).start()
             clean = supervisor.supervise(len(slots), self.grace_ms)
             keeper.stop()
             given_back: int | None = 0

@@ -113,6 +113,8 @@ def python_follow_up_runs_as_printed_in_a_plain_python(output: str, rows: int):
     assert pasted.returncode == 0, pasted.stderr[-3000:]
     assert "|device|celsius|" in pasted.stdout.replace(" ", ""), pasted.stdout[-3000:]
     assert f"rows {rows}" in pasted.stdout, pasted.stdout[-3000:]
+    # The JVM's output (Ivy resolving Delta's jars, Spark's warnings) went to the demo's log.
+    assert "io.delta#delta-spark" not in pasted.stdout + pasted.stderr, pasted.stderr[-3000:]
 
 
 @pytest.mark.timeout(2 * 600)

@@ -17,10 +17,13 @@ batches (with a kill), the notebooks cell by cell in the running session,
 every Spark snippet of the README and docs/, ``sqliteq demo`` and, from 4.1 on, the
 declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
 only place the smoke suite runs in ``make test``: what users run, from the
-wheel, once per version. ``4.2.0@3.13`` is pyspark 4.2.0 on Python 3.13 (Debian 13's,
-tests/smoke/trixie_python.py) where the others run on this interpreter: it runs the
-contract, the demo and the notebooks (PY313_TESTS), enough to prove spark_queue, its
-compiled reader and Spark's Python workers run on 3.13. Exits non-zero if any version
+wheel, once per version. ``4.2.0@3.13`` and ``4.3.0@3.13`` are pyspark 4.2.0 and 4.3.0
+on Debian 13's Python 3.13 and OpenJDK 21 (tests/smoke/trixie_python.py, trixie_java.py)
+where the others run on this interpreter and the machine's Java 17: they run the
+contract (with the executors' compiled read and a ``realTime`` trigger), the demo, the
+notebooks (Delta on 4.2) and the serverless shape (PY313_TESTS), enough to prove
+spark_queue, its compiled reader and Spark's Python workers run on 3.13 and Java 21
+(Databricks Runtime 19 has no Java 17). Exits non-zero if any version
 fails or collects no test.
 """
 
@@ -38,18 +41,29 @@ import venv
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
-import trixie_python  # tests/smoke/, this script's folder
+import trixie_java  # tests/smoke/, this script's folder
+import trixie_python
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The newest patch of each supported minor on PyPI (update with new releases); on 4.2
 # the newest that delta-spark 4.4.0 accepts, as the full suite's venv.
 VERSIONS = ("4.0.5", "4.1.4", "4.2.0", "4.3.0")
-#: Runs on Python 3.13 (``pyspark@python``): 4.2.0, the pyspark of the full suite, with
-#: Delta and the ``spark`` extra's range check, so the one thing that differs is Python.
-ON_PY313 = ("4.2.0@3.13",)
-#: What runs on Python 3.13: the contract (the driver's and the workers' Python), the demo
-#: (the CLI, a producer and a stream) and the notebooks (Delta, a running session).
-PY313_TESTS = ("test_contract.py", "test_demo_cli.py", "test_notebooks.py")
+#: Run on Python 3.13 and Java 21 (``pyspark@python``), both from Debian 13: 4.2.0, the
+#: pyspark of the full suite, with Delta and the ``spark`` extra's range check, and 4.3.0,
+#: the newest (Databricks Runtime 19 names both and runs JDK 21 only).
+ON_PY313 = ("4.2.0@3.13", "4.3.0@3.13")
+#: What those legs run: the contract (the driver's and the workers' Python, the JVM's Java,
+#: the executors' compiled read), a realTime trigger's error, the demo (the CLI, a producer and a
+#: stream), the notebooks (Delta, a running session) and the serverless shape (Spark
+#: Connect, availableNow only). Not the drain with a kill, the doc snippets nor the
+#: pipeline: Java 17 legs run those, and the whole matrix must stay lean.
+PY313_TESTS = ("test_contract.py", "test_real_time.py", "test_demo_cli.py",
+               "test_notebooks.py", "test_serverless_shape.py")
+#: Run on those legs only (the Java 17 legs leave it out): the serverless shape starts a
+#: Spark Connect server of its own with the notebooks' work, a few minutes a leg.
+ONLY_ON_PY313 = ("test_serverless_shape.py",)
+#: The Java of those legs: SPARK_QUEUE_SMOKE_JAVA makes test_contract.py check the JVM's.
+PY313_JAVA = "21"
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
 DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
 # Minors with declarative pipelines (pyspark.pipelines, `spark-pipelines`): their venvs get
@@ -129,9 +143,11 @@ def smoke(version: str, python: pathlib.Path) -> tuple[bool, str, str]:
                PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
     if on_py313(version):
         env["SPARK_QUEUE_SMOKE_PYTHON"] = "3.13"  # test_contract.py checks driver and workers
+        env["SPARK_QUEUE_SMOKE_JAVA"] = PY313_JAVA  # and the JVM's Java
+        env["JAVA_HOME"] = str(trixie_java.java_home())
     target = ROOT / "tests" / "smoke"
     targets = ([str(target / name) for name in PY313_TESTS] if on_py313(version)
-               else [str(target)])
+               else [str(target), *(f"--ignore={target / name}" for name in ONLY_ON_PY313)])
     with tempfile.TemporaryDirectory() as cwd:
         result = subprocess.run(
             [str(python.parent / "pytest"), *targets, "-q",
@@ -162,9 +178,13 @@ def main(argv: list[str]) -> int:
         for version in versions:
             started = time.monotonic()
             prepare_platform(version)
+            if on_py313(version):
+                trixie_java.java_home()
             print(f"matrix: pyspark {version}: venv ready ({time.monotonic() - started:.0f} s)",
                   flush=True)
         return 0
+    if any(map(on_py313, versions)):  # once, before two legs in threads would both fetch it
+        trixie_java.java_home()
     with tempfile.TemporaryDirectory() as out:
         wheel = build_wheel(sys.executable, pathlib.Path(out))
         print(f"matrix: built {wheel.name}", flush=True)

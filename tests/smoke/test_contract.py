@@ -70,6 +70,23 @@ def test_the_driver_and_the_workers_run_the_python_the_matrix_names(spark):
     assert (driver, workers) == (wanted, {wanted})
 
 
+@pytest.mark.skipif("SPARK_QUEUE_SMOKE_JAVA" not in os.environ,
+                    reason="no Java version named (matrix.py names 21 on its 3.13 runs)")
+def test_the_jvm_runs_the_java_the_matrix_names(spark):
+    version = spark.range(1).selectExpr("java_method('java.lang.System', 'getProperty', "
+                                        "'java.specification.version') AS v").first()["v"]
+    assert version == os.environ["SPARK_QUEUE_SMOKE_JAVA"]
+
+
+@pytest.mark.skipif(os.environ.get("SPARK_QUEUE_SMOKE_FROM_WHEEL") != "1",
+                    reason="a checkout's editable install may lack the build (make install)")
+def test_the_executors_run_the_compiled_read_of_the_installed_wheel(spark):
+    from spark_queue.spark import read_paths
+
+    paths = read_paths(spark)
+    assert paths and all(path.compiled for path in paths.values()), paths
+
+
 def test_format_is_discovered_without_register_and_register_is_harmless(spark, store_path):
     with Store(store_path) as store:
         store.publish_many("t", [{"n": i} for i in range(5)])

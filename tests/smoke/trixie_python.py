@@ -1,8 +1,9 @@
 """Python 3.13 for the smoke matrix, from Debian 13 (trixie)'s packages, on a machine
-that has only its own Python (tests/smoke/matrix.py, version ``4.2.0@3.13``).
+that has only its own Python (tests/smoke/matrix.py, versions ``4.2.0@3.13`` and ``4.3.0@3.13``).
 
 The root is trixie's amd64 ``python3.13-minimal`` and ``libpython3.13-stdlib`` (and
-``libstdc++6``, which pyarrow's and the compiled reader's wheels link) with their
+``libstdc++6``, which pyarrow's and the compiled reader's wheels link), and
+``openjdk-21-jre-headless`` (those legs' Java, tests/smoke/trixie_java.py) with their
 dependencies, fetched by apt-get with a configuration of its own (the machine's dpkg and
 apt state untouched) and unpacked with ``dpkg-deb -x`` (tests/smoke/debian_root.py, which
 tests/store/streams/arm64_python.py builds its arm64 root with too). trixie's interpreter
@@ -34,7 +35,8 @@ import debian_root  # tests/smoke/, this script's folder
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".py313-root"
 SUITE = "trixie"
-DEBS = ("python3.13-minimal", "libpython3.13-stdlib", "libstdc++6")
+# A JRE is all Spark runs (no javac); the JDK package would add ~50 MB of tools.
+DEBS = ("python3.13-minimal", "libpython3.13-stdlib", "libstdc++6", "openjdk-21-jre-headless")
 LIBRARY_DIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
 LOADER = "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 WRAPPER = """#!/bin/sh
@@ -45,7 +47,7 @@ exec {loader} --library-path {library_path} --argv0 "$0" {python} "$@"
 def create_venv(home: pathlib.Path) -> pathlib.Path:
     """A venv at ``home`` run by trixie's Python 3.13, with pip; returns its ``bin/python``.
     Sets the root up first when needed."""
-    fs_root = _root()
+    fs_root = root()
     python = home / "bin" / "python"
     if (home / "bin" / "pip").exists():  # pip goes in last: a venv with it is complete
         return python
@@ -69,7 +71,8 @@ def create_venv(home: pathlib.Path) -> pathlib.Path:
     return python
 
 
-def _root() -> pathlib.Path:
+def root() -> pathlib.Path:
+    """The unpacked trixie root, fetched first when missing or its package list changed."""
     stamp = CACHE / "debs.json"
     fs_root = CACHE / "root"
     if not stamp.exists() or json.loads(stamp.read_text()) != list(DEBS):

@@ -51,6 +51,14 @@ def test_start_offset_is_where_a_batch_began_and_0_for_a_new_querys_first():
     assert query_progress.start_offset({"sources": [{"startOffset": '{"t": 5000}'}]}, "t") == 5000
 
 
+def test_input_rows_is_the_total_or_on_spark_connect_the_sum_of_the_sources():
+    assert query_progress.input_rows({"numInputRows": 7, "sources": []}) == 7
+    # Spark Connect's progress (serverless) has no total, only each source's count: a drain
+    # that read the total alone saw no batch there.
+    connect = {"numInputRows": None, "sources": [{"numInputRows": 250}, {"numInputRows": 3}]}
+    assert query_progress.input_rows(connect) == 253
+
+
 class FakeQuery:
     def __init__(self, rows: list[int]) -> None:
         self.recentProgress = [{"numInputRows": n} for n in rows]

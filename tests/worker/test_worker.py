@@ -170,6 +170,21 @@ def test_the_worker_logs_durations_as_the_flags_and_tables_write_them(store, sto
     assert " ms" not in caplog.text
 
 
+def test_the_workers_start_line_comes_before_its_first_jobs_failure_line(
+        store, store_path, caplog):
+    store.queue("q", max_attempts=1).enqueue("x")
+
+    def fail(job):
+        raise ValueError("boom")
+
+    with caplog.at_level(logging.INFO, logger="spark_queue.worker"):
+        Worker(store_path, "q", fail, until_empty=True).run()
+    lines = [r.getMessage() for r in caplog.records]
+    start = next(i for i, line in enumerate(lines) if line.startswith("worker on queue 'q'"))
+    failed = next(i for i, line in enumerate(lines) if "failed (attempt 1)" in line)
+    assert start < failed, lines
+
+
 def test_a_running_worker_is_listed_with_the_jobs_it_holds_and_unlisted_when_it_stops(
     store, store_path
 ):
