@@ -16,6 +16,10 @@ import pytest
 
 MODES = ("classic", "connect")
 BOTH_MARKER = "sqliteq_both"
+#: What pyspark reads to build Connect's columns and plans instead of Classic's
+#: (pyspark.sql.utils.is_remote): ``F.col(...)`` made for one kind of session fails on the
+#: other, so a run with both sets it for the tests on Connect only.
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,6 +98,37 @@ def sqliteq_spark(request: pytest.FixtureRequest, _sqliteq_sessions: Sessions) -
     if mode is None:
         mode = "connect" if _sqliteq_sessions.remote else "classic"
     return _sqliteq_sessions.get(mode)
+
+
+def test_mode(request: pytest.FixtureRequest, sessions: Sessions) -> str | None:
+    """``classic`` or ``connect`` for a test that uses sqliteq_spark, else None."""
+    if "sqliteq_spark" not in request.fixturenames:
+        return None
+    callspec = getattr(request.node, "callspec", None)
+    mode = callspec.params.get("sqliteq_spark") if callspec is not None else None
+    return mode or ("connect" if sessions.remote else "classic")
+
+
+@pytest.fixture(autouse=True)
+def _sqliteq_connect_mode(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Pyspark's functions build Connect columns during a test on Connect, Classic ones
+    during the others: one process serves both kinds of session under ``sqliteq_both``."""
+    if "sqliteq_spark" not in request.fixturenames:
+        yield
+        return
+    mode = test_mode(request, request.getfixturevalue("_sqliteq_sessions"))
+    before = os.environ.get(CONNECT_MODE_ENV)
+    if mode == "connect":
+        os.environ[CONNECT_MODE_ENV] = "1"
+    else:
+        os.environ.pop(CONNECT_MODE_ENV, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CONNECT_MODE_ENV, None)
+        else:
+            os.environ[CONNECT_MODE_ENV] = before
 
 
 @pytest.fixture

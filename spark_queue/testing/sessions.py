@@ -42,10 +42,12 @@ def classic_session() -> Any:
 
 
 def connect_session(url: str) -> Any:
-    """A Spark Connect client session on ``url`` (``sc://host:port``)."""
-    from pyspark.sql import SparkSession
+    """A Spark Connect client session on ``url`` (``sc://host:port``). Connect's own
+    builder: pyspark's shared one refuses a remote session in a process that runs a Classic
+    session too (SESSION_ALREADY_EXIST), which ``sqliteq_both`` needs."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    return SparkSession.builder.remote(url).getOrCreate()
+    return ConnectSession.builder.remote(url).getOrCreate()
 
 
 class ConnectServer:

@@ -14,8 +14,9 @@ checked), and ``pytest tests/smoke`` run from a temp directory (two versions at 
 checkout is never importable and Spark's lookup must find the installed
 ``pyspark_sqliteq``. The suite: the contract, the drain of a backlog in bounded
 batches (with a kill), the notebooks cell by cell in the running session,
-every Spark snippet of the README and docs/, ``sqliteq demo`` and, from 4.1 on, the
-declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
+every Spark snippet of the README and docs/ (docs/testing.md's pytest files included),
+``sqliteq demo``, the test kit's example suite (tests/kit_examples, on Classic and Connect)
+and, from 4.1 on, the declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
 only place the smoke suite runs in ``make test``: what users run, from the
 wheel, once per version. ``4.2.0@3.13`` is pyspark 4.2.0 on Python 3.13 (Debian 13's,
 tests/smoke/trixie_python.py) where the others run on this interpreter: it runs the
@@ -106,8 +107,8 @@ def prepare_platform(version: str) -> pathlib.Path:
         run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     version = version.split("@")[0]
     # pandas < 3: pyspark does not fully support pandas 3, which Connect's client pulls in.
-    pyspark = (f"pyspark[connect]=={version}" if minor(version) in PIPELINES
-               else f"pyspark=={version}")
+    # Connect's client everywhere: tests/kit_examples runs each test on Classic and Connect.
+    pyspark = f"pyspark[connect]=={version}"
     pipelines = ["pyyaml>=5.1"] if minor(version) in PIPELINES else []
     platform = [pyspark, "pandas>=2.2,<3", *pipelines,
                 *filter(None, [DELTA.get(minor(version))])]
@@ -130,8 +131,10 @@ def smoke(version: str, python: pathlib.Path) -> tuple[bool, str, str]:
     if on_py313(version):
         env["SPARK_QUEUE_SMOKE_PYTHON"] = "3.13"  # test_contract.py checks driver and workers
     target = ROOT / "tests" / "smoke"
+    # The test kit's example suite too (spark_queue.testing from the wheel, its plugin
+    # through the wheel's pytest11 entry point), on Classic and on Connect.
     targets = ([str(target / name) for name in PY313_TESTS] if on_py313(version)
-               else [str(target)])
+               else [str(target), str(ROOT / "tests" / "kit_examples")])
     with tempfile.TemporaryDirectory() as cwd:
         result = subprocess.run(
             [str(python.parent / "pytest"), *targets, "-q",
