@@ -126,40 +126,36 @@ def typed(value: Any, type_name: str) -> Any:
 
 
 def topic_row(event: Any, columns: Columns) -> dict[str, Any]:
-    """An event the sqliteq sink stored, as the output row it came from."""
-    value_mode = any(c.lower() == "value" for c in columns)
-    row: dict[str, Any] = {}
-    for column in columns:
-        lowered = column.lower()
-        if lowered == "topic":
-            continue  # the test's sink topic overrides a routing column
-        if lowered == "key":
-            row[column] = event.key
-        elif lowered == "headers":
-            row[column] = event.headers
-        elif value_mode:
-            if lowered == "value":
-                row[column] = event.value
-        else:
-            row[column] = typed(payload_field(event.value, column), columns[column])
-    return row
+    """An event the sqliteq sink stored, as the output row it came from (a ``topic`` column
+    routed nothing: the test's sink topic overrides it)."""
+    return output_row(columns, event.value, {"key": event.key, "headers": event.headers},
+                      TOPIC_META)
 
 
 def job_row(job: Any, columns: Columns) -> dict[str, Any]:
-    """A job the sqliteq sink enqueued, as the output row it came from (the job properties
-    the store keeps: priority, idempotency_key, max_attempts)."""
-    value_mode = any(c.lower() == "value" for c in columns)
+    """A job the sqliteq sink enqueued, as the output row it came from, with the job
+    properties the store keeps (priority, idempotency_key, max_attempts)."""
+    kept = {field: getattr(job, field) for field in ("priority", "idempotency_key",
+                                                     "max_attempts")}
+    return output_row(columns, job.payload, kept, JOB_FIELDS)
+
+
+def output_row(columns: Columns, payload: Any, meta: Mapping[str, Any],
+               not_payload: tuple[str, ...]) -> dict[str, Any]:
+    """A stored payload (with what the store keeps beside it, ``meta``) as the row the
+    sink was given: the ``value`` column's value, or the row's other columns from its JSON."""
+    value_mode = any(column.lower() == "value" for column in columns)
     row: dict[str, Any] = {}
-    for column in columns:
+    for column, type_name in columns.items():
         lowered = column.lower()
-        if lowered in JOB_FIELDS:
-            if lowered in ("priority", "idempotency_key", "max_attempts"):
-                row[column] = getattr(job, lowered)
-        elif value_mode:
-            if lowered == "value":
-                row[column] = job.payload
-        else:
-            row[column] = typed(payload_field(job.payload, column), columns[column])
+        if lowered in meta:
+            row[column] = meta[lowered]
+        elif lowered in not_payload:
+            continue
+        elif not value_mode:
+            row[column] = typed(payload_field(payload, column), type_name)
+        elif lowered == "value":
+            row[column] = payload
     return row
 
 

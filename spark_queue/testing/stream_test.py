@@ -9,6 +9,7 @@ offsets (spark_queue.testing.progress), never waited for with a timer.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -179,8 +180,6 @@ class StreamTest:
         ``StreamingQueryException`` on Classic and Connect alike), whose message contains
         the regular expression ``match``. Fails if the query processes everything
         published without failing, stops, or fails otherwise."""
-        import re
-
         self.start()
         query, deadline = self.query, time.monotonic() + timeout
         while True:
