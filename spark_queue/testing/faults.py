@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from spark_queue.errors import StreamTestError
-from spark_queue.testing.progress import last_commit
+from spark_queue.testing.caught_up import last_commit
 
 
 def forget_last_commit(checkpoint: str) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-MODES = ("classic", "connect")
+SESSION_KINDS = ("classic", "connect")
 BOTH_MARKER = "sqliteq_both"
 #: What pyspark reads to build Connect's columns and plans instead of Classic's
 #: (pyspark.sql.utils.is_remote): ``F.col(...)`` made for one kind of session fails on the
@@ -46,7 +46,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if metafunc.config.getoption("--sqliteq-both") or metafunc.definition.get_closest_marker(
             BOTH_MARKER):
-        metafunc.parametrize("sqliteq_spark", MODES, indirect=True, scope="session")
+        metafunc.parametrize("sqliteq_spark", SESSION_KINDS, indirect=True, scope="session")
 
 
 class Sessions:

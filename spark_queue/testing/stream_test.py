@@ -4,7 +4,7 @@ Spark's own Scala ``StreamTest`` (``AddData``, ``CheckAnswer``, ``StopStream``..
 ``MemoryStream`` that lives in the JVM, so Spark Connect cannot use it. This one reads a
 durable store with ``format("sqliteq")`` in Kafka's schema, so the same test runs on
 Classic and Connect, a restart from the checkpoint is real, and "processed" is read off the
-offsets (spark_queue.testing.progress), never waited for with a timer.
+offsets (spark_queue.testing.caught_up), never waited for with a timer.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 from spark_queue.errors import OptionError, StreamTestError
 from spark_queue.store import Store
-from spark_queue.testing import answers, faults, progress
-from spark_queue.testing.records import records
-from spark_queue.testing.sinks import Columns, Sink
+from spark_queue.testing import answers, caught_up, faults
+from spark_queue.testing.added_rows import records
+from spark_queue.testing.sink_kinds import Columns, Sink
 
 #: How long one wait on the query lasts before the kit looks at the offsets again: a
 #: bound on awaitTermination (which returns at once when the query stops or fails).
@@ -134,7 +134,7 @@ class StreamTest:
         while True:
             if query.awaitTermination(POLL_S):  # stopped or failed: raises its error
                 raise StreamTestError(self._stopped_message("process_all"))
-            lag = progress.lagging(self.store, self.topics, query, self.checkpoint)
+            lag = caught_up.lagging(self.store, self.topics, query, self.checkpoint)
             if not lag:
                 break
             if time.monotonic() > deadline:
@@ -199,12 +199,12 @@ class StreamTest:
             if stopped:
                 raise StreamTestError(f"StreamTest.expect_failure: expected "
                                       f"{error_type.__name__}; the query stopped without one.")
-            if not progress.lagging(self.store, self.topics, query, self.checkpoint):
+            if not caught_up.lagging(self.store, self.topics, query, self.checkpoint):
                 raise StreamTestError(
                     f"StreamTest.expect_failure: expected {error_type.__name__}; the query "
                     "processed everything published without failing.")
             if time.monotonic() > deadline:
-                lag = progress.lagging(self.store, self.topics, query, self.checkpoint)
+                lag = caught_up.lagging(self.store, self.topics, query, self.checkpoint)
                 raise StreamTestError(self._timeout_message(lag, timeout))
 
     def crash_between_commits(self, timeout: float = 60) -> StreamTest:
@@ -239,7 +239,7 @@ class StreamTest:
         return self._columns
 
     def _note_last_batch(self) -> None:
-        last = progress.last_batch_progress(self.query)
+        last = caught_up.last_batch_progress(self.query)
         if last is not None:
             sink = last["sink"]
             written = sink["numOutputRows"] if sink is not None else -1
@@ -255,8 +255,8 @@ class StreamTest:
         return (f"StreamTest.{action}: the query is not running (stopped, or restart() it); "
                 f"its last error: {self.query.exception()}")
 
-    def _timeout_message(self, lag: list[progress.Lag], timeout: float) -> str:
+    def _timeout_message(self, lag: list[caught_up.Lag], timeout_s: float) -> str:
         query = self.query
         behind = "; ".join(str(item) for item in lag) or "no topic behind"
-        return (f"StreamTest: the query did not process what was published within {timeout} s: "
+        return (f"StreamTest: the query did not process what was published within {timeout_s} s: "
                 f"{behind}. Its status: {query.status}; its last error: {query.exception()}.")

@@ -16,8 +16,8 @@ checkout is never importable and Spark's lookup must find the installed
 batches (with a kill), the notebooks cell by cell in the running session,
 every Spark snippet of the README and docs/ (docs/testing.md's pytest files included),
 ``sqliteq demo``, the test kit's example suite (tests/kit_examples, on Classic and Connect)
-and, from 4.1 on, the declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
-only place the smoke suite runs in ``make test``: what users run, from the
+and, from 4.1 on, the declarative pipeline of docs/pipelines.md (``spark-pipelines run``
+twice). This is the only place the smoke suite runs in ``make test``: what users run, from the
 wheel, once per version. ``4.2.0@3.13`` is pyspark 4.2.0 on Python 3.13 (Debian 13's,
 tests/smoke/trixie_python.py) where the others run on this interpreter: it runs the
 contract, the demo and the notebooks (PY313_TESTS), enough to prove spark_queue, its
@@ -54,8 +54,8 @@ PY313_TESTS = ("test_contract.py", "test_demo_cli.py", "test_notebooks.py")
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
 DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
 # Minors with declarative pipelines (pyspark.pipelines, `spark-pipelines`): their venvs get
-# what its CLI needs, Spark Connect's client and PyYAML (what pyspark's `pipelines` extra
-# holds), so tests/smoke/test_pipelines.py runs there.
+# what its CLI needs, PyYAML beside Spark Connect's client (which every venv gets), so
+# tests/smoke/test_pipelines.py runs there.
 PIPELINES = {"4.1", "4.2", "4.3"}
 # Versions that install the wheel with the spark extra, so pip checks the range against them.
 WITH_SPARK_EXTRA = {"4.2"}

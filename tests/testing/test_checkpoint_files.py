@@ -7,9 +7,9 @@ import json
 import pytest
 
 from spark_queue.errors import OptionError, StreamTestError
+from spark_queue.testing.caught_up import checkpoint_committed, last_commit
 from spark_queue.testing.faults import forget_last_commit
-from spark_queue.testing.progress import checkpoint_committed, last_commit
-from spark_queue.testing.sinks import Sink, batch_files
+from spark_queue.testing.sink_kinds import Sink, batch_files
 
 
 def checkpoint(tmp_path, batches: int):

@@ -72,7 +72,7 @@ class Sink:
             queue = store.queue(self.name)
             if not queue.exists():
                 return []
-            jobs = sorted(queue.peek(queue_size(queue)), key=lambda job: job.id)
+            jobs = sorted(queue.peek(_jobs_held(queue)), key=lambda job: job.id)
             return [job_row(job, columns) for job in jobs]
         return [row.asDict(recursive=True) for row in self._table(spark).collect()]
 
@@ -101,7 +101,7 @@ class Sink:
         return spark.read.format(self.kind).load(self.directory)
 
 
-def queue_size(queue: Any) -> int:
+def _jobs_held(queue: Any) -> int:
     stats = queue.stats()
     return max(1, stats.ready + stats.leased + stats.delayed + stats.dead)
 

@@ -13,7 +13,7 @@ from spark_queue.errors import ArgumentError
 from spark_queue.store import Record
 
 
-def record(row: Any) -> Any:
+def as_record(row: Any) -> Any:
     """The value or :class:`~spark_queue.store.Record` ``Store.publish_many`` takes."""
     if isinstance(row, Record):
         return row
@@ -36,4 +36,4 @@ def records(rows: Iterable[Any] | str | bytes | Mapping[str, Any]) -> list[Any]:
     """``rows`` as records; one value, one dict or one tuple alone is one row."""
     if isinstance(rows, (str, bytes, Mapping, tuple)):
         rows = [rows]
-    return [record(row) for row in rows]
+    return [as_record(row) for row in rows]

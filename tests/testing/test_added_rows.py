@@ -6,7 +6,7 @@ import pytest
 
 from spark_queue.errors import ArgumentError
 from spark_queue.store import Record
-from spark_queue.testing.records import records
+from spark_queue.testing.added_rows import records
 
 
 def test_values_dicts_and_kafka_tuples_become_records():
