@@ -1,5 +1,5 @@
 """``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
-latency, sink, soak, drain, prune, unattended, crashes, replica, schema).
+latency, sink, soak, drain, prune, unattended, crashes, replica, schema, kit).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -26,6 +26,7 @@ BENCHMARKS = {
     "crashes": "consume->produce and job.transaction handlers SIGKILLed at random: exactly once",
     "replica": "replication (Litestream): publish_many with and without, kills, a soak",
     "schema": "a topic's 10-field schema: publish_many, the sink's commit, Store.publish",
+    "kit": "a spark_queue.testing test vs an empty availableNow query and Spark's MemoryStream",
 }
 # A module per benchmark, named after it, except where that name is a module's or a
 # package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,

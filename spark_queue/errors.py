@@ -245,3 +245,9 @@ class ReplicatorRunningError(ReplicationError):
 class ReplicationTimeoutError(ReplicationError, TimeoutError):
     """A ``durability="replicated"`` write committed locally, but no replicator confirmed
     that the replica holds it within the wait (is ``sqliteq replicate`` running?)."""
+
+
+class StreamTestError(SparkQueueError, AssertionError):
+    """A check of ``spark_queue.testing.StreamTest`` failed (an answer that differs, a query
+    that did not catch up in time, a failure that did not come): an AssertionError too, so
+    pytest shows it as a failed assertion with its message."""

@@ -15,6 +15,10 @@ import sys
 
 import pytest
 
+# The test kit's plugin (sqliteq_store, sqliteq_spark): the wheel registers it through its
+# pytest11 entry point; a checkout installed before that entry point existed loads it here.
+pytest_plugins = ["spark_queue.testing.plugin"]
+
 # Spark's Python workers and the subprocesses tests start run this interpreter,
 # which has pyarrow and spark_queue installed.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

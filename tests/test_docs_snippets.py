@@ -13,6 +13,8 @@ Who runs what (``test_every_snippet_is_run_by_a_test_that_exists`` keeps the lis
   connector): tests/kafka/test_handoff.py, in a Spark driver of its own;
 - docs/pipelines.md's pipeline (its spec in yaml, its Python, its commands):
   tests/smoke/test_pipelines.py, through ``spark-pipelines run``;
+- docs/testing.md's pytest files: tests/smoke/test_kit_docs.py, in a child pytest with the
+  kit's plugin; its Kafka tier's file: tests/kafka/test_kit_kafka_tier.py, on a broker;
 - docs/outgrowing.md's systemd unit (```ini) and alert rules (```yaml):
   tests/kafka/test_kafka_cli.py, through the CLI's parser and the metrics' names;
 - ```sql blocks (the protocol for other languages): tests/store/test_protocol.py, through
@@ -82,6 +84,9 @@ def runner(block: Block) -> str | None:
     if block.lang in ("ini", "yaml") and block.page == "docs/outgrowing.md":
         return ("tests/kafka/test_kafka_cli.py::"
                 "test_the_service_unit_and_the_alert_rules_name_real_flags_and_metrics")
+    if block.page == "docs/testing.md" and block.first_line == "# test_pipeline_kafka.py":
+        return ("tests/kafka/test_kit_kafka_tier.py::"
+                "test_the_testing_pages_kafka_tier_passes_on_a_broker")
     if block.lang in ("python", "yaml") and block.page in RUN_ELSEWHERE:
         return RUN_ELSEWHERE[block.page]
     if block.lang == "python":
@@ -121,8 +126,8 @@ def test_every_snippet_is_run_by_a_test_that_exists():
 
 
 def python_pages() -> list[str]:
-    return [page for page in pages()
-            if any(not is_spark(block) for block in blocks(page, "python"))]
+    return [page for page in pages() if page not in RUN_ELSEWHERE
+            and any(not is_spark(block) for block in blocks(page, "python"))]
 
 
 def check_store_page(workdir: Path, outputs: list[str]) -> None:

@@ -299,11 +299,12 @@ def test_nothing_below_the_package_face_imports_it():
 #: tests/ is its package's path under spark_queue/ (tests/store/streams <-> spark_queue/store/
 #: streams). These trees hold only such folders.
 MIRRORED_TEST_TREES = ("store", "connector", "worker", "cli", "kafka", "demo", "spark",
-                       "replication")
+                       "replication", "testing")
 #: Test folders that mirror no package, each for a reason: whole pipelines through a real
 #: Spark (end_to_end), what users run on every pyspark (smoke), the standalone cluster
-#: (cluster), stored files the tests open (fixtures).
-UNMIRRORED_TEST_TREES = frozenset({"end_to_end", "smoke", "cluster", "fixtures"})
+#: (cluster), stored files the tests open (fixtures), pipelines tested with the test kit as a
+#: user writes them (kit_examples).
+UNMIRRORED_TEST_TREES = frozenset({"end_to_end", "smoke", "cluster", "fixtures", "kit_examples"})
 #: Test modules of the tests root that belong to no one package: the shape, the docs, the
 #: security promises and the import promises of the whole tree. A root test_<name>.py may
 #: otherwise only test a top-level module, spark_queue/<name>.py.

@@ -14,7 +14,9 @@ checked), and ``pytest tests/smoke`` run from a temp directory (two versions at 
 checkout is never importable and Spark's lookup must find the installed
 ``pyspark_sqliteq``. The suite: the contract, the drain of a backlog in bounded
 batches (with a kill), the notebooks cell by cell in the running session,
-every Spark snippet of the README and docs/, ``sqliteq demo`` and, from 4.1 on, the
+every Spark snippet of the README and docs/ (docs/testing.md's pytest files included),
+``sqliteq demo``, the test kit's example suite (tests/kit_examples, on Classic and Connect)
+and, from 4.1 on, the
 declarative pipeline of docs/pipelines.md (``spark-pipelines run`` twice). This is the
 only place the smoke suite runs in ``make test``: what users run, from the
 wheel, once per version. ``4.2.0@3.13`` and ``4.3.0@3.13`` are pyspark 4.2.0 and 4.3.0
@@ -67,8 +69,8 @@ PY313_JAVA = "21"
 # delta-spark 4.4.0 accepts pyspark 4.0.1 to 4.2.0 (Maven Central serves its jars for each).
 DELTA = {"4.0": "delta-spark==4.4.0", "4.1": "delta-spark==4.4.0", "4.2": "delta-spark==4.4.0"}
 # Minors with declarative pipelines (pyspark.pipelines, `spark-pipelines`): their venvs get
-# what its CLI needs, Spark Connect's client and PyYAML (what pyspark's `pipelines` extra
-# holds), so tests/smoke/test_pipelines.py runs there.
+# what its CLI needs, PyYAML beside Spark Connect's client (which every venv gets), so
+# tests/smoke/test_pipelines.py runs there.
 PIPELINES = {"4.1", "4.2", "4.3"}
 # Versions that install the wheel with the spark extra, so pip checks the range against them.
 WITH_SPARK_EXTRA = {"4.2"}
@@ -120,8 +122,8 @@ def prepare_platform(version: str) -> pathlib.Path:
         run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
     version = version.split("@")[0]
     # pandas < 3: pyspark does not fully support pandas 3, which Connect's client pulls in.
-    pyspark = (f"pyspark[connect]=={version}" if minor(version) in PIPELINES
-               else f"pyspark=={version}")
+    # Connect's client everywhere: tests/kit_examples runs each test on Classic and Connect.
+    pyspark = f"pyspark[connect]=={version}"
     pipelines = ["pyyaml>=5.1"] if minor(version) in PIPELINES else []
     platform = [pyspark, "pandas>=2.2,<3", *pipelines,
                 *filter(None, [DELTA.get(minor(version))])]
@@ -146,8 +148,11 @@ def smoke(version: str, python: pathlib.Path) -> tuple[bool, str, str]:
         env["SPARK_QUEUE_SMOKE_JAVA"] = PY313_JAVA  # and the JVM's Java
         env["JAVA_HOME"] = str(trixie_java.java_home())
     target = ROOT / "tests" / "smoke"
+    # The test kit's example suite too (spark_queue.testing from the wheel, its plugin
+    # through the wheel's pytest11 entry point), on Classic and on Connect.
     targets = ([str(target / name) for name in PY313_TESTS] if on_py313(version)
-               else [str(target), *(f"--ignore={target / name}" for name in ONLY_ON_PY313)])
+               else [str(target), *(f"--ignore={target / name}" for name in ONLY_ON_PY313),
+                     str(ROOT / "tests" / "kit_examples")])
     with tempfile.TemporaryDirectory() as cwd:
         result = subprocess.run(
             [str(python.parent / "pytest"), *targets, "-q",

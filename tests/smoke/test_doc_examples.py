@@ -101,6 +101,10 @@ RUN_ELSEWHERE = {
     "docs/pipelines.md":
         "tests/smoke/test_pipelines.py::"
         "test_two_pipeline_runs_put_every_event_once_into_the_queue_and_the_topic",
+    # pytest files: written out and run by a child pytest with the kit's plugin (the Kafka
+    # tier's file on a broker: tests/docs_snippets' runner names its own test).
+    "docs/testing.md":
+        "tests/smoke/test_kit_docs.py::test_the_testing_pages_tests_pass_as_written",
 }
 
 
