@@ -227,6 +227,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
             require_known_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
+        else:  # asked: created even where the store creates topics only when asked
+            store.topic(args.topic).create()
         if lines is not None:
             summary = _publish_lines(store, args.topic, lines, key=args.key, headers=headers,
                                      batch_size=args.batch_size or defaults.CLI_BATCH_SIZE,

@@ -39,6 +39,7 @@ from spark_queue.store.streams import (
     arrow_read,
     consumer_offsets,
     consumer_positions,
+    topic_creation,
     topic_log,
     topic_reads,
 )
@@ -210,6 +211,21 @@ class Store:
         """Every topic with its earliest and latest offsets and event count."""
         with self.file.read() as conn:
             return topic_reads.list_topics(conn)
+
+    @property
+    def create_topics_on_publish(self) -> bool:
+        """Whether a publish to a topic that does not exist creates it (every path: this
+        Store, the Producer, transactions, the outbox, the Spark sink, ``sq_publish``; on
+        unless set off). One read."""
+        with self.file.read() as conn:
+            return topic_creation.creates_on_publish(conn)
+
+    def set_create_topics_on_publish(self, on: bool) -> None:
+        """Store-wide, one transaction: off, every publish to a missing topic is refused
+        (``UnknownTopicError``; ``sq_publish`` raises), and topics are created only when asked
+        (``store.topic(name).create()``, ``sqliteq topic create``)."""
+        with self.file.write() as conn:
+            topic_creation.set_creates_on_publish(conn, on)
 
     # -- consumers -------------------------------------------------------
     def commit_offsets(

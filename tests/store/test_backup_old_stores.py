@@ -34,6 +34,7 @@ WRITTEN_BY = {
     9: "4a965080fd4410c80fd1adea78b896fa95292aba",
     10: "455a1b907d3db9aeb1db621ad2c5a8191b76099a",
     11: "10cfc5311758e95833aa841aa58b5d2b03e5e60a",
+    12: "aa58b454f51629e08555ed51f9a00c306fd4c34e",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),

@@ -151,7 +151,7 @@ def test_a_store_of_version_11_gets_the_publish_views_limit_when_migrated(tmp_pa
     path = tmp_path / "v11.sqlite"
     shutil.copyfile(pathlib.Path(__file__).parents[1] / "fixtures/stores/v11.sqlite", path)
     with Store(str(path)) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchall() == [(12,)]
+        assert store.conn.execute("PRAGMA user_version").fetchall() == [(13,)]
         store.topic("events").configure(max_payload_bytes=4)
         with pytest.raises(apsw.ConstraintError, match=LIMIT_REFUSAL):
             store.conn.execute("INSERT INTO sq_publish (topic, value) VALUES ('events', '12345')")

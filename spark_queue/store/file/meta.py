@@ -9,6 +9,9 @@ and know nothing of the table; what a value means stays with its owner:
   (:mod:`spark_queue.store.file.replica_mark`);
 - ``housekeeping_*``: the store-wide interval, the last run and the lease
   (:mod:`spark_queue.store.housekeeping`);
+- ``create_topics_on_publish`` (``0``: a publish to a missing topic is refused) and
+  ``creating_topic`` (the topic being created when asked, while that is off; only inside
+  the creating transaction): :mod:`spark_queue.store.streams.topic_creation`;
 - ``mirror_shift/<topic>`` and ``mirror_lease/<hold>``: a Kafka copy's offset shift and
   its exporter's lease (:mod:`spark_queue.store.streams.mirrors`,
   :mod:`spark_queue.store.streams.mirror_lease`).
@@ -42,6 +45,9 @@ REPLICA_KEYS = (REPLICA_URL, REPLICA_CYCLE_BEGUN, REPLICA_CYCLE_DONE, REPLICA_MA
 HOUSEKEEPING_INTERVAL_MS = "housekeeping_interval_ms"
 HOUSEKEEPING_LAST_RUN_KEY = "housekeeping_last_run"
 HOUSEKEEPING_LEASE = "housekeeping_lease"
+
+CREATE_TOPICS_ON_PUBLISH = "create_topics_on_publish"
+CREATING_TOPIC = "creating_topic"
 
 _MIRROR_SHIFT = "mirror_shift/"
 _MIRROR_LEASE = "mirror_lease/"

@@ -11,8 +11,9 @@ from spark_queue.store import Store
 from spark_queue.store.file import meta
 
 PACKAGE = pathlib.Path(meta.__file__).resolve().parents[2]
-#: The owner, and the schema that creates the table (and writes the first id).
-OWNERS = {"store/file/meta.py", "store/file/schema.py"}
+#: The owner, and the schema that creates the table (and writes the first id) with the
+#: trigger that reads its create_topics_on_publish row.
+OWNERS = {"store/file/meta.py", "store/file/schema.py", "store/file/topic_guard.py"}
 
 
 def test_only_the_meta_module_and_the_schema_name_the_meta_table():
