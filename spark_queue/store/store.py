@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
-from spark_queue.store.file import replica_mark
+from spark_queue.store.file import replica_mark, sink_checkpoints
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupProgress, copy_store
 from spark_queue.store.file.connection import (
@@ -341,6 +341,14 @@ class Store:
         """
         with translate_errors():
             return sinks.commit_rows(self.conn, sink_id, batch_id, rows, contiguous=contiguous)
+
+    def sink_for_checkpoint(self, location: str, query_id: str, *, id_lost: bool) -> str:
+        """The ledger entry a sink without ``sinkId`` of query ``query_id`` writes under, for
+        its Spark checkpoint at ``location`` (one transaction; the rule:
+        :mod:`spark_queue.store.file.sink_checkpoints`)."""
+        with self.file.write() as conn:
+            return sink_checkpoints.sink_for_checkpoint(conn, location, query_id,
+                                                         id_lost=id_lost)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""

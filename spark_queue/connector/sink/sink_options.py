@@ -76,6 +76,9 @@ class SinkOptions:
     durability: str = DURABILITY
     busy_timeout_ms: int = SINK_BUSY_TIMEOUT_MS
     create_store: bool = False
+    # Spark's writeStream checkpointLocation, which it passes to the writer's options: a
+    # sink without sinkId records its ledger entry for it (store/sink_checkpoints.py).
+    checkpoint_location: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
@@ -131,6 +134,9 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
         durability=given["durability"],
         busy_timeout_ms=given["busyTimeoutMs"],
         create_store=given["createStore"],
+        checkpoint_location=next((str(value) for key, value in options.items()
+                                  if key.lower() == "checkpointlocation"), None)
+        if streaming else None,
     )
 
 

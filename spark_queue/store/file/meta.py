@@ -12,6 +12,8 @@ and know nothing of the table; what a value means stays with its owner:
 - ``create_topics_on_publish`` (``0``: a publish to a missing topic is refused) and
   ``creating_topic`` (the topic being created when asked, while that is off; only inside
   the creating transaction): :mod:`spark_queue.store.streams.topic_creation`;
+- ``sink_checkpoint/<location>``: the ledger entry a sink without ``sinkId`` writes under
+  for the Spark checkpoint at that location (:mod:`spark_queue.store.file.sink_checkpoints`);
 - ``mirror_shift/<topic>`` and ``mirror_lease/<hold>``: a Kafka copy's offset shift and
   its exporter's lease (:mod:`spark_queue.store.streams.mirrors`,
   :mod:`spark_queue.store.streams.mirror_lease`).
@@ -51,6 +53,14 @@ CREATING_TOPIC = "creating_topic"
 
 _MIRROR_SHIFT = "mirror_shift/"
 _MIRROR_LEASE = "mirror_lease/"
+
+
+_SINK_CHECKPOINT = "sink_checkpoint/"
+
+
+def sink_checkpoint_key(location: str) -> str:
+    """The key of the sink ledger entry recorded for the checkpoint at ``location``."""
+    return _SINK_CHECKPOINT + location
 
 
 def mirror_shift_key(topic: str) -> str:
