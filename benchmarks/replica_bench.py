@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 
 from spark_queue.replication import replicate, restore
 from spark_queue.store import Producer, Store, check_file, replica_status
@@ -125,17 +126,44 @@ def _throughput(work: str) -> None:
               f"{with_replication:,.0f} with ({with_replication / without:.2f}x)")
     best = max(w for _, w in rounds) / max(w for w, _ in rounds)
     print(f"publish_many best of 3: {best:.2f}x with replication on")
-    with _Running(replicated, url):
-        time.sleep(0.5)
-        with Store(replicated, durability="replicated") as s:
-            took = []
-            for i in range(200):
-                start = time.perf_counter()
-                s.publish("single", i)
-                took.append((time.perf_counter() - start) * 1000)
-    took.sort()
-    print(f"Store.publish durability='replicated' to a file:// replica: p50 "
-          f"{statistics.median(took):.1f} ms, p99 {took[int(len(took) * 0.99) - 1]:.1f} ms")
+    # Each path that waits for the replica at the commit door, against the same path on a
+    # store without replication, interleaved: a call returns once a cycle (two small
+    # transactions and `litestream sync -wait`) has shipped its commit.
+    rows: list[dict[str, object]] = [{"i": i, "pad": "x" * 100} for i in range(1000)]
+    paths: dict[str, Callable[[Store, int], object]] = {
+        "Store.publish": lambda s, i: s.publish("single", i),
+        "publish_many (1,000 per call)": lambda s, i: s.publish_many("many", rows),
+        "store.transaction() (a row, an event, a job)": _outbox_transaction,
+    }
+    for name, call in paths.items():
+        off_ms: list[float] = []
+        on_ms: list[float] = []
+        with _Running(replicated, url):
+            _wait_marked(replicated)
+            with Store(plain) as p, Store(replicated, durability="replicated") as r:
+                _prepare(p)
+                _prepare(r)
+                for i in range(60):
+                    for store, took in ((p, off_ms), (r, on_ms)):
+                        start = time.perf_counter()
+                        call(store, i)
+                        took.append((time.perf_counter() - start) * 1000)
+        print(f"{name}: p50 {statistics.median(off_ms):.2f} ms without replication, "
+              f"{statistics.median(on_ms):.1f} ms with durability='replicated' (p99 "
+              f"{sorted(on_ms)[int(len(on_ms) * 0.99) - 1]:.1f} ms): "
+              f"{statistics.median(off_ms) / statistics.median(on_ms):.3f}x")
+
+
+def _prepare(store: Store) -> None:
+    store.conn.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, total INT)")
+    store.queue("emails")
+
+
+def _outbox_transaction(store: Store, i: int) -> None:
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO orders (total) VALUES (?)", (i,))
+        tx.publish("orders", {"order": i})
+        tx.enqueue("emails", {"order": i})
 
 
 def _sink(work: str, rounds: int, files: int, rows: int) -> None:

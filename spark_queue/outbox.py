@@ -5,17 +5,26 @@ These helpers run the SQL protocol of docs/file-format.md (the ``sq_publish`` an
 ``sq_enqueue`` views, whose triggers check every row) on the connection you pass, so an
 event or a job commits or rolls back with your business rows::
 
-    import sqlite3
     from spark_queue import outbox
 
-    conn = sqlite3.connect("app.sqlite", timeout=5)
+    conn = outbox.connect("app.sqlite")              # sqlite3, with the protocol's settings
     with conn:                                    # one transaction: commit, or roll back
         conn.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (7, 120))
         outbox.publish(conn, "orders", {"id": 7, "total": 120})
         outbox.enqueue(conn, "emails", {"order": 7}, idempotency_key="order-7")
 
 ``conn`` is a ``sqlite3.Connection`` or cursor, a SQLAlchemy ``Connection`` or an ORM
-``Session`` (its current connection). This module imports only the standard library,
+``Session`` (its current connection). :func:`connect` opens a ``sqlite3`` connection with
+the protocol's per-connection settings; :func:`prepare` applies them to one you opened.
+
+On a replicated store (``sqliteq replicate``) a connection must never checkpoint the WAL:
+Litestream alone does, and an application's checkpoint racing its sync ships a replica whose
+restore is damaged (docs/replication.md, "Other clients' checkpoints"). :func:`prepare` sets
+``PRAGMA wal_autocheckpoint = 0`` there, and :func:`publish` and :func:`enqueue` set it on
+their connection whenever the store is replicated, so a connection opened before the store
+was marked stops checkpointing at its first outbox call.
+
+This module imports only the standard library (``sqlite3`` only inside :func:`connect`),
 never apsw or SQLAlchemy: load it in processes that use another SQLite library, and never
 load that library in a process holding apsw connections (docs/transactions.md).
 Claiming and acknowledging jobs stay in Python (``spark_queue.Worker``).
@@ -24,9 +33,13 @@ Claiming and acknowledging jobs stay in Python (``spark_queue.Worker``).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
+
+from spark_queue.job_options import JOB_OPTION_NAMES, JobOptions
+
+if TYPE_CHECKING:
+    import sqlite3
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -38,15 +51,56 @@ _ENQUEUE = ("INSERT INTO sq_enqueue (queue, payload, payload_type, priority, del
 _JOB_BY_KEY = ("SELECT k.job_id FROM sq_job_keys k JOIN sq_queues q ON q.id = k.queue_id "
                "WHERE q.name = ? AND k.idempotency_key = ?")
 _LAST_JOB = "SELECT seq FROM sqlite_sequence WHERE name = 'sq_jobs'"
-# docs/file-format.md, "Save a consumer offset": never back, never past the topic's latest.
-_SAVE_OFFSET = (
-    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
-    "SELECT ?, id, ?, ? FROM sq_topics WHERE name = ? AND ? <= next_offset "
-    "ON CONFLICT (consumer, topic_id) DO UPDATE "
-    "SET next_offset = max(next_offset, excluded.next_offset), updated_ms = excluded.updated_ms"
-)
+# docs/file-format.md, "Save a consumer offset": the view whose trigger keeps the rule for
+# every client, Store.commit_offsets included (never back, never past the readable end).
+_SAVE_OFFSET = "INSERT INTO sq_save_offset (consumer, topic, next_offset) VALUES (?, ?, ?)"
 _SAVED = ("SELECT c.next_offset FROM sq_consumers c JOIN sq_topics t ON t.id = c.topic_id "
           "WHERE c.consumer = ? AND t.name = ?")
+# docs/file-format.md, "Per-connection settings".
+_FOREIGN_KEYS = "PRAGMA foreign_keys = ON"
+_SYNC_NORMAL = "PRAGMA synchronous = NORMAL"
+_REPLICATED = "SELECT count(*) FROM sq_meta WHERE key = 'replica_url'"
+_NO_CHECKPOINTS = "PRAGMA wal_autocheckpoint = 0"
+_CONNECT_TIMEOUT_S = 5.0  # the protocol's busy_timeout: wait for the write lock, then fail
+
+
+def connect(path: str, **kwargs: Any) -> sqlite3.Connection:
+    """A ``sqlite3`` connection to the store at ``path`` with the protocol's per-connection
+    settings: :func:`prepare`'s, and ``synchronous = NORMAL``, the store's default
+    durability (sqlite3's FULL fsyncs every commit; set FULL on the connection to have
+    that). ``kwargs`` go to ``sqlite3.connect`` (``timeout`` defaults to 5 s, the protocol's
+    busy timeout)."""
+    import sqlite3  # here: importing this module loads no SQLite library (see above)
+
+    kwargs.setdefault("timeout", _CONNECT_TIMEOUT_S)
+    conn = sqlite3.connect(path, **kwargs)
+    try:
+        conn.execute(_SYNC_NORMAL)
+        prepare(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def prepare(conn: Any) -> bool:
+    """Apply the protocol's per-connection settings to ``conn`` (a ``sqlite3`` connection,
+    a SQLAlchemy ``Connection`` or ``Session``): ``foreign_keys`` on and, when the store is
+    replicated, ``wal_autocheckpoint = 0`` (the replicator's Litestream alone checkpoints);
+    ``synchronous`` stays yours (NORMAL or FULL).
+    Call it right after connecting, before a transaction: SQLite ignores the foreign-keys
+    pragma inside one. True when the store is replicated."""
+    _run(conn, _FOREIGN_KEYS, ())
+    return _leave_checkpoints(conn)
+
+
+def _leave_checkpoints(conn: Any) -> bool:
+    """On a replicated store, stop ``conn`` from checkpointing (a connection setting, which
+    holds inside a transaction too and for the connection's life); True if replicated."""
+    replicated = bool(_one(conn, _REPLICATED, ()))
+    if replicated:
+        _run(conn, _NO_CHECKPOINTS, ())
+    return replicated
 
 
 def publish(
@@ -64,14 +118,13 @@ def publish(
     stored, value_type = _encode(value, text_type=1)
     stored_headers = None if headers is None else _dumps(dict(headers))
     _run(conn, _PUBLISH, (topic, key, stored, value_type, stored_headers, timestamp_ms))
+    # After the write, which took the lock (a read first would make a deferred transaction
+    # fail at once beside another writer); a checkpoint could only come at the commit.
+    _leave_checkpoints(conn)
     return int(_one(conn, _LAST_OFFSET, (topic,)))
 
 
-def enqueue(
-    conn: Any, queue: str, payload: Any, *, priority: int = 0, delay_ms: int = 0,
-    ttl_ms: int | None = None, idempotency_key: str | None = None,
-    max_attempts: int | None = None,
-) -> int:
+def enqueue(conn: Any, queue: str, payload: Any, **options: Unpack[JobOptions]) -> int:
     """Enqueue one job into the existing ``queue`` in ``conn``'s transaction; its id.
 
     The payload is stored as ``Queue.enqueue`` stores it (str as text, bytes or None as
@@ -81,9 +134,16 @@ def enqueue(
     over the limit, a negative delay, ...) raises your library's error with a message
     starting ``sq_enqueue:`` and naming the field; nothing of the call is written.
     """
+    unknown = sorted(set(options) - set(JOB_OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"outbox.enqueue() got unknown options {unknown}; a job takes "
+                        f"{', '.join(JOB_OPTION_NAMES)}.")
+    idempotency_key = options.get("idempotency_key")
     stored, payload_type = _encode(payload, text_type=1)
-    _run(conn, _ENQUEUE, (queue, stored, payload_type, priority, delay_ms, ttl_ms,
-                          idempotency_key, max_attempts))
+    _run(conn, _ENQUEUE, (queue, stored, payload_type, options.get("priority", 0),
+                          options.get("delay_ms", 0), options.get("ttl_ms"), idempotency_key,
+                          options.get("max_attempts")))
+    _leave_checkpoints(conn)  # after the write, as in publish()
     if idempotency_key is not None:
         return int(_one(conn, _JOB_BY_KEY, (queue, idempotency_key)))
     return int(_one(conn, _LAST_JOB, ()))
@@ -92,12 +152,15 @@ def enqueue(
 def commit_offsets(
     conn: Any, consumer: str, offsets: Mapping[str, int]
 ) -> dict[str, int | None]:
-    """Save ``consumer``'s next offsets in ``conn``'s transaction (never back, never past a
-    topic's latest: such an offset is not written); the saved values (None: nothing saved)."""
-    now_ms = time.time_ns() // 1_000_000
+    """Save ``consumer``'s next offsets in ``conn``'s transaction through the store's one
+    rule (the ``sq_save_offset`` view: never back; never past a topic's readable end, which
+    on a replicated store is what the replica holds, as ``Store.commit_offsets``); the saved
+    values. A refusal (an unknown topic, an offset past the readable end, a bad name) raises
+    your library's error with a message starting ``sq_save_offset:``; nothing of the call
+    is written."""
     saved: dict[str, int | None] = {}
     for topic, offset in offsets.items():
-        _run(conn, _SAVE_OFFSET, (consumer, offset, now_ms, topic, offset))
+        _run(conn, _SAVE_OFFSET, (consumer, topic, offset))
         saved[topic] = _one(conn, _SAVED, (consumer, topic))
     return saved
 

@@ -40,6 +40,8 @@ ALLOWED_REPEATS = {
                  "module-qualified by Store; the wings never import each other",
     "now_ms": "the benchmarks' own wall clock: they use the store through its public face "
               "only, and the store exports no clock",
+    "connect": "outbox.connect opens a stdlib sqlite3 connection for a user's service, "
+               "benchmarks/kafka_broker.connect a Kafka client: each called module-qualified",
 }
 
 #: Words that make a parameter a duration, and the suffixes that give its unit.

@@ -93,3 +93,53 @@ def test_outbox_publish_meets_the_topics_payload_limit_as_store_publish_does(sto
     assert refusal.startswith("sq_publish: value is larger than its topic's max_payload_bytes")
     with Store(store_path) as store:
         assert [e.value for e in store.read("limited")] == ["first", at_limit, "after"]
+
+
+def test_outbox_connections_never_checkpoint_a_replicated_store(store_path):
+    """On a replicated store Litestream alone checkpoints (docs/replication.md, "Other
+    clients' checkpoints"): ``outbox.connect`` sets ``wal_autocheckpoint = 0`` there and
+    leaves SQLite's 1,000 elsewhere, and a connection opened before the store was marked
+    stops checkpointing at its next ``publish`` or ``enqueue`` (sqlite3 in a subprocess)."""
+    from spark_queue.store import ReplicaCycles
+
+    with Store(store_path) as store:
+        store.queue("emails").configure()
+    code = (
+        "import json, sqlite3, sys; from spark_queue import outbox\n"
+        "def state(c): return [c.execute(f'PRAGMA {p}').fetchone()[0] for p in\n"
+        "                      ('wal_autocheckpoint', 'foreign_keys', 'synchronous')]\n"
+        "early = sqlite3.connect(sys.argv[1], timeout=5)\n"
+        "before = outbox.connect(sys.argv[1])\n"
+        "out = {'plain': state(before)}\n"
+        "print('opened', flush=True); sys.stdin.readline()  # the store is marked now\n"
+        "out['prepared'] = outbox.prepare(sqlite3.connect(sys.argv[1], timeout=5))\n"
+        "marked = outbox.connect(sys.argv[1])\n"
+        "out['marked'] = state(marked)\n"
+        "with early:\n"
+        "    out['early_before'] = state(early)\n"
+        "    outbox.publish(early, 'orders', {'id': 1})\n"
+        "    out['early_after_publish'] = state(early)\n"
+        "with before:\n"
+        "    outbox.enqueue(before, 'emails', {'id': 1})\n"
+        "    out['before_after_enqueue'] = state(before)\n"
+        "print(json.dumps(out))\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", code, store_path], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert client.stdout is not None and client.stdin is not None
+    try:
+        assert client.stdout.readline() == "opened\n"
+        cycles = ReplicaCycles(store_path)
+        cycles.mark("file:///replica")
+        cycles.close()
+        out, _ = client.communicate("go\n", timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert client.returncode == 0
+    assert json.loads(out) == {
+        "plain": [1000, 1, 1], "prepared": True, "marked": [0, 1, 1],
+        "early_before": [1000, 0, 2], "early_after_publish": [0, 0, 2],
+        "before_after_enqueue": [0, 1, 1],
+    }

@@ -254,6 +254,8 @@ class SqliteQueueDataSource(DataSource):
       once the store's replica holds it (``sqliteq replicate``).
     - ``busyTimeoutMs``: how long a commit waits for another writer's lock
       (default 30000).
+    - ``replicaWaitMs``: with ``durability=replicated``, how long a commit waits
+      for the replica to hold it before the batch fails (default 30000).
 
     Columns:
 

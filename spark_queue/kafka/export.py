@@ -254,9 +254,6 @@ class Exporter:
                 )
         return high
 
-    def _store_contents(self, topic: str, start: int, end: int) -> list[Content]:
-        table = self.store.read_arrow(topic, start, end)
-        return [from_store_row(row, topic) for row in table.to_pylist()]
 
     def _kafka_ends(self, kafka_topic: str, count: int, held_from: int, floor: int = 0
                     ) -> tuple[Watermarks, list[tuple[int, int, list[KafkaRecord]]]]:
@@ -273,12 +270,20 @@ class Exporter:
         returns how many were handed to the producer (delivered once :meth:`flush` returns)."""
         target = self.target(topic)
         # Checked each pass, even with nothing to send: a topic deleted and created anew
-        # starts its offsets again (MirrorTopicChangedError).
+        # starts its offsets again (MirrorTopicChangedError). The pass's one bound: the end
+        # readers see (a replicated store's mark), read once; every chunk is read up to it.
         _, latest = self.copies.bounds(target.mark)
         start = target.delivered.sent + target.shift
         total = max(0, latest - start)
         for chunk_start in range(start, latest, CHUNK_EVENTS):
-            # Exactly from chunk_start, or MirrorGapError: never the next rows renumbered.
+            if target.delivered.sent + target.shift != chunk_start:  # the numbering holds
+                raise KafkaError(
+                    f"export of store topic {topic!r}: the chunk from store offset "
+                    f"{chunk_start} would go to Kafka offset {target.delivered.sent} of "
+                    f"{target.kafka_topic!r}, not {chunk_start - target.shift}; nothing of it "
+                    "was sent. Rerun the export: it continues from Kafka's end."
+                )
+            # Exactly [chunk_start, chunk end), or MirrorGapError: never other rows renumbered.
             rows = self.copies.rows(
                 target.mark, chunk_start, min(latest, chunk_start + CHUNK_EVENTS)
             )
@@ -348,7 +353,8 @@ class Exporter:
         mine: list[Content] = []
         theirs: list[Content] = []
         for start, end, records in windows:
-            mine += self._store_contents(topic, start + target.shift, end + target.shift)
+            mine += [from_store_row(row, topic) for row in self.copies.rows(
+                target.mark, start + target.shift, end + target.shift).to_pylist()]
             theirs += [from_message(m) for m in records]
         if mine != theirs:
             first = next(

@@ -65,12 +65,11 @@ from spark_queue.store.file.connection import (
     HasStoreConnection,
     StoreConnection,
     now_ms,
-    open_connection,
     translate_errors,
     translated,
 )
 from spark_queue.store.file.daemon import Daemon
-from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.queues import dead_retention, queue_admin
 from spark_queue.store.streams import consumer_positions, retention
 from spark_queue.store.streams.retention import PruneResult
@@ -372,13 +371,7 @@ def _stop_all() -> None:
 
 
 def _open(path: str, busy_timeout_ms: int) -> StoreConnection:
-    conn = open_connection(path, create=False, busy_timeout_ms=busy_timeout_ms)
-    try:
-        ensure_schema(conn, path, busy_timeout_ms=busy_timeout_ms)
-    except BaseException:
-        conn.close()
-        raise
-    return StoreConnection(path, conn)
+    return open_store_file(path, create=False, busy_timeout_ms=busy_timeout_ms)
 
 
 def _holder_name() -> str:

@@ -13,8 +13,8 @@ import os
 from spark_queue import defaults
 from spark_queue.store.file import meta, replica_mark
 from spark_queue.store.file.connection import StoreConnection, open_connection
+from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.file.replica_mark import ReplicaStatus
-from spark_queue.store.file.schema import ensure_schema
 
 
 class ReplicaCycles:
@@ -28,14 +28,9 @@ class ReplicaCycles:
         self, path: str | os.PathLike[str], *, busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS
     ) -> None:
         self.path = os.fspath(path)
-        conn = open_connection(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
-        try:
-            ensure_schema(conn, self.path, busy_timeout_ms=busy_timeout_ms)
-        except BaseException:
-            conn.close()
-            raise
-        self.file = StoreConnection(self.path, conn)
+        self.file = open_store_file(self.path, create=True, busy_timeout_ms=busy_timeout_ms)
         self.wake_path = replica_mark.wake_path(self.path)
+        self._topics: replica_mark.CycleTopics | None = None
 
     def close(self) -> None:
         self.file.close()
@@ -55,12 +50,16 @@ class ReplicaCycles:
     def begin(self) -> tuple[int, dict[int, int]]:
         """Start a cycle: its number and every topic's end at its commit."""
         with self.file.write() as conn:
-            return replica_mark.begin_cycle(conn)
+            begun = replica_mark.begin_cycle(conn)
+            # Who those topics were, so finish() gives no end to a topic created anew
+            # under a reused id in between (replica_mark's module docstring).
+            self._topics = replica_mark.cycle_topics(conn)
+            return begun
 
     def finish(self, cycle: int, ends: dict[int, int]) -> None:
         """The replica holds ``begin()``'s commit: ``ends`` become the readable mark."""
         with self.file.write() as conn:
-            replica_mark.finish_cycle(conn, cycle, ends)
+            replica_mark.finish_cycle(conn, cycle, ends, self._topics)
 
     def changed(self) -> int:
         """``PRAGMA data_version``: changes when another connection commits."""

@@ -31,7 +31,7 @@ import apsw
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import OffsetRangeError, StoreRewoundError
 from spark_queue.store.file.arguments import check_int
-from spark_queue.store.file.connection import now_ms, write_transaction
+from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.queues import queue_jobs
 from spark_queue.store.streams import topic_log
@@ -105,7 +105,7 @@ SinkRows = QueueRows | TopicRows
 
 
 def commit_rows(
-    conn: apsw.Connection,
+    file: StoreConnection,
     sink_id: str | None,
     batch_id: int | None,
     rows: SinkRows,
@@ -114,11 +114,11 @@ def commit_rows(
 ) -> SinkCommit:
     """:func:`commit_batch` of ``rows`` (``Store.commit_sink_batch``); the iterables are
     consumed inside the transaction."""
-    return commit_batch(conn, sink_id, batch_id, rows.write, contiguous=contiguous)
+    return commit_batch(file, sink_id, batch_id, rows.write, contiguous=contiguous)
 
 
 def commit_batch(
-    conn: apsw.Connection,
+    file: StoreConnection,
     sink_id: str | None,
     batch_id: int | None,
     write: Callable[[apsw.Connection], int],
@@ -134,7 +134,9 @@ def commit_batch(
     nothing is written (see the module's docstring). With ``sink_id`` and
     ``batch_id`` both None the rows are written in one transaction with no
     ledger entry (a one-off batch job). Either all rows and the entry are
-    durable on return, or (on any error) none of them.
+    durable on return, or (on any error) none of them. It commits through the door of
+    ``file`` (its durability, ``replicated`` included: the return, a skip's too, waits until
+    the replica holds the ledger entry).
     """
     if (sink_id is None) != (batch_id is None):
         raise OffsetRangeError(
@@ -144,7 +146,7 @@ def commit_batch(
     if sink_id is not None:
         validate_name(sink_id, "sink")
         check_int(batch_id, "batch_id", error=OffsetRangeError)
-    with write_transaction(conn):
+    with file.write() as conn:
         if sink_id is None or batch_id is None:  # both None (checked above): no ledger entry
             return SinkCommit(None, None, write(conn), False, None)
         entry = ledger_entry(conn, sink_id)

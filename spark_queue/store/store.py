@@ -19,17 +19,15 @@ import pyarrow as pa
 
 from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
-from spark_queue.store.file import replica_mark, sink_checkpoints
+from spark_queue.store.file import sink_checkpoints
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupProgress, copy_store
 from spark_queue.store.file.connection import (
-    StoreConnection,
     first_value,
-    open_connection,
     translate_errors,
     translated,
 )
-from spark_queue.store.file.schema import ensure_schema
+from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.housekeeping import Housekeeping
 from spark_queue.store.queues import queue_admin
 from spark_queue.store.queues.queue import Queue
@@ -75,27 +73,17 @@ class Store:
         readonly: bool = False,
         durability: str = defaults.DURABILITY,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+        replica_wait_ms: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.readonly = readonly
-        conn = open_connection(
-            self.path,
-            create=create,
-            readonly=readonly,
-            durability=durability,
-            busy_timeout_ms=busy_timeout_ms,
+        # The open file: its path, its transactions (read(), write()), each committed with
+        # ``durability`` (replicated: once the replica holds it); ``conn`` is its raw apsw
+        # connection.
+        self.file = open_store_file(
+            self.path, create=create, readonly=readonly, durability=durability,
+            busy_timeout_ms=busy_timeout_ms, replica_wait_ms=replica_wait_ms,
         )
-        try:
-            ensure_schema(conn, self.path, readonly=readonly, busy_timeout_ms=busy_timeout_ms)
-        except BaseException:
-            conn.close()
-            raise
-        # The open file: its path, its transactions (read(), write()); ``conn`` is its raw
-        # apsw connection.
-        self.file = StoreConnection(self.path, conn)
-        if durability == "replicated":
-            # Every write of this Store returns once the replica holds it (replica_mark).
-            self.file.after_commit = replica_mark.ReplicaWait(self.file)
         self._one = OnePublisher(self.file)  # publish(): what it keeps between calls
 
     @property
@@ -340,7 +328,7 @@ class Store:
         batch id past the ledger's next one raises StoreRewoundError, writing nothing.
         """
         with translate_errors():
-            return sinks.commit_rows(self.conn, sink_id, batch_id, rows, contiguous=contiguous)
+            return sinks.commit_rows(self.file, sink_id, batch_id, rows, contiguous=contiguous)
 
     def sink_for_checkpoint(self, location: str, query_id: str, *, id_lost: bool) -> str:
         """The ledger entry a sink without ``sinkId`` of query ``query_id`` writes under, for

@@ -18,12 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import apsw
 
 from spark_queue.errors import QueueConfigError, StaleLeaseError, TransactionClosedError
-from spark_queue.store.file.connection import StoreConnection, translate_errors, translated
+from spark_queue.job_options import JobOptions
+from spark_queue.store.file.connection import (
+    StoreConnection,
+    savepoint,
+    translate_errors,
+    translated,
+)
 from spark_queue.store.queues import leases, queue_jobs
 from spark_queue.store.queues.queue_jobs import Lease, LeaseResult, NewJob
 from spark_queue.store.streams import consumer_offsets, topic_log, topic_reads
@@ -69,7 +75,7 @@ class Transaction:
             self._joined += 1
             return self
         try:
-            self.file.conn.execute("BEGIN IMMEDIATE")
+            self.file.begin()
         except _SQLITE_ERRORS:
             with translate_errors(self.file.path):
                 raise
@@ -89,27 +95,22 @@ class Transaction:
                 raise
 
     def _end(self, commit: bool) -> None:
+        # Whatever the outcome, the Store's kept topic rows are not trusted past this
+        # transaction: its savepoints, its own SQL and its triggers may have moved the
+        # topics under them (the next Store.publish reads them again).
+        self._one.forget()
         conn = self.file.conn
         if not commit:
-            self._one.forget()
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
+            self.file.rollback()
             return
         if conn.getautocommit():
-            self._one.forget()
             raise TransactionClosedError(
                 "the transaction was ended inside its block by SQL of its own (COMMIT or "
                 "ROLLBACK through tx.execute), so the block is not all or nothing; let the "
                 "block's end commit, and raise to roll back."
             )
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            self._one.forget()
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            raise
-        self._one.committed(conn)
+        # The door: the Store's durability applies, durability="replicated" included.
+        self.file.commit()
 
     def _conn(self) -> apsw.Connection:
         if not self._open:
@@ -122,16 +123,8 @@ class Transaction:
     def _guarded(self, work: Callable[..., _Result], *args: Any) -> _Result:
         """``work(conn, *args)`` under a savepoint: if it raises, what it wrote is undone
         and the transaction goes on as before the call."""
-        conn = self._conn()
-        conn.execute("SAVEPOINT sq_call")
-        try:
-            result = work(conn, *args)
-        except BaseException:
-            conn.execute("ROLLBACK TO sq_call")
-            conn.execute("RELEASE sq_call")
-            raise
-        conn.execute("RELEASE sq_call")
-        return result
+        with savepoint(self._conn()) as conn:
+            return work(conn, *args)
 
     # -- the caller's SQL --------------------------------------------------------------
     def execute(self, sql: str, params: Any = ()) -> apsw.Cursor:
@@ -151,7 +144,6 @@ class Transaction:
 
     def publish_many(self, topic: str, items: Iterable[Any]) -> range:
         """:meth:`Store.publish_many` in this transaction: the offsets, visible at the commit."""
-        self._one.forget()  # the kept rows do not follow topic_log's writes
         return self._guarded(topic_log.append, topic, items)
 
     def commit_offsets(
@@ -172,9 +164,8 @@ class Transaction:
 
     # -- queues ------------------------------------------------------------------------
     def enqueue(
-        self, queue: str, payload: Any, *, priority: int = 0, delay_ms: int = 0,
-        ttl_ms: int | None = None, idempotency_key: str | None = None,
-        max_attempts: int | None = None, wait_ms: int | None = 0,
+        self, queue: str, payload: Any, *, wait_ms: int | None = 0,
+        **options: Unpack[JobOptions],
     ) -> int:
         """:meth:`Queue.enqueue` in this transaction: the job's id (a duplicate
         ``idempotency_key``: the original's), claimable from the commit on.
@@ -184,7 +175,7 @@ class Transaction:
         be 0.
         """
         _no_wait(wait_ms)
-        job = NewJob(payload, priority, delay_ms, idempotency_key, max_attempts, ttl_ms)
+        job = NewJob(payload, **options)
         return self._guarded(queue_jobs.enqueue_rows, queue, [job])[0]
 
     def enqueue_many(

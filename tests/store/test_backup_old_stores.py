@@ -35,6 +35,7 @@ WRITTEN_BY = {
     10: "455a1b907d3db9aeb1db621ad2c5a8191b76099a",
     11: "10cfc5311758e95833aa841aa58b5d2b03e5e60a",
     12: "aa58b454f51629e08555ed51f9a00c306fd4c34e",
+    13: "89862f7bb2baa3a3c1c37feeda524711a78af31b",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),

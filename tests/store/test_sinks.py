@@ -15,7 +15,7 @@ def publish(conn, topic, values):
 
 
 def test_a_batch_and_its_ledger_entry_commit_together(store):
-    result = sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a", "b"]))
+    result = sinks.commit_batch(store.file, "q1", 0, lambda c: publish(c, "t", ["a", "b"]))
     assert result == sinks.SinkCommit("q1", 0, 2, False, 0)
     entry = sinks.ledger_entry(store.conn, "q1")
     assert (entry.last_batch_id, entry.rows) == (0, 2)
@@ -23,12 +23,12 @@ def test_a_batch_and_its_ledger_entry_commit_together(store):
 
 
 def test_a_replayed_batch_is_skipped_and_writes_nothing(store):
-    sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a"]))
-    sinks.commit_batch(store.conn, "q1", 1, lambda c: publish(c, "t", ["b"]))
+    sinks.commit_batch(store.file, "q1", 0, lambda c: publish(c, "t", ["a"]))
+    sinks.commit_batch(store.file, "q1", 1, lambda c: publish(c, "t", ["b"]))
     before = sinks.ledger_entry(store.conn, "q1")
     called = []
     for replay in (0, 1):
-        result = sinks.commit_batch(store.conn, "q1", replay, lambda c: called.append(1) or 1)
+        result = sinks.commit_batch(store.file, "q1", replay, lambda c: called.append(1) or 1)
         assert result.skipped and result.rows == 0 and result.last_batch_id == 1
     assert not called, "a skipped batch must not even run its writer"
     assert sinks.ledger_entry(store.conn, "q1") == before
@@ -37,14 +37,14 @@ def test_a_replayed_batch_is_skipped_and_writes_nothing(store):
 
 def test_ledger_rows_count_every_row_the_sink_wrote(store):
     for batch, values in enumerate([["a"], ["b", "c"], []]):
-        sinks.commit_batch(store.conn, "s", batch, lambda c, v=values: publish(c, "t", v))
+        sinks.commit_batch(store.file, "s", batch, lambda c, v=values: publish(c, "t", v))
     assert sinks.ledger_entry(store.conn, "s").rows == 3
     assert sinks.ledger_entry(store.conn, "s").last_batch_id == 2
 
 
 def test_sinks_are_independent(store):
-    sinks.commit_batch(store.conn, "a", 5, lambda c: publish(c, "t", ["x"]))
-    result = sinks.commit_batch(store.conn, "b", 0, lambda c: publish(c, "t", ["y"]))
+    sinks.commit_batch(store.file, "a", 5, lambda c: publish(c, "t", ["x"]))
+    result = sinks.commit_batch(store.file, "b", 0, lambda c: publish(c, "t", ["y"]))
     assert not result.skipped
     assert [e.sink_id for e in sinks.list_ledger(store.conn)] == ["a", "b"]
 
@@ -55,15 +55,15 @@ def test_a_failing_batch_leaves_neither_rows_nor_ledger_entry(store):
         raise PayloadError("boom")
 
     with pytest.raises(PayloadError):
-        sinks.commit_batch(store.conn, "q1", 0, write)
+        sinks.commit_batch(store.file, "q1", 0, write)
     assert sinks.ledger_entry(store.conn, "q1") is None
     assert not store.topic("t").exists()
     # ...and the same batch id commits afterwards.
-    assert not sinks.commit_batch(store.conn, "q1", 0, lambda c: publish(c, "t", ["a"])).skipped
+    assert not sinks.commit_batch(store.file, "q1", 0, lambda c: publish(c, "t", ["a"])).skipped
 
 
 def test_a_one_off_write_has_no_ledger_entry(store):
-    result = sinks.commit_batch(store.conn, None, None, lambda c: publish(c, "t", ["a"]))
+    result = sinks.commit_batch(store.file, None, None, lambda c: publish(c, "t", ["a"]))
     assert result == sinks.SinkCommit(None, None, 1, False, None)
     assert sinks.list_ledger(store.conn) == []
 
@@ -71,12 +71,12 @@ def test_a_one_off_write_has_no_ledger_entry(store):
 @pytest.mark.parametrize(("sink_id", "batch_id"), [("s", None), (None, 0), ("s", -1), ("s", True)])
 def test_sink_id_and_batch_id_go_together(store, sink_id, batch_id):
     with pytest.raises(OffsetRangeError):
-        sinks.commit_batch(store.conn, sink_id, batch_id, lambda c: 0)
+        sinks.commit_batch(store.file, sink_id, batch_id, lambda c: 0)
 
 
 def test_sink_ids_follow_the_naming_rule(store):
     with pytest.raises(InvalidNameError, match="invalid sink name"):
-        sinks.commit_batch(store.conn, "no spaces", 0, lambda c: 0)
+        sinks.commit_batch(store.file, "no spaces", 0, lambda c: 0)
 
 
 def test_encoded_chunks_get_dense_offsets_across_chunks(store):
@@ -154,27 +154,27 @@ def test_a_contiguous_writer_s_batch_past_the_ledger_s_next_is_refused_and_write
     from spark_queue.errors import StoreRewoundError
 
     for batch in range(5):
-        sinks.commit_batch(store.conn, "s", batch, lambda c: publish(c, "t", ["x"]),
+        sinks.commit_batch(store.file, "s", batch, lambda c: publish(c, "t", ["x"]),
                            contiguous=True)
     called = []
     with pytest.raises(StoreRewoundError, match=r"commits batch 10, but the ledger .* ends at "
                                                 r"batch 4: batches 5 to 9"):
-        sinks.commit_batch(store.conn, "s", 10, lambda c: called.append(1) or 1,
+        sinks.commit_batch(store.file, "s", 10, lambda c: called.append(1) or 1,
                            contiguous=True)
     assert not called
     assert sinks.ledger_entry(store.conn, "s").last_batch_id == 4
     assert store.topic("t").bounds() == (0, 5)
     # Without contiguous (a user's own ids, foreachBatch) a gap is fine.
-    assert not sinks.commit_batch(store.conn, "s", 10, lambda c: publish(c, "t", ["y"])).skipped
+    assert not sinks.commit_batch(store.file, "s", 10, lambda c: publish(c, "t", ["y"])).skipped
 
 
 def test_a_contiguous_writer_s_first_batch_may_be_any_id(store, caplog):
     with caplog.at_level("WARNING", logger="spark_queue.store"):
-        result = sinks.commit_batch(store.conn, "s", 7, lambda c: publish(c, "t", ["x"]),
+        result = sinks.commit_batch(store.file, "s", 7, lambda c: publish(c, "t", ["x"]),
                                     contiguous=True)
     assert (result.skipped, result.last_batch_id) == (False, 7)
     assert "batches 0 to 6 are missing" in caplog.text
     caplog.clear()
     with caplog.at_level("WARNING", logger="spark_queue.store"):
-        sinks.commit_batch(store.conn, "t0", 0, lambda c: 0, contiguous=True)
+        sinks.commit_batch(store.file, "t0", 0, lambda c: 0, contiguous=True)
     assert caplog.text == ""

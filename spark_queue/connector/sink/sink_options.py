@@ -20,9 +20,16 @@ from spark_queue.connector.option_table import (
     choice,
     name_rule,
     non_negative_int,
+    positive_int,
     store_path,
 )
-from spark_queue.defaults import DURABILITY, DURABILITY_LEVELS, FORMAT_NAME, SINK_BUSY_TIMEOUT_MS
+from spark_queue.defaults import (
+    DURABILITY,
+    DURABILITY_LEVELS,
+    FORMAT_NAME,
+    REPLICATED_WAIT_MS,
+    SINK_BUSY_TIMEOUT_MS,
+)
 from spark_queue.errors import OptionError
 
 #: Every option the sink reads (order = docs/writing.md's table order).
@@ -53,6 +60,11 @@ SINK_OPTIONS: tuple[Option, ...] = (
     Option("busyTimeoutMs", non_negative_int, default=SINK_BUSY_TIMEOUT_MS,
            doc_default=str(SINK_BUSY_TIMEOUT_MS),
            doc="how long a commit waits for another writer's lock"),
+    Option("replicaWaitMs", positive_int, default=REPLICATED_WAIT_MS,
+           doc_default=str(REPLICATED_WAIT_MS),
+           doc="with `durability=replicated`: how long a commit waits for the replica to hold "
+           "it before the batch fails (its rows stay committed locally; the retried batch is "
+           "skipped by the ledger once the replica holds them)"),
 )
 # Spark hands a streaming sink its writeStream options, its own among them
 # (DataStreamWriter.queryName() travels as the option "queryName").
@@ -76,6 +88,7 @@ class SinkOptions:
     durability: str = DURABILITY
     busy_timeout_ms: int = SINK_BUSY_TIMEOUT_MS
     create_store: bool = False
+    replica_wait_ms: int = REPLICATED_WAIT_MS
     # Spark's writeStream checkpointLocation, which it passes to the writer's options: a
     # sink without sinkId records its ledger entry for it (store/sink_checkpoints.py).
     checkpoint_location: str | None = None
@@ -134,6 +147,7 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
         durability=given["durability"],
         busy_timeout_ms=given["busyTimeoutMs"],
         create_store=given["createStore"],
+        replica_wait_ms=given["replicaWaitMs"],
         checkpoint_location=next((str(value) for key, value in options.items()
                                   if key.lower() == "checkpointlocation"), None)
         if streaming else None,

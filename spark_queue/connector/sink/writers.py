@@ -160,6 +160,7 @@ class _SinkWriter:
             create=self.options.create_store,
             durability=self.options.durability,
             busy_timeout_ms=self.options.busy_timeout_ms,
+            replica_wait_ms=self.options.replica_wait_ms,
         )
         batches = _batches(present)
         try:

@@ -22,20 +22,13 @@ import apsw
 from spark_queue import defaults
 from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.errors import (
-    ArgumentError,
-    CorruptStoreError,
-    NotAStoreError,
-    PayloadError,
-    ReadOnlyStoreError,
     StoreBusyError,
-    StoreClosedError,
     StoreError,
-    StoreFullError,
     StoreNotFoundError,
-    TransactionOpenError,
 )
 from spark_queue.store.file import filesystem, meta
 from spark_queue.store.file.arguments import check_int
+from spark_queue.store.file.sqlite_errors import open_errors, translate_errors
 
 # SQLite's busy timeout is a C int of milliseconds.
 MAX_BUSY_TIMEOUT_MS = 2**31 - 1
@@ -170,38 +163,6 @@ def enable_wal(conn: apsw.Connection, path: str, busy_timeout_ms: int) -> None:
         )
 
 
-@contextlib.contextmanager
-def open_errors(path: str, *, busy: bool = True) -> Iterator[None]:
-    """Name every SQLite error that opening or checking a file can raise.
-
-    :func:`translate_errors` names what any statement can meet (damage, a full
-    disk, a read-only file, I/O); this adds what only opening meets: a lock
-    held while the file is being set up, a file that is not SQLite at all, and
-    anything else SQLite says about the path. With ``busy=False`` lock errors
-    pass through unchanged for a caller that retries.
-    """
-    try:
-        with translate_errors(path, busy=False):
-            yield
-    except (apsw.BusyError, apsw.LockedError) as exc:
-        if not busy:
-            raise
-        raise StoreBusyError(
-            f"store file {path!r} is locked by another process and the busy timeout ran out; "
-            "retry, or raise busy_timeout_ms."
-        ) from exc
-    except apsw.NotADBError as exc:
-        raise NotAStoreError(
-            f"{path!r} is not a SQLite database (or it is encrypted or damaged); "
-            "if it was a store, run `sqliteq check` on it or restore it from a backup."
-        ) from exc
-    except apsw.Error as exc:
-        raise StoreError(
-            f"cannot open store file {path!r} ({type(exc).__name__}: {exc}); check that the "
-            "path is a readable file on a local disk and that its directory is writable."
-        ) from exc
-
-
 # "replicated" is NORMAL on the local disk: the copy that makes it durable is the replica's.
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL", "off": "OFF", "replicated": "NORMAL"}
 # PRAGMA synchronous as it reads back (0-3), whole statements: put a level back as it was.
@@ -210,8 +171,11 @@ _SYNCHRONOUS_READ_BACK = tuple("PRAGMA synchronous=" + name
 
 
 @contextlib.contextmanager
-def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
-    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it or none.
+def write_transaction(
+    conn: apsw.Connection, after_commit: Callable[[], None] | None = None
+) -> Iterator[apsw.Connection]:
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction: all of it or none; it commits
+    through :func:`commit_write`.
 
     IMMEDIATE takes the write lock up front. A deferred transaction that
     reads first and writes later cannot wait for the lock in WAL mode (SQLite
@@ -221,11 +185,55 @@ def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-            conn.execute("COMMIT")
         except BaseException:
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
+            rollback_write(conn)
             raise
+        commit_write(conn, after_commit)
+
+
+def commit_write(conn: apsw.Connection, after_commit: Callable[[], None] | None) -> None:
+    """THE door: every write transaction of the package commits here, and nowhere else.
+
+    ``after_commit`` is the durability a connection was opened with beyond SQLite's
+    ``synchronous``: for ``durability="replicated"`` it returns once the replica holds the
+    commit (spark_queue/store/file/replica_mark.py, ReplicaWait), else it is None. A COMMIT
+    that fails rolls back; an ``after_commit`` that raises leaves the commit standing (it
+    is local) and the caller unanswered. ``tests/store/file/test_commit_door.py`` fails on
+    any BEGIN, COMMIT or ROLLBACK of the package outside this module's doors.
+    """
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback_write(conn)
+        raise
+    if after_commit is not None:
+        after_commit()
+
+
+def rollback_write(conn: apsw.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (a failed COMMIT may)."""
+    if not conn.getautocommit():
+        conn.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def savepoint(
+    conn: apsw.Connection, undo: tuple[type[BaseException], ...] = (BaseException,)
+) -> Iterator[apsw.Connection]:
+    """The block under a savepoint inside the caller's transaction: if it raises one of
+    ``undo``, what it wrote is undone and the transaction goes on as before the block (a
+    call of ``store.transaction()`` that refuses; one refused group of a producer's batch).
+    Any other error, or one after which SQLite ended the transaction itself (a full disk),
+    is left to the transaction's own rollback."""
+    conn.execute("SAVEPOINT sq_call")
+    try:
+        yield conn
+    except undo:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK TO sq_call")
+            conn.execute("RELEASE sq_call")
+        raise
+    conn.execute("RELEASE sq_call")
 
 
 @contextlib.contextmanager
@@ -239,86 +247,6 @@ def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     finally:
         if not nested and not conn.getautocommit():
             conn.execute("COMMIT")
-
-
-def damaged_message(path: str | None, exc: BaseException) -> str:
-    where = f"store file {path!r}" if path else "the store file"
-    target = path or "PATH"
-    return (
-        f"{where} is damaged ({exc}); run `sqliteq check {target}` to see what is wrong, "
-        "and restore the last copy made with `sqliteq backup`."
-    )
-
-
-@contextlib.contextmanager
-def translate_errors(path: str | None = None, *, busy: bool = True) -> Iterator[None]:
-    """Turn SQLite's lock, disk-full, read-only, corruption and I/O errors into named errors.
-
-    The one place that names them (:func:`open_errors` builds on it); with
-    ``busy=False`` lock errors pass through for a caller that names or retries them.
-    """
-    try:
-        yield
-    except apsw.ConnectionClosedError as exc:
-        raise StoreClosedError(
-            f"store{'' if path is None else f' {path!r}'} was closed; open a new Store "
-            "(a Queue lives as long as the Store it came from)."
-        ) from exc
-    except OverflowError as exc:
-        # The net under spark_queue.store.file.arguments.check_int: an integer it was not
-        # asked to check reached SQLite, which holds 64-bit integers only.
-        raise ArgumentError(
-            f"an integer given to the store is outside what SQLite holds (an integer from "
-            f"-2**63 to 2**63 - 1): {exc}. Nothing was written."
-        ) from exc
-    except apsw.ReadOnlyError as exc:
-        raise ReadOnlyStoreError(
-            f"store{'' if path is None else f' {path!r}'} cannot be written: it was opened "
-            "read-only (readonly=True), or its file or directory is read-only. Nothing was "
-            "written; open it read-write, or fix the permissions."
-        ) from exc
-    except (apsw.BusyError, apsw.LockedError) as exc:
-        if not busy:
-            raise
-        raise StoreBusyError(
-            "the store is locked by another writer and the busy timeout ran out; "
-            "retry, or raise busy_timeout_ms."
-        ) from exc
-    except apsw.CorruptError as exc:
-        raise CorruptStoreError(damaged_message(path, exc)) from exc
-    except apsw.FullError as exc:
-        raise StoreFullError(
-            "the disk holding the store is full (or the file hit its page limit); "
-            "nothing of this transaction was written. Free space and retry."
-        ) from exc
-    except (apsw.IOError, apsw.CantOpenError) as exc:
-        raise StoreError(
-            f"store{'' if path is None else f' {path!r}'} could not be read or written "
-            f"({type(exc).__name__}: {exc}): the file may have been removed, moved or its disk "
-            "failed. Nothing of this transaction was written; check the file and reopen it."
-        ) from exc
-    except apsw.SQLError as exc:
-        if _NESTED not in str(exc):
-            raise
-        raise TransactionOpenError(
-            f"store{'' if path is None else f' {path!r}'} has a transaction open on this "
-            "connection (store.transaction(), store.write() or a worker handler's "
-            "job.transaction), and this call starts one of its own. Inside the block, write "
-            "through the transaction: tx.execute, tx.publish, tx.publish_many, tx.enqueue, "
-            "tx.commit_offsets (docs/transactions.md); or make the call after the block."
-        ) from exc
-    except UnicodeEncodeError as exc:
-        # A str the codec did not see (an idempotency key, a name in a read) with a lone
-        # surrogate: apsw binds text as UTF-8. Payloads are checked earlier, by name.
-        raise PayloadError(
-            f"a string given to the store holds {exc.object[exc.start:exc.end]!r} at position "
-            f"{exc.start} ({exc.reason}): SQLite keeps text as UTF-8, which cannot hold it. "
-            "Nothing of this transaction was written; fix the string."
-        ) from exc
-
-
-# What SQLite says when BEGIN meets an open transaction (a Store call inside one).
-_NESTED = "cannot start a transaction within a transaction"
 
 
 def now_ms() -> int:
@@ -342,8 +270,9 @@ class StoreConnection:
     def __init__(self, path: str, conn: apsw.Connection) -> None:
         self.path = path
         self.conn = conn
-        # Called after every commit of write()/transact(): durability="replicated" waits
-        # there until the replica holds the commit (spark_queue/store/file/replica_mark.py).
+        # Called after every commit of this connection (commit_write, the door):
+        # durability="replicated" waits there until the replica holds the commit
+        # (spark_queue/store/file/replica_mark.py); set by the one open (opening.py).
         self.after_commit: Callable[[], None] | None = None
 
     def close(self) -> None:
@@ -351,11 +280,24 @@ class StoreConnection:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named."""
-        with write_transaction(self.conn) as conn:
+        """One ``BEGIN IMMEDIATE`` transaction: all of the block commits or none; errors named;
+        it commits through the door (:func:`commit_write`) with this connection's durability."""
+        with write_transaction(self.conn, self.after_commit) as conn:
             yield conn
-        if self.after_commit is not None:
-            self.after_commit()
+
+    def begin(self) -> None:
+        """Open a write transaction the caller ends with :meth:`commit` or :meth:`rollback`
+        (``store.transaction()``, whose block spans the caller's code)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        """Commit :meth:`begin`'s transaction through the door, with this connection's
+        durability."""
+        commit_write(self.conn, self.after_commit)
+
+    def rollback(self) -> None:
+        """Roll back :meth:`begin`'s transaction (if SQLite has not already)."""
+        rollback_write(self.conn)
 
     @contextlib.contextmanager
     def synced_write(self) -> Iterator[apsw.Connection]:
@@ -380,16 +322,13 @@ class StoreConnection:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(conn, *args)
-                conn.execute("COMMIT")
             except BaseException:
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+                rollback_write(conn)
                 raise
+            commit_write(conn, self.after_commit)
         except (apsw.Error, OverflowError, UnicodeEncodeError):
             with translate_errors(self.path):
                 raise
-        if self.after_commit is not None:
-            self.after_commit()
         return result
 
     @contextlib.contextmanager

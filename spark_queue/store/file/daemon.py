@@ -15,7 +15,8 @@ import threading
 from typing import Self
 
 from spark_queue import defaults
-from spark_queue.store.file.connection import StoreConnection, open_connection
+from spark_queue.store.file.connection import StoreConnection
+from spark_queue.store.file.opening import open_store_file
 
 
 class Daemon:
@@ -47,8 +48,7 @@ class Daemon:
 
     def open(self) -> StoreConnection:
         """The thread's connection, opened at its first turn (the store must exist)."""
-        return StoreConnection(self.path, open_connection(
-            self.path, create=False, busy_timeout_ms=self.busy_timeout_ms))
+        return open_store_file(self.path, create=False, busy_timeout_ms=self.busy_timeout_ms)
 
     def turn(self, file: StoreConnection) -> None:
         raise NotImplementedError

@@ -40,9 +40,10 @@ REPLICA_CYCLE_BEGUN = "replica_cycle_begun"
 REPLICA_CYCLE_DONE = "replica_cycle_done"
 REPLICA_MARK = "replica_mark"
 REPLICA_SYNCED_MS = "replica_synced_ms"
+REPLICA_MARK_BORN = "replica_mark_born"
 #: Every key of a store's replica: forgetting the replica deletes them all.
 REPLICA_KEYS = (REPLICA_URL, REPLICA_CYCLE_BEGUN, REPLICA_CYCLE_DONE, REPLICA_MARK,
-                REPLICA_SYNCED_MS)
+                REPLICA_SYNCED_MS, REPLICA_MARK_BORN)
 
 HOUSEKEEPING_INTERVAL_MS = "housekeeping_interval_ms"
 HOUSEKEEPING_LAST_RUN_KEY = "housekeeping_last_run"

@@ -17,6 +17,22 @@ offset never names two events. A ``durability="replicated"`` writer waits after 
 commit for a cycle that began after it (:class:`ReplicaWait`). A restored store keeps
 the mark of its last finished cycle, which the replica held before it was written: at
 most what the restore brought back.
+
+The mark belongs to a topic, not to its id: SQLite gives a topic created after a delete
+the highest id again, so a recreated topic could inherit the deleted one's mark and show
+readers events the replica never held. Three rules keep a mark with its topic (the mark's
+JSON, ``{"topic id": end}``, is unchanged, so files of every release read alike):
+
+- deleting a topic drops its entry in the delete's transaction (:func:`forget_topic_mark`);
+- :func:`finish_cycle` writes an entry only for a topic that is still the one the cycle's
+  snapshot saw (same ``created_ms``, its end not behind the snapshot's), so a delete and
+  create between the cycle's two transactions cannot pass the old end on;
+- beside the mark, meta ``replica_mark_born`` holds each entry's topic's ``created_ms``,
+  and a reader takes an entry only for the topic born then: a topic created since under a
+  reused id starts with no mark. A file an older release wrote has no such key, and its
+  deletes left their entries behind: there an entry counts only for a topic created no
+  later than the last sync (``replica_synced_ms``), until the next cycle writes both keys
+  (tests/store/file/test_replica_mark_identity.py).
 """
 
 from __future__ import annotations
@@ -39,6 +55,7 @@ _BEGUN_KEY = meta.REPLICA_CYCLE_BEGUN
 _DONE_KEY = meta.REPLICA_CYCLE_DONE
 _MARK_KEY = meta.REPLICA_MARK
 _SYNCED_KEY = meta.REPLICA_SYNCED_MS
+_BORN_KEY = meta.REPLICA_MARK_BORN
 
 # A waiting writer looks at the done counter after 1 ms, then twice as long, at most
 # every 20 ms: one cycle is a few tens of milliseconds on a local disk.
@@ -85,7 +102,7 @@ def mark_replicated(conn: apsw.Connection, url: str) -> None:
     are capped from here on; a store marked for the first time starts with an empty
     mark, so they see nothing new until the first cycle finishes."""
     if meta.get(conn, _MARK_KEY) is None:
-        meta.put(conn, _MARK_KEY, json.dumps(_next_offsets(conn)))
+        put_mark(conn, _next_offsets(conn), _created(conn))
     meta.put(conn, URL_KEY, url)
 
 
@@ -98,25 +115,75 @@ def unmark(conn: apsw.Connection) -> bool:
 
 
 def read_mark(conn: apsw.Connection) -> dict[int, int] | None:
-    """Each topic id's readable end, or None when the store is not replicated."""
+    """Each topic id's readable end, or None when the store is not replicated.
+
+    Only entries of the topics they were written for count (the module's third rule): an
+    entry left by a deleted topic whose id was given again is not read.
+    """
     if meta.get(conn, URL_KEY) is None:
         return None
-    text = meta.get(conn, _MARK_KEY)
+    entries = _stored_mark(conn)
+    if not entries:
+        return {}
+    created = _created(conn)
+    if meta.get(conn, _BORN_KEY) is not None:
+        born = _stored_mark(conn, _BORN_KEY)
+        return {tid: end for tid, end in entries.items()
+                if tid in created and created[tid] == born.get(tid)}
+    synced = meta.get(conn, _SYNCED_KEY)  # a mark an older release wrote
+    return {tid: end for tid, end in entries.items()
+            if tid in created and (synced is None or created[tid] <= int(synced))}
+
+
+def _stored_mark(conn: apsw.Connection, key: str = _MARK_KEY) -> dict[int, int]:
+    text = meta.get(conn, key)
     return {} if text is None else {int(k): int(v) for k, v in json.loads(text).items()}
 
 
-def readable_end(conn: apsw.Connection, tid: int, first: int, latest: int) -> int:
-    """The end of topic ``tid`` a reader may see: ``latest``, capped at the mark when
-    the store is replicated (never below ``first``: retention may have passed it)."""
-    mark = read_mark(conn)
-    if mark is None:
-        return latest
-    return max(first, min(latest, mark.get(tid, 0)))
+def _created(conn: apsw.Connection) -> dict[int, int]:
+    return {int(tid): int(ms) for tid, ms in conn.execute("SELECT id, created_ms FROM sq_topics")}
+
+
+def put_mark(conn: apsw.Connection, ends: dict[int, int], born: dict[int, int]) -> None:
+    """Make ``ends`` (topic id: end) the mark, for the topics with those ids born at
+    ``born`` (topic id: ``created_ms``), in the caller's write transaction. Every write of
+    the mark goes through here: it covers those topics only (:func:`read_mark`)."""
+    meta.put(conn, _MARK_KEY, json.dumps(ends))
+    meta.put(conn, _BORN_KEY, json.dumps({tid: born[tid] for tid in ends if tid in born}))
+
+
+def forget_topic_mark(conn: apsw.Connection, tid: int) -> None:
+    """Drop topic ``tid``'s entry from the mark (the topic's delete, caller's write
+    transaction): a topic created later under the same id starts with no mark."""
+    entries = _stored_mark(conn) if meta.get(conn, URL_KEY) is not None else {}
+    if tid in entries:
+        del entries[tid]
+        meta.put(conn, _MARK_KEY, json.dumps(entries))
+
+
+def readable_bounds(conn: apsw.Connection, tid: int) -> tuple[int, int]:
+    """``(first, end)`` of topic ``tid`` as a reader may see it: its first stored offset,
+    and its next offset capped at the mark when the store is replicated (never below
+    ``first``: retention may have passed it). The rule is SQL, once, for every client:
+    the view ``sq_topic_ends`` (spark_queue/store/file/offset_views.py)."""
+    row = conn.execute(_ENDS, (tid,)).fetchone()
+    if row is None:
+        return 0, 0
+    return int(row[0]), int(row[1])
+
+
+_ENDS = "SELECT first_offset, readable_end FROM sq_topic_ends WHERE topic_id = ?"
 
 
 def _next_offsets(conn: apsw.Connection) -> dict[int, int]:
     rows = conn.execute("SELECT id, next_offset FROM sq_topics")
     return {int(tid): int(nxt) for tid, nxt in rows}
+
+
+class CycleTopics(NamedTuple):
+    """Who the topics in a cycle's snapshot were: each id's ``created_ms``."""
+
+    created: dict[int, int]
 
 
 def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:
@@ -126,11 +193,37 @@ def begin_cycle(conn: apsw.Connection) -> tuple[int, dict[int, int]]:
     return cycle, _next_offsets(conn)
 
 
-def finish_cycle(conn: apsw.Connection, cycle: int, ends: dict[int, int]) -> None:
-    """Step 3 (caller's write transaction): the replica holds ``ends``; cycle done."""
-    meta.put(conn, _MARK_KEY, json.dumps(ends))
+def cycle_topics(conn: apsw.Connection) -> CycleTopics:
+    """Step 1's topics (in its transaction), for :func:`finish_cycle` to recognise them."""
+    return CycleTopics(_created(conn))
+
+
+def finish_cycle(
+    conn: apsw.Connection, cycle: int, ends: dict[int, int], topics: CycleTopics | None = None
+) -> None:
+    """Step 3 (caller's write transaction): the replica holds ``ends``; cycle done.
+
+    With step 1's ``topics``, an end is kept only for a topic that is still the one step 1
+    saw: one deleted and created again in between starts with no mark (its events came
+    after step 1's commit, so the replica need not hold them).
+    """
+    if topics is None:
+        put_mark(conn, ends, _created(conn))
+    else:
+        put_mark(conn, _same_topics(conn, ends, topics.created), topics.created)
     meta.put(conn, _DONE_KEY, str(cycle))
     meta.put(conn, _SYNCED_KEY, str(now_ms()))
+
+
+def _same_topics(conn: apsw.Connection, ends: dict[int, int], created: dict[int, int]
+                 ) -> dict[int, int]:
+    now_created, now_ends = _created(conn), _next_offsets(conn)
+    # A topic's end never moves back; a recreated one's starts again from 0.
+    return {
+        tid: end for tid, end in ends.items()
+        if tid in now_created and now_created[tid] == created.get(tid)
+        and now_ends[tid] >= end
+    }
 
 
 def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
@@ -179,9 +272,9 @@ class ReplicaWait:
     i.e. the replica holds the commit (``durability="replicated"``). The commit stands
     whatever happens; a wait that runs out raises ReplicationTimeoutError."""
 
-    def __init__(self, file: StoreConnection, timeout_ms: int = defaults.REPLICATED_WAIT_MS):
+    def __init__(self, file: StoreConnection, timeout_ms: int | None = None):
         self.file = file
-        self.timeout_ms = timeout_ms
+        self.timeout_ms = defaults.REPLICATED_WAIT_MS if timeout_ms is None else timeout_ms
         self.wake = wake_path(file.path)
 
     def __call__(self) -> None:

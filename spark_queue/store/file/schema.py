@@ -29,10 +29,11 @@ from spark_queue.store.file.connection import (
     read_transaction,
     write_transaction,
 )
+from spark_queue.store.file.offset_views import OFFSET_VIEWS_SQL as _V13_OFFSET_VIEWS
 from spark_queue.store.file.publish_view import ENQUEUE_VIEW_SQL as _V9_ENQUEUE_VIEW
 from spark_queue.store.file.publish_view import PUBLISH_LIMIT_SQL as _V12_PUBLISH_LIMIT
 from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
-from spark_queue.store.file.topic_guard import TOPIC_GUARD_SQL as _V13_TOPIC_CREATION
+from spark_queue.store.file.topic_guard import TOPIC_GUARD_SQL as _V14_TOPIC_CREATION
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
 APPLICATION_ID = 0x53514C51
@@ -293,7 +294,7 @@ CREATE INDEX sq_planned_batches_consumer ON sq_planned_batches (consumer, reader
 MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
     _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW, _V10_CONSUMER_POSITIONS,
-    _V11_PLANNED_BATCHES, _V12_PUBLISH_LIMIT, _V13_TOPIC_CREATION,
+    _V11_PLANNED_BATCHES, _V12_PUBLISH_LIMIT, _V13_OFFSET_VIEWS, _V14_TOPIC_CREATION,
 ]
 
 

@@ -1,6 +1,6 @@
 # ruff: noqa: E501 - a trigger's RAISE message is one SQL string literal, on one line.
 """The trigger that holds every SQLite client to the store's rule for a publish to a topic
-that does not exist (schema version 13; the rule: :mod:`spark_queue.store.streams.topic_creation`)."""
+that does not exist (schema version 14; the rule: :mod:`spark_queue.store.streams.topic_creation`)."""
 
 from __future__ import annotations
 

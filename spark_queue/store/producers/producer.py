@@ -29,10 +29,11 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Unpack
 
 from spark_queue import defaults
 from spark_queue.errors import StoreError
+from spark_queue.job_options import JobOptions
 from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
@@ -119,19 +120,14 @@ class Producer(CallQueue):
         self,
         queue: str,
         payload: Any,
-        *,
-        priority: int = 0,
-        delay_ms: int = 0,
-        ttl_ms: int | None = None,
-        idempotency_key: str | None = None,
-        max_attempts: int | None = None,
+        **options: Unpack[JobOptions],
     ) -> int:
         """Enqueue one job with the next batch; returns its id once committed.
 
         Options as for :meth:`Queue.enqueue <spark_queue.store.Queue.enqueue>`.
         A queue at its ``max_size`` fails the call with QueueFullError at once.
         """
-        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, options)
         reply = Reply()
         return self._call((JOB, queue, reply, job), reply)
 
@@ -139,15 +135,10 @@ class Producer(CallQueue):
         self,
         queue: str,
         payload: Any,
-        *,
-        priority: int = 0,
-        delay_ms: int = 0,
-        ttl_ms: int | None = None,
-        idempotency_key: str | None = None,
-        max_attempts: int | None = None,
+        **options: Unpack[JobOptions],
     ) -> Future[int]:
         """Like :meth:`enqueue`, but return a future of the job id at once."""
-        job = new_job(queue, payload, priority, delay_ms, ttl_ms, idempotency_key, max_attempts)
+        job = new_job(queue, payload, options)
         future = Ack(self._batches.answered)
         self._send((JOB, queue, future, job))
         return future
@@ -220,19 +211,10 @@ def event_call(
     return (EVENT, topic, reply, stored, value_type, encode_key(key), encode_headers(headers))
 
 
-def new_job(
-    queue: str,
-    payload: Any,
-    priority: int,
-    delay_ms: int,
-    ttl_ms: int | None,
-    idempotency_key: str | None,
-    max_attempts: int | None,
-) -> NewJob:
+def new_job(queue: str, payload: Any, options: JobOptions) -> NewJob:
     """The job with its payload encoded, checked in the calling thread like enqueue_rows does."""
     validate_name(queue, "queue")
-    job = NewJob(Encoded(*encode_value(payload)), priority, delay_ms, idempotency_key,
-                 max_attempts, ttl_ms)
+    job = NewJob(Encoded(*encode_value(payload)), **options)
     queue_jobs.check_job(job)
     return job
 

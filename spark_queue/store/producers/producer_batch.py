@@ -33,7 +33,7 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import PayloadTooLargeError, QueueFullError
-from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.connection import StoreConnection, now_ms, savepoint
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
 from spark_queue.store.producers.producer_replies import settle_all
 from spark_queue.store.queues import queue_jobs
@@ -164,12 +164,5 @@ def _undone_if_refused(
     """``write(calls)`` in a savepoint that a refusal rolls back. Any other error
     leaves the savepoint to the batch's ROLLBACK (SQLite may have ended the
     transaction already, on a full disk)."""
-    conn.execute("SAVEPOINT sq_producer_group")
-    try:
-        written = write(calls)
-    except _REFUSALS:
-        conn.execute("ROLLBACK TO sq_producer_group")
-        conn.execute("RELEASE sq_producer_group")
-        raise
-    conn.execute("RELEASE sq_producer_group")
-    return written
+    with savepoint(conn, undo=_REFUSALS):
+        return write(calls)

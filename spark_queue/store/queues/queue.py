@@ -18,6 +18,7 @@ from spark_queue.errors import (
     QueueFullError,
     StaleLeaseError,
 )
+from spark_queue.job_options import JobOptions
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.connection import HasStoreConnection, now_ms, translated
 from spark_queue.store.file.names import validate_name
@@ -98,20 +99,18 @@ class Queue:
         self,
         payload: Any,
         *,
-        priority: int = 0,
-        delay_ms: int = 0,
-        ttl_ms: int | None = None,
-        idempotency_key: str | None = None,
-        max_attempts: int | None = None,
         wait_ms: int | None = 0,
+        **options: Unpack[JobOptions],
     ) -> int:
         """Enqueue one job in its own transaction; returns its id (durable on return).
         Creates the queue with the defaults if it does not exist (check :meth:`exists` first
         when the name comes from a user: a typo would make a new queue).
 
-        See :meth:`enqueue_many` for ``wait_ms`` and idempotency.
+        ``options``: ``priority`` (0), ``delay_ms`` (0), ``ttl_ms``, ``idempotency_key``,
+        ``max_attempts`` (:class:`~spark_queue.job_options.JobOptions`). See
+        :meth:`enqueue_many` for ``wait_ms`` and idempotency.
         """
-        job = NewJob(payload, priority, delay_ms, idempotency_key, max_attempts, ttl_ms)
+        job = NewJob(payload, **options)
         return self.enqueue_many([job], wait_ms=wait_ms)[0]
 
     def enqueue_many(self, jobs: Iterable[NewJob | Any], *, wait_ms: int | None = 0) -> list[int]:

@@ -61,19 +61,22 @@ def read_arrow(
     end: int | None = None,
     limit: int | None = None,
     payload_format: str = "binary",
+    *,
+    capped: bool = True,
 ) -> pa.Table:
     """Events ``[start, end)`` (at most ``limit``) as an Arrow table with :func:`event_schema`.
 
     ``headers`` is the stored JSON object text, checked to be an object of
     strings. Under ``"string"``, binary payloads that are not valid UTF-8
     raise PayloadError naming the offsets. Offsets are verified as in
-    :func:`read_arrow_payloads`; caller holds one snapshot.
+    :func:`read_arrow_payloads`; caller holds one snapshot. ``capped``: as
+    :func:`~spark_queue.store.streams.topic_reads.expected_range`'s.
     """
     _check_format(payload_format)
     upper = range_bounds(start, end, limit)
     tid = topic_id(conn, topic)
     schema = event_schema(payload_format)
-    first, stop = expected_range(conn, tid, start, upper)
+    first, stop = expected_range(conn, tid, start, upper, capped=capped)
     rows = _fetch(conn, topic, _RANGE_SQL[payload_format], tid, start, stop)
     columns = _columns(rows, schema)
     verify_offsets(topic, columns[0], first, stop)

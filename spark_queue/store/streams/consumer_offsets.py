@@ -17,20 +17,45 @@ import apsw
 
 from spark_queue.errors import OffsetRangeError
 from spark_queue.store.file.arguments import check_int
-from spark_queue.store.file.connection import Row, first_value, now_ms
+from spark_queue.store.file.connection import Row, first_value, now_or
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.replica_mark import readable_end
+from spark_queue.store.file.replica_mark import readable_bounds
 from spark_queue.store.streams import consumer_positions, planned_batches
 from spark_queue.store.streams.topic_reads import topic_id
 
-_UPSERT = (
-    "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (consumer, topic_id) DO UPDATE SET updated_ms = excluded.updated_ms, "
-)
-_ADVANCE_SQL = (
-    _UPSERT + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
-)
-_RESET_SQL = _UPSERT + "next_offset = excluded.next_offset RETURNING next_offset"
+# The one writer of sq_consumers: the sq_save_offset view's trigger keeps the rule (a name,
+# a topic, 0..readable end, never back unless reset) for Python and every SQLite client
+# alike (spark_queue/store/file/offset_views.py).
+_SAVE = ("INSERT INTO sq_save_offset (consumer, topic_id, next_offset, reset, updated_ms) "
+         "VALUES (?, ?, ?, ?, ?)")
+_SAVED = "SELECT next_offset FROM sq_consumers WHERE consumer = ? AND topic_id = ?"
+
+
+def save(conn: apsw.Connection, consumer: str, tid: int, offset: int, *, reset: bool,
+         topic: str | None = None, at_ms: int | None = None) -> int:
+    """Save ``consumer``'s ``offset`` on topic ``tid`` through the rule (caller's write
+    transaction); the stored value. A refusal raises OffsetRangeError naming the topic's
+    readable end; nothing is saved."""
+    try:
+        conn.execute(_SAVE, (consumer, tid, offset, int(reset), now_or(at_ms)))
+    except apsw.ConstraintError as exc:
+        if "sq_save_offset:" not in str(exc):
+            raise
+        within_readable_end(conn, consumer, topic or f"id {tid}", tid, offset)
+        raise OffsetRangeError(f"consumer {consumer!r}: {exc}") from exc
+    return int(first_value(conn.execute(_SAVED, (consumer, tid))))
+
+
+def within_readable_end(
+    conn: apsw.Connection, consumer: str, topic: str, tid: int, offset: int
+) -> int:
+    """``offset`` if it is an integer from 0 to topic ``tid``'s readable end (the view's
+    bound, :func:`~spark_queue.store.file.replica_mark.readable_bounds`), else
+    OffsetRangeError naming that end: the message of a refusal, and the check of a query's
+    position (sq_consumer_positions, which the view's trigger does not write)."""
+    latest = readable_bounds(conn, tid)[1]
+    return check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
+                     high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
 
 
 class ConsumerInfo(NamedTuple):
@@ -55,20 +80,15 @@ def commit(
     stored = {}
     for topic, offset in offsets.items():
         tid = topic_id(conn, topic)
-        latest = first_value(
-            conn.execute("SELECT next_offset FROM sq_topics WHERE id = ?", (tid,))
-        )
         # A replicated store: an offset saves only what readers may see (replica_mark).
-        latest = readable_end(conn, tid, 0, latest)
-        check_int(offset, f"offset for topic {topic!r} (its latest offset is {latest})",
-                  high=latest, error=OffsetRangeError, owner=f"consumer {consumer!r}")
         if reader is not None:
+            within_readable_end(conn, consumer, topic, tid, offset)
             stored[topic] = consumer_positions.save(conn, consumer, tid, reader, offset,
                                                     confirmed=confirmed, reset=reset)
             continue
-        stored[topic] = first_value(
-            conn.execute(_RESET_SQL if reset else _ADVANCE_SQL, (consumer, tid, offset, now_ms()))
-        )
+        check_int(offset, f"offset for topic {topic!r}", error=OffsetRangeError,
+                  owner=f"consumer {consumer!r}")
+        stored[topic] = save(conn, consumer, tid, offset, reset=reset, topic=topic)
         if reset:
             consumer_positions.reset_all(conn, consumer, tid, offset)
     return stored

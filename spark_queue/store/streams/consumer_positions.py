@@ -116,10 +116,11 @@ def settle_name(conn: apsw.Connection, consumer: str, tid: int) -> None:
         (consumer, tid, stopped_before),
     ))
     if low is not None:
+        # Through the one writer of sq_consumers (offset_views.py), as a reset: the name
+        # may move back when a query joins it below.
         conn.execute(
-            "INSERT INTO sq_consumers (consumer, topic_id, next_offset, updated_ms) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (consumer, topic_id) DO UPDATE SET "
-            "next_offset = excluded.next_offset, updated_ms = excluded.updated_ms",
+            "INSERT INTO sq_save_offset (consumer, topic_id, next_offset, reset, updated_ms) "
+            "VALUES (?, ?, ?, 1, ?)",
             (consumer, tid, low, now_ms()),
         )
 

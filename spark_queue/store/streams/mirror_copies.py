@@ -18,6 +18,13 @@ A copy is exact only if three things hold from the moment it opens a topic:
 - **One exporter per copy**: the lease of :mod:`~spark_queue.store.streams.mirror_lease`,
   checked in each save's transaction.
 
+On a replicated store the copy keeps to what readers see, with ONE bound: :meth:`bounds`
+is the readers' capped end (the replicated mark), read once per pass, and :meth:`rows`
+returns exactly the range asked, never capped again, so a mark that moves during a pass
+cannot shorten a chunk (the exporter would number the next one from where the short one
+ended). The hold never names an offset past the capped end (:meth:`save`)
+(``tests/kafka/test_export_replicated.py``).
+
 ``tests/kafka/test_export_guards.py`` puts a housekeeping run, a forced prune, a recreated
 topic and a second exporter inside each window.
 """
@@ -33,7 +40,7 @@ import pyarrow as pa
 from spark_queue.errors import MirrorGapError, MirrorTopicChangedError
 from spark_queue.store.file.connection import HasStoreConnection, Row, first_value
 from spark_queue.store.streams import arrow_read, consumer_offsets, mirror_lease, mirrors
-from spark_queue.store.streams.topic_reads import bounds_of, topic_id
+from spark_queue.store.streams.topic_reads import bounds_of, readable_bounds_of, topic_id
 
 
 class CopyMark(NamedTuple):
@@ -131,19 +138,30 @@ class MirrorCopies:
                 self.marks.pop(mark.topic, None)  # the next opening starts the copy anew
 
     def bounds(self, mark: CopyMark) -> tuple[int, int]:
-        """``(earliest, latest)`` of the topic ``mark`` opened, checked to be that topic."""
+        """``(earliest, latest)`` of the topic ``mark`` opened, checked to be that topic, as
+        readers see them: on a replicated store, latest is the replicated mark. A pass reads
+        it once and copies up to it."""
         with self.file.read() as conn:
-            return _checked_bounds(conn, self.prefix, mark)
+            return _checked_bounds(conn, self.prefix, mark, readable=True)
 
     def rows(self, mark: CopyMark, start: int, end: int) -> pa.Table:
-        """Events ``[start, end)`` of the topic ``mark`` opened as ``Store.read_arrow``
-        returns them, from one snapshot, starting exactly at ``start``: MirrorGapError if
-        retention removed ``start`` (never the next rows renumbered)."""
+        """Exactly the events ``[start, end)`` of the topic ``mark`` opened, as
+        ``Store.read_arrow`` returns them, from one snapshot: MirrorGapError if retention
+        removed ``start`` or the store does not hold ``end - 1`` (never other rows
+        renumbered). ``end`` is the caller's bound (:meth:`bounds` of this pass, or what
+        Kafka holds); it is not capped at the replicated mark again, which may have moved."""
         with self.file.read() as conn:
-            earliest, _ = _checked_bounds(conn, self.prefix, mark)
+            earliest, latest = _checked_bounds(conn, self.prefix, mark)
             if start < earliest:
                 raise _gap(self.prefix, mark.topic, start, earliest, "rows from offset")
-            table = arrow_read.read_arrow(conn, mark.topic, start, end)
+            if end > latest:
+                raise MirrorGapError(
+                    f"the copy of store topic {mark.topic!r} in Kafka topic "
+                    f"{self.prefix + mark.topic!r} asked for events up to offset {end - 1}, "
+                    f"but the store's end is {latest}: nothing of them was sent. Run "
+                    "`sqliteq check` on the store, then the export again."
+                )
+            table = arrow_read.read_arrow(conn, mark.topic, start, end, capped=False)
         if table.num_rows and table.column("offset")[0].as_py() != start:  # belt and braces
             raise _gap(self.prefix, mark.topic, start, table.column("offset")[0].as_py(),
                        "rows from offset")
@@ -154,16 +172,20 @@ class MirrorCopies:
         hold, in one write transaction: the lease checked, each topic checked to be the
         one opened, and a position below the topic's earliest offset refused
         (MirrorGapError), never stored. A topic deleted since (and not created anew) has
-        nothing left to hold: skipped."""
+        nothing left to hold: skipped. On a replicated store a position past the readers'
+        capped end is saved as that end: the hold is a consumer's offset, which never passes
+        what readers see (a copy ahead of a store restored with an older mark holds back
+        retention a little longer; where the copy goes on is Kafka's end, not the hold)."""
         with self.file.write() as conn:
             mirror_lease.check_lease(conn, self.hold, self.me, renew=True)
             for mark, offset in positions:
                 if _find(conn, mark.topic) is None:
                     continue
-                earliest, _ = _checked_bounds(conn, self.prefix, mark)
+                earliest, readable = _checked_bounds(conn, self.prefix, mark, readable=True)
                 if offset < earliest:
                     raise _gap(self.prefix, mark.topic, offset, earliest, "events from offset")
-                consumer_offsets.commit(conn, self.hold, {mark.topic: offset}, reset=True)
+                consumer_offsets.commit(conn, self.hold, {mark.topic: min(offset, readable)},
+                                        reset=True)
 
 
 def _topic_row(conn: apsw.Connection, topic: str) -> tuple[int, int]:
@@ -178,13 +200,14 @@ def _find(conn: apsw.Connection, topic: str) -> tuple[int, int] | None:
     return None if row is None else (int(row[0]), int(row[1]))
 
 
-def _checked_bounds(conn: apsw.Connection, prefix: str, mark: CopyMark) -> tuple[int, int]:
+def _checked_bounds(conn: apsw.Connection, prefix: str, mark: CopyMark, *,
+                    readable: bool = False) -> tuple[int, int]:
     found = _find(conn, mark.topic)
     if found is None:
         raise _changed(prefix, mark, recreated=False)
     if found != (mark.topic_id, mark.created_ms) or mirrors.shift(conn, mark.topic) != mark.shift:
         raise _changed(prefix, mark, recreated=True)
-    return bounds_of(conn, mark.topic_id)
+    return (readable_bounds_of if readable else bounds_of)(conn, mark.topic_id)
 
 
 def _changed(prefix: str, mark: CopyMark, *, recreated: bool) -> MirrorTopicChangedError:

@@ -50,7 +50,7 @@ class OnePublisher:
         try:
             offset: int = self.file.transact(
                 self._write, topic, (stored,), value_type, ts_ms, keys,
-                None if stored_headers is None else (stored_headers,),
+                None if stored_headers is None else (stored_headers,), True,
             )
         except BaseException:
             # Rolled back: what the transaction did to a kept log never happened.
@@ -62,15 +62,23 @@ class OnePublisher:
     def _write(
         self, conn: apsw.Connection, topic: str, values: Sequence[Any], value_type: int,
         ts_ms: int, keys: Sequence[str | bytes | None] | None, headers: Sequence[str] | None,
+        own: bool = False,
     ) -> int:
-        if conn.data_version() != self._version:
+        version = conn.data_version()
+        if version != self._version:
             self._logs.clear()
+            # Kept until the file changes: our commit (publish() then keeps the version
+            # after it), another connection's, or the end of the caller's transaction.
+            self._version = version
         log = self._logs.get(topic) if type(topic) is str else None
         if log is None:
             log = self._logs[topic] = open_log(conn, topic)
-        offset = log.next_offset
-        write_events(conn, log, values, value_type, ts_ms, keys, headers)
-        return offset
+        # In publish()'s own transaction (``own``) the kept row is the table's: the file's
+        # data version, read under the write lock, is the one after our last commit, so
+        # nothing has written since. Inside a caller's transaction it proves nothing (the
+        # caller's own writes do not move it), and write_events reads the table.
+        return write_events(conn, log, values, value_type, ts_ms, keys, headers,
+                            current=own) - 1
 
     # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
     def publish_in(
@@ -79,27 +87,21 @@ class OnePublisher:
     ) -> int:
         """:meth:`publish` inside the caller's open write transaction; its offset.
 
-        The kept row is trusted as :meth:`publish` trusts it (the file unchanged since our
-        last commit). The caller's own SQL in the same transaction may have written the
-        topic (``INSERT INTO sq_publish``, a trigger): the kept ``next_offset`` is then
-        behind, the INSERT collides (or names a topic id that is gone) and fails whole,
-        and the row is read again once (``tests/store/test_transaction.py``).
+        The topic's row is kept between the calls of one transaction, and never trusted
+        for the offset: the caller's savepoints and SQL (``INSERT INTO sq_publish``, a
+        trigger) may move the topic between calls, so :func:`write_events` takes the
+        offset from the table and reads the row again when it moved. The transaction's
+        end drops what was kept (:meth:`forget`).
         """
         stored, value_type = encode_value(value)
         keys = None if key is None else (encode_key(key),)
         encoded = None if headers is None else encode_headers(headers)
         stored_headers = None if encoded is None else (encoded,)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
-        try:
-            return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
-        except apsw.ConstraintError:
-            self._logs.clear()
         return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
 
     def forget(self) -> None:
-        """Drop every kept row: the transaction rolled back, or wrote topics another way."""
+        """Drop every kept row: a transaction the caller held ended (committed or rolled
+        back) and may have moved the topics; the next :meth:`publish` reads them again."""
         self._logs.clear()
-
-    def committed(self, conn: apsw.Connection) -> None:
-        """The caller's transaction, with :meth:`publish_in`'s events, committed."""
-        self._version = conn.data_version()
+        self._version = -1

@@ -15,7 +15,7 @@ import apsw
 
 from spark_queue.errors import OptionError, TopicExistsError
 from spark_queue.setting_table import TOPIC_SETTING
-from spark_queue.store.file import payload_limits
+from spark_queue.store.file import payload_limits, replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import one_row
 from spark_queue.store.streams import consumer_positions, mirrors, retention, time_marks
@@ -117,5 +117,7 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     conn.execute("DELETE FROM sq_consumers WHERE topic_id = ?", (tid,))
     consumer_positions.forget_topic(conn, tid)
     conn.execute("DELETE FROM sq_topics WHERE id = ?", (tid,))
+    # The id may be given again: a topic created under it starts with no replicated mark.
+    replica_mark.forget_topic_mark(conn, tid)
     mirrors.forget(conn, topic)
     return TopicDeleted(topic, latest - earliest, names)

@@ -15,7 +15,7 @@ before whoever would create the topic).
 One function creates a topic's row, :func:`create`; the publish paths reach it through
 :func:`~spark_queue.store.streams.event_log.open_log`, the explicit ones through
 :func:`~spark_queue.store.streams.topic_log.ensure_topic`. Foreign clients are held to the
-rule by the trigger ``sq_topics_created_when_asked`` (schema version 13,
+rule by the trigger ``sq_topics_created_when_asked`` (schema version 14,
 :mod:`spark_queue.store.file.schema`), which refuses any insert into ``sq_topics`` while
 the setting is off unless the meta table names the topic as asked for (``creating_topic``,
 written and dropped here inside the creating transaction).

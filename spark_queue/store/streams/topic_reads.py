@@ -19,7 +19,7 @@ from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import VALUE_TYPE_NAMES, decode_headers, decode_value
 from spark_queue.store.file.connection import Row, first_value
 from spark_queue.store.file.names import validate_name
-from spark_queue.store.file.replica_mark import read_mark, readable_end
+from spark_queue.store.file.replica_mark import readable_bounds
 from spark_queue.store.streams import time_marks
 from spark_queue.store.streams.event_log import span
 
@@ -87,15 +87,18 @@ def range_bounds(start: int, end: int | None, limit: int | None) -> int:
     return min(upper, MAX_INT64)
 
 
-def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int) -> tuple[int, int]:
+def expected_range(conn: apsw.Connection, tid: int, start: int, upper: int, *,
+                   capped: bool = True) -> tuple[int, int]:
     """The offsets ``[first, stop)`` a read of ``[start, upper)`` must return, exactly.
 
     Retention removes only a prefix, so the range starts at the later of
     ``start`` and the earliest stored offset, and it ends before the topic's
     next offset (rows at or above it were never published through the store
-    and stay invisible). Caller holds the snapshot the rows come from.
+    and stay invisible), and on a replicated store before the mark, unless not
+    ``capped`` (a caller that took its end from the capped bounds already, once:
+    the Kafka mirror). Caller holds the snapshot the rows come from.
     """
-    earliest, nxt = readable_bounds_of(conn, tid)
+    earliest, nxt = readable_bounds_of(conn, tid) if capped else bounds_of(conn, tid)
     first = max(start, earliest)
     return first, max(first, min(upper, nxt))
 
@@ -192,8 +195,7 @@ def bounds(conn: apsw.Connection, topic: str) -> tuple[int, int]:
 def readable_bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
     """:func:`bounds_of` as readers see it: on a replicated store, latest is capped at
     what the replica is known to hold (:mod:`spark_queue.store.file.replica_mark`)."""
-    first, latest = bounds_of(conn, tid)
-    return first, readable_end(conn, tid, first, latest)
+    return readable_bounds(conn, tid)
 
 
 def bounds_of(conn: apsw.Connection, tid: int) -> tuple[int, int]:
@@ -214,18 +216,14 @@ def offset_for_timestamp(conn: apsw.Connection, topic: str, timestamp_ms: int) -
 
 
 def list_topics(conn: apsw.Connection) -> list[TopicInfo]:
+    # Readers' ends (a replicated store: what the replica holds), from the one rule.
     rows: list[Row] = conn.execute(
-        "SELECT t.id, t.name, coalesce((SELECT e.offset FROM sq_events e WHERE e.topic_id = t.id "
-        "ORDER BY e.offset LIMIT 1), t.next_offset), t.next_offset, t.created_ms, "
-        "t.retention_ms, t.retention_rows, t.max_payload_bytes FROM sq_topics t ORDER BY t.name"
+        "SELECT t.name, e.first_offset, e.readable_end, t.created_ms, t.retention_ms, "
+        "t.retention_rows, t.max_payload_bytes FROM sq_topics t "
+        "JOIN sq_topic_ends e ON e.topic_id = t.id ORDER BY t.name"
     ).fetchall()
     # Retention only ever removes a prefix, so the count is latest - earliest.
-    mark = read_mark(conn)
-    infos = []
-    for tid, name, first, latest, created, r_ms, r_rows, max_bytes in rows:
-        if mark is not None:  # a replicated store: readers see what the replica holds
-            latest = max(first, min(latest, mark.get(tid, 0)))
-        infos.append(
-            TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
-        )
-    return infos
+    return [
+        TopicInfo(name, first, latest, latest - first, created, r_ms, r_rows, max_bytes)
+        for name, first, latest, created, r_ms, r_rows, max_bytes in rows
+    ]
