@@ -289,15 +289,18 @@ def repair_checkpoint(
         rewritten.append("metadata")
     elif plan.metadata_torn:
         plan.notes.append(
-            "metadata held the query's id: Spark gives the query a NEW id on restart, and a "
-            "sqliteq sink without the sinkId option starts a new ledger entry under it (its "
-            "first batch may repeat rows). Rerun with --query-id ID to keep the old id."
+            "metadata held the query's id: Spark gives the query a NEW id on restart. A "
+            "sqliteq sink without the sinkId option goes on under the ledger entry it "
+            f"recorded for this checkpoint (the repair leaves {TORN_METADATA_MARK} saying "
+            "the id was lost); --query-id ID writes the old id back instead."
         )
     if not dry_run:
         for path in plan.remove:
             path.unlink()
         if query_id is not None:
             _write_metadata(plan.root, query_id)
+        elif plan.metadata_torn:
+            _mark_torn_metadata(plan.root)
     return CheckpointRepair(
         str(plan.root),
         tuple(str(p.relative_to(plan.root)) for p in plan.remove),
@@ -333,6 +336,35 @@ def repair_advice(found: CheckpointRepair) -> str:
     if not any("docs/semantics.md" in note for note in found.notes):
         lines.append("docs/semantics.md#after-a-power-cut says when the replay is exact.")
     return "\n".join(lines)
+
+
+#: The file a repair leaves in a checkpoint whose ``metadata`` (the query's id) it removed:
+#: a sqliteq sink without ``sinkId`` then goes on under the ledger entry the store recorded
+#: for the checkpoint's location, not under the new id Spark gives the query
+#: (:mod:`spark_queue.connector.sink.writers`). A checkpoint deleted and made anew at the
+#: same place has no such file: its query is a new one, and its sink a new ledger entry.
+TORN_METADATA_MARK = "sqliteq-torn-metadata"
+
+
+def metadata_was_torn(checkpoint: str | os.PathLike[str]) -> bool:
+    """Whether a repair removed the torn ``metadata`` of the (local) checkpoint."""
+    try:
+        return (local_path(checkpoint) / TORN_METADATA_MARK).exists()
+    except CheckpointError:  # not a local checkpoint: nothing to read
+        return False
+
+
+def _mark_torn_metadata(root: pathlib.Path) -> None:
+    # Synced with its directory: the mark must outlive the next cut, like a rewritten id.
+    with open(root / TORN_METADATA_MARK, "w", encoding="utf-8") as out:
+        out.write("the query's metadata was torn and removed by sqliteq checkpoint repair\n")
+        out.flush()
+        os.fsync(out.fileno())
+    directory = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def _write_metadata(root: pathlib.Path, query_id: str) -> None:

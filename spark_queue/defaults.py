@@ -97,6 +97,11 @@ PYTHON_READ_SLOWER = "4.8x slower"
 #: so no restart can ever name it) stops holding retention (docs/reading.md).
 UNCONFIRMED_POSITION_HOLD_MS = 60_000
 POSITION_REFRESH_MS = 5_000
+#: A confirmed position its query has not saved (planned or committed a batch) for this
+#: long is *stopped*: it holds neither retention nor the name's offset, so a query whose
+#: checkpoint was deleted never holds for good. 7 days, Kafka's
+#: ``offsets.retention.minutes`` default, for the same reason (docs/reading.md).
+STOPPED_POSITION_HOLD_MS = 7 * 86_400_000
 
 #: The end a streaming query chose for each batch start is kept (sq_planned_batches) so a
 #: batch planned again after a power cut tore the checkpoint covers the same range. A cut

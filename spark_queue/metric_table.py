@@ -93,6 +93,11 @@ CONSUMER_LAG = _gauge("sqliteq_consumer_lag", ("consumer", "topic"),
 # (docs/reading.md, "Consumer names").
 CONSUMER_QUERY_LAG = _gauge("sqliteq_consumer_query_lag", ("consumer", "topic", "query"),
                             "Events one query under a consumer name has not committed.")
+# A query whose checkpoint was deleted never saves again: past STOPPED_POSITION_HOLD_MS
+# (7 days) its position holds nothing (docs/reading.md, "Consumer names").
+CONSUMER_QUERY_SAVED_AGE = _gauge(
+    "sqliteq_consumer_query_saved_age_seconds", ("consumer", "topic", "query"),
+    "Seconds since one query under a consumer name last saved its position.")
 TOPIC_MAX_PAYLOAD = _gauge("sqliteq_topic_max_payload_bytes", TOPIC,
                            "The largest value the topic accepts.")
 # Counted by every writer, the sq_publish trigger included; purging the quarantine keeps it.
@@ -161,7 +166,7 @@ METRICS: tuple[Metric, ...] = (
     QUEUE_RATE_LIMIT, QUEUE_RATE_TOKENS, QUEUE_MAX_PAYLOAD, QUEUE_ACKED, QUEUE_FAILED,
     QUEUE_DEAD_LETTERED, QUEUE_WORKERS,
     TOPIC_LATEST, TOPIC_PUBLISHED, TOPIC_EARLIEST, CONSUMER_OFFSET, CONSUMER_LAG,
-    CONSUMER_QUERY_LAG, TOPIC_MAX_PAYLOAD, TOPIC_QUARANTINED,
+    CONSUMER_QUERY_LAG, CONSUMER_QUERY_SAVED_AGE, TOPIC_MAX_PAYLOAD, TOPIC_QUARANTINED,
     MIRROR_OFFSET, MIRROR_LAG, MIRROR_LAST_DELIVERY,
     STORE_FILE, STORE_WAL, STORE_FREE, RETENTION_HELD_EVENTS, RETENTION_HELD_AGE,
     HOUSEKEEPING_LAST_RUN, HOUSEKEEPING_DELETED_EVENTS, HOUSEKEEPING_DELETED_DEAD,

@@ -88,9 +88,14 @@ def render(store: Store) -> str:
                     topic=consumer.topic)
             out.add(table.CONSUMER_LAG, consumer.lag, consumer=consumer.consumer,
                     topic=consumer.topic)
-        for position in store.consumer_positions():
+        now = store.file.now_ms()
+        positions = store.consumer_positions()
+        for position in positions:
             out.add(table.CONSUMER_QUERY_LAG, position.lag, consumer=position.consumer,
                     topic=position.topic, query=position.reader)
+        for position in positions:
+            out.add(table.CONSUMER_QUERY_SAVED_AGE, max(0, now - position.updated_ms) / 1000,
+                    consumer=position.consumer, topic=position.topic, query=position.reader)
         _mirror_samples(out, store)
     for metric, labels, value in replica_metrics.samples(store.path):
         out.add(metric, value, **labels)

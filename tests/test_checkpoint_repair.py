@@ -12,7 +12,13 @@ import zlib
 
 import pytest
 
-from spark_queue.checkpoint_repair import diagnose, repair_advice, repair_checkpoint
+from spark_queue.checkpoint_repair import (
+    TORN_METADATA_MARK,
+    diagnose,
+    metadata_was_torn,
+    repair_advice,
+    repair_checkpoint,
+)
 from spark_queue.errors import CheckpointError
 from tests.cli.cli_run import run
 
@@ -66,8 +72,24 @@ def test_the_empty_newest_files_and_their_checksums_are_removed_and_nothing_else
     crcs = [f"{name.rsplit('/', 1)[0]}/.{name.rsplit('/', 1)[1]}.crc" if "/" in name
             else f".{name}.crc" for name in torn]
     assert sorted(done.removed) == sorted(torn + crcs)
-    assert set(_files(root)) == set(before) - set(torn) - set(crcs)
+    # A removed metadata (the query's id) leaves its mark for the sink (issue #59).
+    marked = {TORN_METADATA_MARK} if "metadata" in torn else set()
+    assert set(_files(root)) == (set(before) - set(torn) - set(crcs)) | marked
     assert all(name in str(done) for name in torn)
+
+
+def test_the_mark_of_a_lost_id_is_left_only_where_the_id_was_lost(tmp_path):
+    root = make_checkpoint(tmp_path / "ckpt", committed=4)
+    assert not metadata_was_torn(root)
+    (root / "metadata").write_bytes(b"")
+    assert repair_checkpoint(root, dry_run=True).torn and not metadata_was_torn(root)
+    done = repair_checkpoint(root)
+    assert metadata_was_torn(root) and "goes on under the ledger entry" in str(done)
+    assert not repair_checkpoint(root).torn  # the mark is no torn file
+    given = make_checkpoint(tmp_path / "given", committed=4)
+    (given / "metadata").write_bytes(b"")
+    repair_checkpoint(given, query_id="8f2c4b7e-1d3a-4e5f-9a6b-0c1d2e3f4a5b")
+    assert not metadata_was_torn(given)  # the id is back: nothing was lost
 
 
 @pytest.mark.parametrize("content", ["v1\n{\"batchWatermarkMs\":0,\"batch", "v1", "{}", "\0\0\0"])

@@ -161,7 +161,8 @@ def check_operations_page(workdir: Path, outputs: list[str]) -> None:
 
 def check_transactions_page(workdir: Path, outputs: list[str]) -> None:
     assert outputs[0].splitlines() == ["0 1", "(0, 1)"]
-    assert outputs[3] == "{'orders': 3}\n" and outputs[4] == "3\n"
+    assert outputs[1].splitlines() == ["UnknownTopicError", "['orders']"]
+    assert outputs[4] == "{'orders': 3}\n" and outputs[5] == "3\n"
     with Store(workdir / "shop.sqlite", create=False) as store:
         # Orders 1 (store.transaction), 3 (sqlite3) and 4 (SQLAlchemy); 2 rolled back.
         ids = [row[0] for row in store.conn.execute("SELECT id FROM orders ORDER BY id")]

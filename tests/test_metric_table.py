@@ -20,9 +20,10 @@ def test_each_metric_name_is_written_once_in_the_package():
             words.update(re.findall(r"\bsqliteq_\w+", path.read_text("utf-8", "replace")))
     assert {metric.name: words[metric.name] for metric in METRICS
             if words[metric.name] != 1} == {}
-    # And no emitter spells a name of its own: every metric-like word is a declared name.
+    # And no emitter spells a name of its own: every metric-like word is a declared name
+    # (but the test kit's pytest fixture, named by issue 60, which is no metric).
     families = {metric.name.split("_")[1] for metric in METRICS}  # queue, topic, store...
-    assert {word for word in words if word.split("_")[1] in families} == {
+    assert {word for word in words if word.split("_")[1] in families} - {"sqliteq_store"} == {
         metric.name for metric in METRICS}
 
 

@@ -248,6 +248,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
             require_known_topic(store, args.topic, create_hint=(
                 f"make it with `sqliteq topic create {args.path} {args.topic}` or add "
                 "--create"))
+        else:  # asked: created even where the store creates topics only when asked
+            store.topic(args.topic).create()
         if lines is not None:
             summary = _publish_lines(store, args.topic, lines, key=args.key, headers=headers,
                                      batch_size=args.batch_size or defaults.CLI_BATCH_SIZE,
@@ -294,18 +296,21 @@ def cmd_consumers(args: argparse.Namespace) -> int:
         if args.topic is not None:
             require_known_topic(store, args.topic)
         rows = [info._asdict() for info in store.consumers(args.topic)]
-        # A name several queries read under: its offset is their lowest; each query's own
-        # position follows, named by the id its checkpoint carries.
+        now = store.file.now_ms()
+        # A name several queries read under: its offset is their lowest holding one; each
+        # query's own position follows, named by the id its checkpoint carries, with the
+        # time since its query saved it (a stopped one holds nothing: docs/reading.md).
         positions = [{"consumer": p.consumer, "topic": p.topic, "next_offset": p.next_offset,
                       "latest": p.latest, "lag": p.lag, "updated_ms": p.updated_ms,
-                      "query": p.reader, "confirmed": p.confirmed}
+                      "query": p.reader, "confirmed": p.confirmed,
+                      "saved_age_ms": max(0, now - p.updated_ms), "holds": p.holds}
                      for p in store.consumer_positions(args.topic)]
     columns = ["consumer", "topic", "next_offset", "latest", "lag", "updated_ms"]
     if positions:
         rows = sorted(rows + positions, key=lambda r: (r["consumer"], r["topic"],
                                                        r.get("query") or ""))
-        columns.append("query")
-    emit(rows, as_json=args.json, columns=columns)
+        columns += ["query", "saved_age_ms", "holds"]
+    emit(rows, as_json=args.json, columns=columns, durations=frozenset({"saved_age_ms"}))
     return 0
 
 
@@ -359,13 +364,15 @@ def cmd_housekeeping(args: argparse.Namespace) -> int:
     if held_back:
         print()
         print("held back by consumers:")
-        emit(held_back, as_json=False, columns=["topic", "consumer", "events", "held_ms"],
+        emit(held_back, as_json=False,
+             columns=["topic", "consumer", "events", "held_ms", "query", "query_saved_ms"],
              durations=_HOUSEKEEPING_DURATIONS)
     return 0
 
 
 # The housekeeping record's spans and points in time, as tables show them (cli/output.py).
-_HOUSEKEEPING_DURATIONS = frozenset({"interval_ms", "last_run_took_ms", "held_ms"})
+_HOUSEKEEPING_DURATIONS = frozenset({"interval_ms", "last_run_took_ms", "held_ms",
+                                     "query_saved_ms"})
 _HOUSEKEEPING_TIMES = frozenset({"last_run_ms"})
 
 

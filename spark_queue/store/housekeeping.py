@@ -71,7 +71,7 @@ from spark_queue.store.file.connection import (
 from spark_queue.store.file.daemon import Daemon
 from spark_queue.store.file.opening import open_store_file
 from spark_queue.store.queues import dead_retention, queue_admin
-from spark_queue.store.streams import retention
+from spark_queue.store.streams import consumer_positions, retention
 from spark_queue.store.streams.retention import PruneResult
 
 log = logging.getLogger("spark_queue.housekeeping")
@@ -87,12 +87,16 @@ _CHECK_EVERY_S = 5.0
 
 class HeldBack(NamedTuple):
     """Events of ``topic`` retention would delete but ``consumer``'s saved offset keeps:
-    ``events`` of them, the oldest ``held_ms`` older than the first event retention keeps."""
+    ``events`` of them, the oldest ``held_ms`` older than the first event retention keeps.
+    ``query``: the streaming query under the name whose position holds them (None: the
+    name's own offset), last saved ``query_saved_ms`` ago."""
 
     topic: str
     consumer: str
     events: int
     held_ms: int
+    query: str | None = None
+    query_saved_ms: int | None = None
 
 
 class HousekeepingRun(NamedTuple):
@@ -165,8 +169,12 @@ def held_back(conn: apsw.Connection, at_ms: int) -> list[HeldBack]:
         oldest_ms = _ts_ms(conn, tid, plan.cut)
         kept_ms = _ts_ms(conn, tid, plan.wanted)
         since = at_ms if kept_ms is None else kept_ms
+        holder = next((p for p in consumer_positions.readers_of(conn, plan.held_by, tid)
+                       if p.next_offset <= plan.cut), None)
         held.append(HeldBack(name, plan.held_by, plan.wanted - plan.cut,
-                             max(0, since - (since if oldest_ms is None else oldest_ms))))
+                             max(0, since - (since if oldest_ms is None else oldest_ms)),
+                             None if holder is None else holder.reader,
+                             None if holder is None else max(0, at_ms - holder.updated_ms)))
     return held
 
 
@@ -233,6 +241,8 @@ def run_housekeeping(
         log.info("housekeeping: %d events, %d dead letters, %d expired jobs deleted%s",
                  deleted, dead, expired,
                  "".join(f"; {h.consumer!r} holds back {h.events} events of {h.topic!r}"
+                         + ("" if h.query is None else
+                            f" (its query {h.query!r}, saved {h.query_saved_ms} ms ago)")
                          for h in held))
     for problem in problems:
         log.warning("housekeeping skipped a row: %s", problem)
@@ -427,7 +437,7 @@ def _last_run(conn: apsw.Connection) -> HousekeepingRun | None:
         return None
     with contextlib.suppress(KeyError, TypeError, ValueError):
         held = [HeldBack(str(h["topic"]), str(h["consumer"]), int(h["events"]),
-                         int(h["held_ms"]))
+                         int(h["held_ms"]), h.get("query"), h.get("query_saved_ms"))
                 for h in record["held_back"]]
         return HousekeepingRun(
             int(record["started_ms"]), int(record["ended_ms"]), str(record["holder"]),

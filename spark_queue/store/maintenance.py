@@ -155,14 +155,18 @@ def _held_back_warnings(conn: apsw.Connection) -> Iterator[str]:
 
 
 def _queries_hint(conn: apsw.Connection, held: housekeeping.HeldBack) -> str:
-    """The positions of the streaming queries under the name, lowest (the holder) first."""
+    """The holding positions of the streaming queries under the name, lowest (the holder)
+    first, each with the time since its query last saved it."""
     tid = topic_reads.topic_id(conn, held.topic)
-    readers = sorted(consumer_positions.readers_of(conn, held.consumer, tid), key=lambda r: r[1])
+    readers = consumer_positions.readers_of(conn, held.consumer, tid)
     if not readers:
         return ""
-    listed = ", ".join(f"{reader} at {offset}" for reader, offset in readers)
+    now = now_ms()
+    listed = ", ".join(f"{p.reader} at {p.next_offset} (saved "
+                       f"{format_duration_ms(max(0, now - p.updated_ms))} ago)" for p in readers)
     return (f" Its streaming queries' positions: {listed}; a stopped one alone: `sqliteq "
-            f"consumer delete PATH {held.consumer} --query {readers[0][0]}`.")
+            f"consumer delete PATH {held.consumer} --query {readers[0].reader}` (one not "
+            f"saved for {format_duration_ms(defaults.STOPPED_POSITION_HOLD_MS)} holds nothing).")
 
 
 def _bad_name(name: object, kind: str) -> str | None:

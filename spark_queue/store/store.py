@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from spark_queue import defaults
 from spark_queue.store import maintenance, sinks
+from spark_queue.store.file import sink_checkpoints
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupProgress, copy_store
 from spark_queue.store.file.connection import (
@@ -36,6 +37,7 @@ from spark_queue.store.streams import (
     arrow_read,
     consumer_offsets,
     consumer_positions,
+    topic_creation,
     topic_log,
     topic_reads,
 )
@@ -202,6 +204,21 @@ class Store:
         with self.file.read() as conn:
             return topic_reads.list_topics(conn)
 
+    @property
+    def create_topics_on_publish(self) -> bool:
+        """Whether a publish to a topic that does not exist creates it (every path: this
+        Store, the Producer, transactions, the outbox, the Spark sink, ``sq_publish``; on
+        unless set off). One read."""
+        with self.file.read() as conn:
+            return topic_creation.creates_on_publish(conn)
+
+    def set_create_topics_on_publish(self, on: bool) -> None:
+        """Store-wide, one transaction: off, every publish to a missing topic is refused
+        (``UnknownTopicError``; ``sq_publish`` raises), and topics are created only when asked
+        (``store.topic(name).create()``, ``sqliteq topic create``)."""
+        with self.file.write() as conn:
+            topic_creation.set_creates_on_publish(conn, on)
+
     # -- consumers -------------------------------------------------------
     def commit_offsets(
         self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False,
@@ -316,6 +333,14 @@ class Store:
         """
         with translate_errors():
             return sinks.commit_rows(self.file, sink_id, batch_id, rows, contiguous=contiguous)
+
+    def sink_for_checkpoint(self, location: str, query_id: str, *, id_lost: bool) -> str:
+        """The ledger entry a sink without ``sinkId`` of query ``query_id`` writes under, for
+        its Spark checkpoint at ``location`` (one transaction; the rule:
+        :mod:`spark_queue.store.file.sink_checkpoints`)."""
+        with self.file.write() as conn:
+            return sink_checkpoints.sink_for_checkpoint(conn, location, query_id,
+                                                         id_lost=id_lost)
 
     def page_size(self) -> int:
         """Bytes per page of the file (:meth:`backup` reports pages)."""

@@ -62,7 +62,7 @@ class Sink:
             writer = writer.format(self.kind).option("path", self.directory)
         return writer.start()
 
-    def rows(self, spark: Any, store: Store, columns: Columns) -> list[dict[str, Any]]:
+    def rows(self, spark: Any, store: Store, columns: SinkColumns) -> list[dict[str, Any]]:
         """Every row the sink holds, in commit order where the sink keeps one."""
         if self.kind == "topic":
             if not store.topic(self.name).exists():
@@ -76,7 +76,7 @@ class Sink:
             return [job_row(job, columns) for job in jobs]
         return [row.asDict(recursive=True) for row in self._table(spark).collect()]
 
-    def last_batch(self, spark: Any, store: Store, columns: Columns, batch_id: int,
+    def last_batch(self, spark: Any, store: Store, columns: SinkColumns, batch_id: int,
                    output_rows: int) -> list[dict[str, Any]]:
         """The rows batch ``batch_id`` wrote (``output_rows`` of them, as Spark reported)."""
         if self.kind == "delta":
@@ -107,7 +107,7 @@ def _jobs_held(queue: Any) -> int:
 
 
 #: ``{column: Spark type name}`` of the query's output, in order (``DataType.typeName()``).
-Columns = dict[str, str]
+SinkColumns = dict[str, str]
 
 
 def typed(value: Any, type_name: str) -> Any:
@@ -125,14 +125,14 @@ def typed(value: Any, type_name: str) -> Any:
     return value
 
 
-def topic_row(event: Any, columns: Columns) -> dict[str, Any]:
+def topic_row(event: Any, columns: SinkColumns) -> dict[str, Any]:
     """An event the sqliteq sink stored, as the output row it came from (a ``topic`` column
     routed nothing: the test's sink topic overrides it)."""
     return output_row(columns, event.value, {"key": event.key, "headers": event.headers},
                       TOPIC_META)
 
 
-def job_row(job: Any, columns: Columns) -> dict[str, Any]:
+def job_row(job: Any, columns: SinkColumns) -> dict[str, Any]:
     """A job the sqliteq sink enqueued, as the output row it came from, with the job
     properties the store keeps (priority, idempotency_key, max_attempts)."""
     kept = {field: getattr(job, field) for field in ("priority", "idempotency_key",
@@ -140,7 +140,7 @@ def job_row(job: Any, columns: Columns) -> dict[str, Any]:
     return output_row(columns, job.payload, kept, JOB_FIELDS)
 
 
-def output_row(columns: Columns, payload: Any, meta: Mapping[str, Any],
+def output_row(columns: SinkColumns, payload: Any, meta: Mapping[str, Any],
                not_payload: tuple[str, ...]) -> dict[str, Any]:
     """A stored payload (with what the store keeps beside it, ``meta``) as the row the
     sink was given: the ``value`` column's value, or the row's other columns from its JSON."""

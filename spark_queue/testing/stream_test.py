@@ -20,7 +20,7 @@ from spark_queue.errors import OptionError, StreamTestError
 from spark_queue.store import Store
 from spark_queue.testing import answers, caught_up, faults
 from spark_queue.testing.added_rows import records
-from spark_queue.testing.sink_kinds import Columns, Sink
+from spark_queue.testing.sink_kinds import Sink, SinkColumns
 
 #: How long one wait on the query lasts before the kit looks at the offsets again: a
 #: bound on awaitTermination (which returns at once when the query stops or fails).
@@ -68,7 +68,7 @@ class StreamTest:
         self.store = store if store is not None else Store(f"{self.workdir}/store.sqlite")
         self.query: Any = None  # the running (or last) StreamingQuery
         self._queries: list[Any] = []
-        self._columns: Columns | None = None
+        self._columns: SinkColumns | None = None
         self._last_batch: tuple[int, int] | None = None  # (batch id, rows it wrote)
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -232,7 +232,7 @@ class StreamTest:
                                     self._last_batch[1])
 
     # -- helpers ------------------------------------------------------------------------------
-    def _output_columns(self) -> Columns:
+    def _output_columns(self) -> SinkColumns:
         if self._columns is None:
             self.start()
         assert self._columns is not None

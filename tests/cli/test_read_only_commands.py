@@ -86,7 +86,7 @@ def test_housekeeping_prints_durations_and_utc_times_as_every_table(tmp_path, ca
     assert re.fullmatch(r"\d+ms|\d+s", lines["last_run_took"])
     assert "held back by consumers:" in out
     table = out.split("held back by consumers:\n", 1)[1].splitlines()
-    assert table[0].split() == ["topic", "consumer", "events", "held"]
+    assert table[0].split() == ["topic", "consumer", "events", "held", "query", "query_saved"]
     assert table[1].split()[:3] == ["t", "slow", "5"]
     assert "{" not in out and "_ms" not in out  # no raw JSON, no raw milliseconds
     assert main(["housekeeping", str(path), "--json"]) == 0

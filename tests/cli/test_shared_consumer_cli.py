@@ -15,8 +15,11 @@ def test_consumers_show_each_querys_position_and_delete_one(capsys, store_path):
     rows = run_json(capsys, "consumers", store_path)
     assert [(r["consumer"], r.get("query"), r["next_offset"]) for r in rows] == [
         ("bronze", None, 3), ("bronze", "fastquery", 9), ("bronze", "slowquery", 3)]
+    # Each position with the time since its query saved it, and whether it holds (issue #59).
+    assert [(r.get("holds"), r.get("saved_age_ms", -1) >= 0) for r in rows] == [
+        (None, False), (True, True), (True, True)]
     code, out, _ = run(capsys, "consumers", store_path)
-    assert code == 0 and out.splitlines()[0].split()[-1] == "query"
+    assert code == 0 and out.splitlines()[0].split()[-3:] == ["query", "saved_age", "holds"]
     run_json(capsys, "consumer", "reset", store_path, "bronze", "--query", "fastquery",
              "--to-offset", "5")
     assert run_json(capsys, "consumer", "delete", store_path, "bronze", "--query",

@@ -71,6 +71,8 @@ STORE_NO_INTEGER = {
     "committed_offsets": lambda s: s.committed_offsets("c"),
     "consumers": lambda s: s.consumers(),
     "consumer_positions": lambda s: s.consumer_positions(),
+    "set_create_topics_on_publish": lambda s: s.set_create_topics_on_publish(True),
+    "sink_for_checkpoint": lambda s: s.sink_for_checkpoint("/ckpt", "q1", id_lost=False),
     "delete_consumer": lambda s: s.delete_consumer("c"),
     "backup": lambda s: s.backup(s.path + ".copy"),
     "page_size": lambda s: s.page_size(),

@@ -36,6 +36,7 @@ WRITTEN_BY = {
     11: "10cfc5311758e95833aa841aa58b5d2b03e5e60a",
     12: "aa58b454f51629e08555ed51f9a00c306fd4c34e",
     13: "89862f7bb2baa3a3c1c37feeda524711a78af31b",
+    14: "ed2000320038190648181e723d800e82d2def58c",
 }
 ENTRY_POINTS = {
     "cli": lambda src, dest: main(["backup", src, dest]),

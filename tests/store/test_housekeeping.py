@@ -300,3 +300,29 @@ def test_dead_letter_retention_deletes_at_most_step_bytes_per_step(store):
     per_step = [a - b for a, b in zip(counts, [*counts[1:], 1], strict=True)]
     # docs/operations.md: at most 8 MiB of payloads per step.
     assert max(per_step) <= 8 and sum(per_step) == 11, per_step
+
+
+def test_dead_letter_retention_by_rows_keeps_the_newest_in_steps_of_step_rows(store):
+    """The count of a queue's dead letters was read whole in every step (0.09 s a step at
+    2,000,000, growing with the backlog); each step now reads the newest it keeps and at
+    most a step's worth beyond them (issue #59)."""
+    from spark_queue.store.file.steps import STEP_ROWS
+    from spark_queue.store.queues import dead_retention
+
+    q = store.queue("q", dead_retention_rows=1000)
+    total = 2 * STEP_ROWS + 1500
+    with store.write() as conn:
+        [[qid]] = conn.execute("SELECT id FROM sq_queues WHERE name = 'q'").fetchall()
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+            "INSERT INTO sq_dead_jobs (id, queue_id, priority, attempts, enqueued_ms, dead_ms, "
+            "value, value_type) SELECT i, ?, 0, 1, 0, i, 'x', 1 FROM n", (total, qid))
+    steps = []
+
+    def may_step(conn):
+        steps.append(1)
+        return True
+
+    deleted = dead_retention.prune_dead_letters(store.file, at_ms=now_ms(), may_step=may_step)
+    assert deleted == total - 1000 and len(steps) == 3
+    assert [d.id for d in q.dead_letters()] == list(range(total - 999, total + 1))

@@ -89,6 +89,9 @@ class SinkOptions:
     busy_timeout_ms: int = SINK_BUSY_TIMEOUT_MS
     create_store: bool = False
     replica_wait_ms: int = REPLICATED_WAIT_MS
+    # Spark's writeStream checkpointLocation, which it passes to the writer's options: a
+    # sink without sinkId records its ledger entry for it (store/sink_checkpoints.py).
+    checkpoint_location: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SinkOptions:
@@ -145,6 +148,9 @@ def parse_sink_options(options: Mapping[str, str], *, streaming: bool) -> SinkOp
         busy_timeout_ms=given["busyTimeoutMs"],
         create_store=given["createStore"],
         replica_wait_ms=given["replicaWaitMs"],
+        checkpoint_location=next((str(value) for key, value in options.items()
+                                  if key.lower() == "checkpointlocation"), None)
+        if streaming else None,
     )
 
 

@@ -36,6 +36,7 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter
 
+from spark_queue.checkpoint_repair import metadata_was_torn
 from spark_queue.connector.compat import STREAM_ARROW_WRITER_BASES
 from spark_queue.connector.sink.commit_message import SqliteQueueCommitMessage
 from spark_queue.connector.sink.encode import encode_batch
@@ -147,6 +148,7 @@ class _SinkWriter:
         messages: list[SqliteQueueCommitMessage | None],
         sink_id: str | None,
         batch_id: int | None,
+        by_query: bool = False,
     ) -> SinkCommit:
         # Spark's micro-batch ids never skip (see the module's docstring); batch ids a user
         # gives a batch write (foreachBatch) may.
@@ -162,6 +164,8 @@ class _SinkWriter:
         )
         batches = _batches(present)
         try:
+            if by_query:  # named by its query: go on under the entry of its checkpoint
+                sink_id = self._checkpoint_sink(store, sink_id)
             result = store.commit_sink_batch(
                 sink_id, batch_id, self._rows(batches), contiguous=contiguous)
         finally:
@@ -176,6 +180,17 @@ class _SinkWriter:
             time.monotonic() - started,
         )
         return result
+
+    def _checkpoint_sink(self, store: Store, query_id: str | None) -> str | None:
+        """The ledger entry of a sink named by its query id ``query_id``: the one the store
+        recorded for its checkpoint when a repair removed the checkpoint's torn ``metadata``
+        (the query came back under a new id), else ``query_id``
+        (``tests/end_to_end/test_checkpoint_lost_id.py``)."""
+        location = self.options.checkpoint_location
+        if location is None or query_id is None:
+            return query_id
+        return store.sink_for_checkpoint(location, query_id,
+                                         id_lost=metadata_was_torn(location))
 
     def _rows(self, batches: Iterator[pa.RecordBatch]) -> SinkRows:
         # The one place the sink chooses queue or topic for its rows; the store writes what
@@ -235,6 +250,8 @@ class SqliteQueueStreamWriter(_SinkWriter, *STREAM_ARROW_WRITER_BASES):  # type:
                     )
                 return  # no task, no rows: nothing to write and no id to record it under
             sink_id = query_ids.pop()
+            self._commit(messages, sink_id, batchId, by_query=True)
+            return
         self._commit(messages, sink_id, batchId)
 
     def abort(self, messages: list[SqliteQueueCommitMessage | None], batchId: int) -> None:

@@ -10,6 +10,11 @@ and know nothing of the table; what a value means stays with its owner:
   (:mod:`spark_queue.store.file.replicator_lease`);
 - ``housekeeping_*``: the store-wide interval, the last run and the lease
   (:mod:`spark_queue.store.housekeeping`);
+- ``create_topics_on_publish`` (``0``: a publish to a missing topic is refused) and
+  ``creating_topic`` (the topic being created when asked, while that is off; only inside
+  the creating transaction): :mod:`spark_queue.store.streams.topic_creation`;
+- ``sink_checkpoint/<location>``: the ledger entry a sink without ``sinkId`` writes under
+  for the Spark checkpoint at that location (:mod:`spark_queue.store.file.sink_checkpoints`);
 - ``mirror_shift/<topic>`` and ``mirror_lease/<hold>``: a Kafka copy's offset shift and
   its exporter's lease (:mod:`spark_queue.store.streams.mirrors`,
   :mod:`spark_queue.store.streams.mirror_lease`).
@@ -49,8 +54,19 @@ HOUSEKEEPING_INTERVAL_MS = "housekeeping_interval_ms"
 HOUSEKEEPING_LAST_RUN_KEY = "housekeeping_last_run"
 HOUSEKEEPING_LEASE = "housekeeping_lease"
 
+CREATE_TOPICS_ON_PUBLISH = "create_topics_on_publish"
+CREATING_TOPIC = "creating_topic"
+
 _MIRROR_SHIFT = "mirror_shift/"
 _MIRROR_LEASE = "mirror_lease/"
+
+
+_SINK_CHECKPOINT = "sink_checkpoint/"
+
+
+def sink_checkpoint_key(location: str) -> str:
+    """The key of the sink ledger entry recorded for the checkpoint at ``location``."""
+    return _SINK_CHECKPOINT + location
 
 
 def mirror_shift_key(topic: str) -> str:

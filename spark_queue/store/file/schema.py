@@ -34,6 +34,7 @@ from spark_queue.store.file.publish_view import ENQUEUE_VIEW_SQL as _V9_ENQUEUE_
 from spark_queue.store.file.publish_view import PUBLISH_LIMIT_SQL as _V12_PUBLISH_LIMIT
 from spark_queue.store.file.publish_view import PUBLISH_SCHEMA_SQL as _V14_PUBLISH_SCHEMA
 from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
+from spark_queue.store.file.topic_guard import TOPIC_GUARD_SQL as _V15_TOPIC_CREATION
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
 APPLICATION_ID = 0x53514C51
@@ -371,7 +372,7 @@ MIGRATIONS: list[str] = [
     _V1_STREAMS, _V2_QUEUES, _V3_CONTROLS, _V4_PUBLISH_VIEW, _V5_WORKERS, _V6_TIME_MARKS,
     _V7_STORE_ID, _V8_DEAD_LETTER_RETENTION, _V9_ENQUEUE_VIEW, _V10_CONSUMER_POSITIONS,
     _V11_PLANNED_BATCHES, _V12_PUBLISH_LIMIT, _V13_OFFSET_VIEWS,
-    _V14_TOPIC_SCHEMAS + _V14_PUBLISH_SCHEMA,
+    _V14_TOPIC_SCHEMAS + _V14_PUBLISH_SCHEMA, _V15_TOPIC_CREATION,
 ]
 
 

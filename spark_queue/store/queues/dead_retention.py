@@ -52,9 +52,14 @@ def _delete_oldest(
     # sq_dead_jobs_queue): the longer prefix goes, within the budget per step.
     over = 0
     if keep_rows is not None:
-        count = first_value(conn.execute(
-            "SELECT count(*) FROM sq_dead_jobs WHERE queue_id = ?", (queue_id,)))
-        over = max(0, count - keep_rows)
+        # The dead letters past the newest keep_rows, at most a step's worth and one: read
+        # from the newest, so a step reads keep_rows entries and its budget, never the
+        # whole backlog (a count of 2,000,000 dead letters took 0.09 s a step, growing
+        # with the backlog; issue #59).
+        over = first_value(conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM sq_dead_jobs WHERE queue_id = ? "
+            "ORDER BY dead_ms DESC, id DESC LIMIT ? OFFSET ?)",
+            (queue_id, budget.rows + 1, keep_rows)))
     old = 0
     if age_ms is not None:
         old = first_value(conn.execute(

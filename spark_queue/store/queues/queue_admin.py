@@ -272,7 +272,8 @@ def sweep_expired(
                 problems.extend(bad)
             continue
         forget = functools.partial(_forget_keys, queue_id=config.id,
-                                   before_ms=now - config.idempotency_window_ms)
+                                   before_ms=now - config.idempotency_window_ms,
+                                   cursor=[_KEYS_START])
         if in_steps(file, forget, may_step=may_step) is None:
             return removed
     return removed
@@ -296,18 +297,40 @@ def _sweep_jobs(conn: apsw.Connection, budget: Budget, *, queue_id: int, now: in
     return Done(conn.changes(), cut < wanted)
 
 
-def _forget_keys(conn: apsw.Connection, budget: Budget, *, queue_id: int, before_ms: int
-                 ) -> Done:
-    # Keys are a few bytes each: the row bound is their step's bound.
+# The key sweep walks index sq_job_keys_age, (queue_id, created_ms) plus the key (the
+# table's primary key), from a cursor: the first entry it has not scanned yet. It starts
+# below every entry (an integer time, then a key: text sorts above '').
+_KEYS_START = (-(2**63), "")
+
+
+def _forget_keys(conn: apsw.Connection, budget: Budget, *, queue_id: int, before_ms: int,
+                 cursor: list[tuple[int, str]]) -> Done:
+    """Forget, of the next ``budget.rows`` keys older than ``before_ms`` (from
+    ``cursor[0]`` on, which it moves past them), those whose job is gone.
+
+    Bounded by the keys it reads, not only by those it forgets: a backlog of live keys
+    past the window (a paused queue, workers down over a weekend) is read a window per
+    step, never in one scan under the write lock (2,000,000 of them held it 0.96 s;
+    ``tests/store/queues/test_key_sweep.py``). Keys are a few bytes each: the row bound
+    is their step's bound."""
+    start = cursor[0]
+    after = conn.execute(
+        "SELECT created_ms, idempotency_key FROM sq_job_keys WHERE queue_id = ? "
+        "AND created_ms <= ? AND (created_ms, idempotency_key) >= (?, ?) "
+        "ORDER BY created_ms, idempotency_key LIMIT 1 OFFSET ?",
+        (queue_id, before_ms, *start, budget.rows)).fetchone()
+    # Past the last key of the backlog, the end is the first entry after before_ms. Both
+    # ends as row values: SQLite bounds the index range by both only so (with a
+    # `created_ms <= ?` beside them every step read to the end of the backlog).
+    end = (before_ms + 1, "") if after is None else (after[0], after[1])
     conn.execute(
-        "DELETE FROM sq_job_keys WHERE queue_id = ? AND idempotency_key IN ("
-        "SELECT idempotency_key FROM sq_job_keys WHERE queue_id = ? AND created_ms <= ? "
+        "DELETE FROM sq_job_keys WHERE queue_id = ? "
+        "AND (created_ms, idempotency_key) >= (?, ?) AND (created_ms, idempotency_key) < (?, ?) "
         "AND NOT EXISTS (SELECT 1 FROM sq_jobs WHERE id = job_id) "
-        "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id) "
-        "ORDER BY created_ms LIMIT ?)",
-        (queue_id, queue_id, before_ms, budget.rows))
-    forgotten = conn.changes()
-    return Done(forgotten, forgotten == budget.rows)
+        "AND NOT EXISTS (SELECT 1 FROM sq_dead_jobs WHERE id = job_id)",
+        (queue_id, *start, *end))
+    cursor[0] = end
+    return Done(conn.changes(), after is not None)
 
 
 def dead_letters(conn: apsw.Connection, queue: str, limit: int | None = None) -> list[JobInfo]:

@@ -5,15 +5,28 @@ A consumer name may be shared: one source DataFrame written by two streaming que
 two readers saving under the source's ``consumer``. Each reader (a streaming query,
 named by an id its source carries in its checkpointed offsets) keeps its own position
 here, monotonic like every saved offset. The name's offset in ``sq_consumers`` is the
-lowest of its confirmed positions (what ``startingOffsets=committed`` and lag read), and retention
-never deletes at or above any live position: the slower query is never overtaken
-(``tests/store/streams/test_consumer_positions.py``).
+lowest of its holding confirmed positions (what ``startingOffsets=committed`` and lag
+read), and retention never deletes at or above any holding position: the slower query is
+never overtaken (``tests/store/streams/test_consumer_positions.py``).
 
 A position is *unconfirmed* from its query's start until Spark has checkpointed an offset
 naming the reader (its first planned batch). An unconfirmed position holds retention
 only while refreshed (``UNCONFIRMED_POSITION_HOLD_MS``): a start killed before its first
-checkpoint is never resumed under that id, so its hold must not last for good. A
-confirmed position holds until its query commits past it or someone deletes it.
+checkpoint is never resumed under that id, so its hold must not last for good.
+
+A confirmed position holds until its query commits past it, someone deletes it, or one of
+two things says its query is gone (a query whose checkpoint was deleted never saves
+again, and would hold the name and retention for good):
+
+- **Hand-over.** A new query whose first checkpointed position lands on a confirmed
+  position of the name that was last saved before the new query started takes it over:
+  the older position goes. That is what ``startingOffsets=committed`` with a new
+  checkpoint does (it starts at the name's offset, the lowest position), so runs under
+  one name with deleted checkpoints each go on from the last one
+  (``tests/end_to_end/test_consumer_hand_over.py``). A query that restarts from its
+  kept checkpoint afterwards saves again at its next batch: it is a second query then.
+- **Stopped.** A position not saved for ``STOPPED_POSITION_HOLD_MS`` (7 days) holds
+  nothing: it stays listed (``holds`` false, with its age) until deleted or saved again.
 """
 
 from __future__ import annotations
@@ -22,7 +35,7 @@ from typing import NamedTuple
 
 import apsw
 
-from spark_queue.defaults import UNCONFIRMED_POSITION_HOLD_MS
+from spark_queue.defaults import STOPPED_POSITION_HOLD_MS, UNCONFIRMED_POSITION_HOLD_MS
 from spark_queue.store.file.connection import Row, first_value, now_ms
 from spark_queue.store.file.names import validate_name
 
@@ -35,8 +48,10 @@ _ADVANCE_SQL = (
     _SAVE_SQL + "next_offset = max(next_offset, excluded.next_offset) RETURNING next_offset"
 )
 _RESET_SQL = _SAVE_SQL + "next_offset = excluded.next_offset RETURNING next_offset"
-# Rows that hold retention: confirmed ones, and unconfirmed ones refreshed lately.
-_LIVE = "(confirmed = 1 OR updated_ms >= ?)"
+# Rows that hold retention: confirmed ones saved within STOPPED_POSITION_HOLD_MS, and
+# unconfirmed ones refreshed within UNCONFIRMED_POSITION_HOLD_MS (parameters: both times
+# before which a row holds nothing, confirmed first: see _holds_since).
+_HOLDS = "(CASE WHEN confirmed = 1 THEN updated_ms >= ? ELSE updated_ms >= ? END)"
 
 
 class PositionInfo(NamedTuple):
@@ -48,10 +63,14 @@ class PositionInfo(NamedTuple):
     lag: int
     updated_ms: int
     confirmed: bool
+    # False: a stopped position (not saved for STOPPED_POSITION_HOLD_MS), which holds nothing.
+    holds: bool = True
 
 
-def _stale_before() -> int:
-    return now_ms() - UNCONFIRMED_POSITION_HOLD_MS
+def _holds_since(now: int | None = None) -> tuple[int, int]:
+    """The times before which a confirmed, then an unconfirmed, position holds nothing."""
+    now = now_ms() if now is None else now
+    return now - STOPPED_POSITION_HOLD_MS, now - UNCONFIRMED_POSITION_HOLD_MS
 
 
 def save(
@@ -59,27 +78,42 @@ def save(
     confirmed: bool, reset: bool = False,
 ) -> int:
     """Save ``reader``'s position (the caller holds the write lock and checked ``offset``),
-    then the name's offset as the lowest live position; returns the reader's position."""
+    then the name's offset as the lowest holding position; returns the reader's position.
+    The reader's first confirmed save takes over the positions it lands on (the module's
+    docstring, "Hand-over")."""
     validate_name(reader, "reader")
+    before = conn.execute(
+        "SELECT next_offset, updated_ms FROM sq_consumer_positions WHERE consumer = ? "
+        "AND topic_id = ? AND reader = ? AND confirmed = 0", (consumer, tid, reader)).fetchone()
     stored = first_value(conn.execute(_RESET_SQL if reset else _ADVANCE_SQL,
                                       (consumer, tid, reader, offset, now_ms(), int(confirmed))))
+    if confirmed and before is not None:
+        # Its start, saved unconfirmed when the query started (refreshed since, every
+        # POSITION_REFRESH_MS): a position there not saved since is the query it goes on from.
+        start, started_ms = before
+        conn.execute(
+            "DELETE FROM sq_consumer_positions WHERE consumer = ? AND topic_id = ? "
+            "AND reader != ? AND confirmed = 1 AND next_offset = ? AND updated_ms < ?",
+            (consumer, tid, reader, start, started_ms))
     settle_name(conn, consumer, tid)
     return int(stored)
 
 
 def settle_name(conn: apsw.Connection, consumer: str, tid: int) -> None:
     """Forget the name's stale unconfirmed positions on topic ``tid``; set the name's offset to
-    the lowest confirmed position (it may move back: a query joined the name below it). A
-    name without confirmed positions keeps its offset as saved; an unconfirmed position holds
-    retention by its own row only, so a stale one holds nothing."""
+    the lowest holding confirmed position (it may move back: a query joined the name below
+    it). A name without one keeps its offset as saved; it holds retention only through
+    positions that hold (:func:`lowest_hold`), so a name whose queries all stopped holds
+    nothing."""
+    stopped_before, unconfirmed_before = _holds_since()
     conn.execute(
         "DELETE FROM sq_consumer_positions WHERE consumer = ? AND topic_id = ? "
-        "AND NOT " + _LIVE, (consumer, tid, _stale_before()),
+        "AND confirmed = 0 AND updated_ms < ?", (consumer, tid, unconfirmed_before),
     )
     low = first_value(conn.execute(
         "SELECT min(next_offset) FROM sq_consumer_positions WHERE consumer = ? AND topic_id = ? "
-        "AND confirmed = 1",
-        (consumer, tid),
+        "AND confirmed = 1 AND updated_ms >= ?",
+        (consumer, tid, stopped_before),
     ))
     if low is not None:
         # Through the one writer of sq_consumers (offset_views.py), as a reset: the name
@@ -101,33 +135,39 @@ def reset_all(conn: apsw.Connection, consumer: str, tid: int, offset: int) -> No
 
 
 def lowest_hold(conn: apsw.Connection, tid: int) -> tuple[str, int] | None:
-    """``(consumer, offset)`` of the lowest saved offset or live position on topic ``tid``:
-    retention's floor."""
+    """``(consumer, offset)`` of the lowest hold on topic ``tid``, retention's floor: a saved
+    offset of a name no query reads under, or a holding position (the offset of a name
+    whose queries keep positions is theirs: when they all stopped, it holds nothing)."""
     row = conn.execute(
-        "SELECT consumer, next_offset FROM sq_consumers WHERE topic_id = ? UNION ALL "
+        "SELECT consumer, next_offset FROM sq_consumers c WHERE topic_id = ? AND NOT EXISTS ("
+        "SELECT 1 FROM sq_consumer_positions p WHERE p.consumer = c.consumer "
+        "AND p.topic_id = c.topic_id) UNION ALL "
         "SELECT consumer, next_offset FROM sq_consumer_positions WHERE topic_id = ? AND "
-        + _LIVE + " ORDER BY 2, 1 LIMIT 1",
-        (tid, tid, _stale_before()),
+        + _HOLDS + " ORDER BY 2, 1 LIMIT 1",
+        (tid, tid, *_holds_since()),
     ).fetchone()
     return None if row is None else (row[0], row[1])
 
 
 def list_positions(conn: apsw.Connection, tid: int | None = None) -> list[PositionInfo]:
-    """Every position (of one topic, or all) with its lag, stale unconfirmed ones left out."""
+    """Every position (of one topic, or all) with its lag and whether it holds; stale
+    unconfirmed ones (starts that never ran a batch) left out."""
+    stopped_before, unconfirmed_before = _holds_since()
     sql = (
         "SELECT p.consumer, t.name, p.reader, p.next_offset, t.next_offset, p.updated_ms, "
-        "p.confirmed FROM sq_consumer_positions p JOIN sq_topics t ON t.id = p.topic_id "
-        "WHERE " + _LIVE.replace("confirmed", "p.confirmed").replace("updated_ms", "p.updated_ms")
+        "p.confirmed, p.confirmed = 0 OR p.updated_ms >= ? FROM sq_consumer_positions p "
+        "JOIN sq_topics t ON t.id = p.topic_id WHERE (p.confirmed = 1 OR p.updated_ms >= ?)"
     )
-    params: tuple[int, ...] = (_stale_before(),)
+    params: tuple[int, ...] = (stopped_before, unconfirmed_before)
     if tid is not None:
         sql += " AND p.topic_id = ?"
         params += (tid,)
     sql += " ORDER BY t.name, p.consumer, p.reader"
     rows: list[Row] = conn.execute(sql, params).fetchall()
     return [
-        PositionInfo(name, tname, reader, nxt, latest, max(0, latest - nxt), updated, bool(ok))
-        for name, tname, reader, nxt, latest, updated, ok in rows
+        PositionInfo(name, tname, reader, nxt, latest, max(0, latest - nxt), updated, bool(ok),
+                     bool(holds))
+        for name, tname, reader, nxt, latest, updated, ok, holds in rows
     ]
 
 
@@ -160,11 +200,11 @@ def delete(conn: apsw.Connection, consumer: str, tid: int | None, reader: str | 
     return deleted
 
 
-def readers_of(conn: apsw.Connection, consumer: str, tid: int) -> list[tuple[str, int]]:
-    """``(reader, next_offset)`` of each live position of the name on topic ``tid``, lowest
-    first (what ``sqliteq check`` names when the name holds retention back)."""
-    return [(p.reader, p.next_offset) for p in list_positions(conn, tid)
-            if p.consumer == consumer]
+def readers_of(conn: apsw.Connection, consumer: str, tid: int) -> list[PositionInfo]:
+    """Each holding position of the name on topic ``tid``, lowest first (what ``sqliteq
+    check`` and housekeeping's held-back report name when the name holds retention back)."""
+    return sorted((p for p in list_positions(conn, tid) if p.consumer == consumer and p.holds),
+                  key=lambda p: (p.next_offset, p.reader))
 
 
 def forget_topic(conn: apsw.Connection, tid: int) -> None:

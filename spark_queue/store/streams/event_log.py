@@ -16,10 +16,10 @@ from typing import Any
 import apsw
 
 from spark_queue.errors import CorruptStoreError, StoreError
-from spark_queue.store.file.connection import now_ms, one_row
+from spark_queue.store.file.connection import one_row
 from spark_queue.store.file.names import validate_name
 from spark_queue.store.file.payload_limits import check_sizes, topic_fix
-from spark_queue.store.streams import packed_insert, time_marks, topic_schemas
+from spark_queue.store.streams import packed_insert, time_marks, topic_creation, topic_schemas
 
 
 class TopicLog:
@@ -42,7 +42,9 @@ class TopicLog:
 
 
 def open_log(conn: apsw.Connection, topic: str) -> TopicLog:
-    """Open ``topic`` for writing, creating it if missing; the caller holds the write lock.
+    """Open ``topic`` for writing, creating it if missing and the store creates topics on
+    publish (:mod:`~spark_queue.store.streams.topic_creation`, else UnknownTopicError); the
+    caller holds the write lock.
 
     One statement when the topic exists. Events another SQLite client
     inserted at or above the topic's ``next_offset`` raise CorruptStoreError:
@@ -60,9 +62,8 @@ def _read_row(conn: apsw.Connection, log: TopicLog) -> None:
     topic = log.name
     row = conn.execute(_OPEN, (topic,)).fetchone()
     if row is None:
-        conn.execute(
-            "INSERT INTO sq_topics (name, created_ms) VALUES (?, ?)", (topic, now_ms())
-        )
+        # A publish's create: refused while the store creates topics only when asked.
+        topic_creation.create(conn, topic, asked=False)
         row = one_row(conn.execute(_OPEN, (topic,)))
     tid, nxt, limit, stray, unmarked_from = row
     if stray is not None:

@@ -30,6 +30,7 @@ from spark_queue.store.file.codec import (
     encode_value,
 )
 from spark_queue.store.file.connection import now_ms
+from spark_queue.store.streams import topic_creation, topic_reads
 from spark_queue.store.streams.event_log import (
     TopicLog,
     open_log,
@@ -49,7 +50,11 @@ class Record:
 
 
 def ensure_topic(conn: apsw.Connection, topic: str) -> tuple[int, int]:
-    """Create ``topic`` if missing (caller holds the write lock); return (id, next_offset)."""
+    """Create ``topic`` if missing, asked (whatever the store's create_topics_on_publish:
+    :mod:`~spark_queue.store.streams.topic_creation`); the caller holds the write lock.
+    Returns (id, next_offset)."""
+    if topic_reads.find_id(conn, topic) is None:
+        topic_creation.create(conn, topic, asked=True)
     return open_topic(conn, topic)[:2]
 
 

@@ -133,7 +133,9 @@ def test_kafka_client_options_are_ignored_with_one_warning_naming_them(caplog, m
 def test_sparks_checkpoint_location_is_accepted_silently(caplog):
     with caplog.at_level(logging.WARNING, logger="spark_queue.connector"):
         opts = parse(path="/s", topic="t", checkpointLocation="/ck")
-    assert opts == SinkOptions(path="/s", topic="t") and not caplog.records
+    # Kept: a sink without sinkId records its ledger entry for its checkpoint (issue #59).
+    assert opts == SinkOptions(path="/s", topic="t", checkpoint_location="/ck")
+    assert not caplog.records
 
 
 def test_source_only_kafka_options_are_unknown_on_the_sink():

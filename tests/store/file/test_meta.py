@@ -16,7 +16,9 @@ PACKAGE = pathlib.Path(meta.__file__).resolve().parents[2]
 #: is replicated, docs/file-format.md) and may not import the store's apsw modules.
 # offset_views.py: the readable end in SQL reads the replica keys (test_offset_rule checks it
 # names meta.py's keys, spelt as literals: SQL is never built from values).
-OWNERS = {"store/file/meta.py", "store/file/schema.py", "outbox.py", "store/file/offset_views.py"}
+# topic_guard.py: the trigger that reads its create_topics_on_publish row.
+OWNERS = {"store/file/meta.py", "store/file/schema.py", "outbox.py", "store/file/offset_views.py",
+          "store/file/topic_guard.py"}
 
 
 def test_only_the_meta_module_and_the_schema_name_the_meta_table():
