@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from spark_queue.connector.offset_json import RESERVED_KEYS, reader_of
+from spark_queue.connector.offset_json import reported_reader, reported_topics
 
 
 def offsets(value: Any) -> dict[str, int]:
@@ -28,7 +28,7 @@ def offsets(value: Any) -> dict[str, int]:
     if parsed is None:
         return {}
     if isinstance(parsed, Mapping):
-        parsed = {topic: offset for topic, offset in parsed.items() if topic not in RESERVED_KEYS}
+        parsed = reported_topics(parsed)
     if not isinstance(parsed, Mapping) or not all(
         offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
         for offset in parsed.values()
@@ -78,7 +78,7 @@ def query_id(progress: Any, source: int = 0) -> str | None:
     (``Store.commit_offsets(..., reader=)``); None in offsets written before ids."""
     if not progress or len(progress["sources"]) <= source:
         return None
-    return reader_of(_parsed(progress["sources"][source]["endOffset"]))
+    return reported_reader(_parsed(progress["sources"][source]["endOffset"]))
 
 
 def input_rows(progress: Any) -> int:
