@@ -109,6 +109,23 @@ class SourceOffset:
         parsed = _topics_and_store(raw)
         return None if parsed is None else cls(tuple(sorted(parsed[0].items())), parsed[1])
 
+    @classmethod
+    def from_report(cls, value: object) -> SourceOffset | None:
+        """Offsets as a streaming query's progress report shows them (parsed from its text),
+        or None when they are not this source's form. A topic reported as null (a named
+        topic that does not exist yet) has no position and is left out; fingerprints are
+        not read."""
+        if not isinstance(value, Mapping):
+            return None
+        topics = {key: offset for key, offset in value.items() if key not in RESERVED_KEYS}
+        if not all(offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
+                   for offset in topics.values()):
+            return None
+        store, reader = value.get(STORE_KEY), value.get(READER_KEY)
+        return cls(tuple(sorted((str(t), int(o)) for t, o in topics.items() if o is not None)),
+                   store if isinstance(store, str) else None,
+                   reader=reader if isinstance(reader, str) else None)
+
     def to_spark(self) -> dict[str, Any]:
         """The offset as handed to Spark, key for key what every release wrote (Spark
         compares offsets by their JSON text): the query's id, the store's identity, the
@@ -120,18 +137,6 @@ class SourceOffset:
             offsets[LAST_READ_KEY] = {topic: list(mark) for topic, mark in self.last}
         offsets.update(self.topics)
         return offsets
-
-
-def reported_topics(offsets: Mapping[Any, Any]) -> dict[Any, Any]:
-    """The entries of offsets as a progress report shows them that name topics (values
-    unchecked: a topic that does not exist yet is reported as null)."""
-    return {key: value for key, value in offsets.items() if key not in RESERVED_KEYS}
-
-
-def reported_reader(offsets: object) -> str | None:
-    """The query id offsets as a progress report shows them carry, or None."""
-    reader = offsets.get(READER_KEY) if isinstance(offsets, dict) else None
-    return reader if isinstance(reader, str) else None
 
 
 def _topics_and_store(raw: object) -> tuple[dict[str, int], str | None] | None:

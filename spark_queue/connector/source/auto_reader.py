@@ -76,7 +76,8 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         return state
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        begin, stop = SourceOffset.from_spark(start), SourceOffset.from_spark(end)
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
         self._position = stop
         self._planner.query.planned(begin, stop)
         self._shipped = None

@@ -105,7 +105,8 @@ class SqliteQueueSimpleStreamReader(
     def readBetweenOffsets(
         self, start: dict[str, Any], end: dict[str, Any]
     ) -> Iterator[pa.RecordBatch]:
-        begin, stop = SourceOffset.from_spark(start), SourceOffset.from_spark(end)
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
         store = open_source_store(self.options)
         try:
             with store.snapshot():

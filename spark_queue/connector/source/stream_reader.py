@@ -116,7 +116,8 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         return {topic: reported[topic] for topic in sorted(reported)}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        begin, stop = SourceOffset.from_spark(start), SourceOffset.from_spark(end)
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
         self._position = stop
         self._planner.query.planned(begin, stop)
         store = open_source_store(self.options)
