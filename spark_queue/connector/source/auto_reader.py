@@ -64,7 +64,7 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         self._shape = read_shape(options, schema)  # once per query: batches shipped here
         # pyspark 4.2+ asks a wrapper's ``simple_reader`` whether it supports
         # Trigger.AvailableNow and calls its prepareForTriggerAvailableNow.
-        self.simple_reader = self
+        self.simple_reader = self  # type: ignore[assignment]  # the wrapper's own slot
         # (start, end, batches) read by the last partitions() call, for getCache().
         self._shipped: tuple[dict[str, Any], dict[str, Any], list[pa.RecordBatch]] | None = None
         compat.report_latest_offset_of(SqliteQueueAutoStreamReader)

@@ -33,7 +33,7 @@ lag in this mode.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
@@ -159,6 +159,7 @@ class SqliteQueueLowLatencyStreamReader(compat.PlanShippingStreamReader):
     ) -> Iterator[pa.RecordBatch] | None:
         rows: Iterator[pa.RecordBatch] | None = super().getCache(start, end)
         if rows is None:
-            reader: SqliteQueueSimpleStreamReader = self.simple_reader
+            # datasource.py wraps a SqliteQueueSimpleStreamReader, never another reader
+            reader = cast(SqliteQueueSimpleStreamReader, self.simple_reader)
             return reader.readBetweenOffsets(start, end)
         return rows
