@@ -11,7 +11,8 @@
   the store through the public names of ``spark_queue.store`` only.
 - No module imports another module's ``_private`` name.
 - No two modules import each other, directly or around a circle (imports
-  under ``TYPE_CHECKING`` count: a circle of types is still a circle).
+  under ``TYPE_CHECKING`` count: a circle of types is still a circle), in the package
+  and in ``benchmarks/`` alike.
 - Every import is absolute, so the checks above see all of them.
 - The tests mirror the package: a module's tests sit in the folder whose path under
   ``tests/`` is its package's path under ``spark_queue/``.
@@ -153,7 +154,8 @@ def violations_of_privacy() -> list[str]:
 def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
-        targets = {resolve(m, n) for m, n in imports(path) if m.startswith("spark_queue")}
+        targets = {resolve(m, n) for m, n in imports(path)
+                   if m.startswith(("spark_queue", "benchmarks"))}
         graph[name] = {t for t in targets if t in MODULES and t != name}
     return graph
 
