@@ -59,13 +59,20 @@ def resolve(module: str, name: str | None) -> str:
 
 
 def store_public_names() -> set[str]:
+    """The names of ``spark_queue.store`` other layers may import: the user's face
+    (``__all__``) and the plumbing it lists for the project's own layers (``_PROJECT_NAMES``)."""
     tree = ast.parse((PACKAGE / "store" / "__init__.py").read_text(encoding="utf-8"))
+    names: dict[str, set[str]] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
-            return set(ast.literal_eval(node.value))
-    raise AssertionError("spark_queue/store/__init__.py has no __all__")
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target == "__all__":
+                names[target] = set(ast.literal_eval(node.value))
+            elif target == "_PROJECT_NAMES" and isinstance(node.value, ast.Tuple):
+                names[target] = {n.id for n in node.value.elts if isinstance(n, ast.Name)}
+    if set(names) != {"__all__", "_PROJECT_NAMES"}:
+        raise AssertionError("spark_queue/store/__init__.py has no __all__ or _PROJECT_NAMES")
+    return names["__all__"] | names["_PROJECT_NAMES"]
 
 
 def violations_of_layers() -> list[str]:
