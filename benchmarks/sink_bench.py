@@ -30,10 +30,8 @@ in-process.
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import pickle
-import random
 import shutil
 import tempfile
 import time
@@ -43,6 +41,7 @@ import apsw
 
 from benchmarks import kafka_broker
 from benchmarks.report import now_ms, print_table
+from benchmarks.sink_rows import bench_values, check_written
 from spark_queue.store import TEXT, Store
 
 _INSERT = (
@@ -81,19 +80,12 @@ def run(args: argparse.Namespace) -> int:
     return kafka_broker.run_with_broker(args, "sq-bench-sink-", _run)
 
 
-def _values(n: int, size: int) -> list[str]:
-    """``size``-character values: a row number and random base64 (incompressible, like real ids)."""
-    tail = size - 11
-    noise = base64.b64encode(random.Random(42).randbytes(n * tail * 3 // 4 + 3)).decode()
-    return [f"{i:010d}-" + noise[i * tail : (i + 1) * tail] for i in range(n)]
-
-
 def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     n, size = args.rows, args.value_bytes
-    values = _values(n, size)
+    values = bench_values(n, size)
     counter = iter(range(1_000_000))
 
     def fresh_path() -> str:
@@ -189,7 +181,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
             "topic", "bench"
         ).option("createStore", "true").option("durability", args.durability).save(path)
         elapsed = time.perf_counter() - started
-        _check(path, n)
+        check_written(path, n)
         return elapsed
 
     stream_phases: list[dict[str, int]] = []
@@ -211,7 +203,7 @@ def _run(args: argparse.Namespace, workdir: str, kafka: kafka_broker.Kafka | Non
         )
         query.awaitTermination()
         elapsed = time.perf_counter() - started
-        _check(path, n)
+        check_written(path, n)
         progress = [p for p in query.recentProgress if p.numInputRows]
         if progress:
             stream_phases.append(progress[-1].durationMs)
@@ -331,7 +323,7 @@ def _kafka_paths(spark, kafka: kafka_broker.Kafka, input_dir: str, schema, value
             .writeStream.format("sqliteq").option("path", path).option("topic", "bench")
             .option("createStore", "true")
             .option("checkpointLocation", checkpoint()).trigger(availableNow=True))
-        _check(path, n)
+        check_written(path, n)
         return elapsed
 
     return {KAFKA_BATCH: kafka_batch, KAFKA_STREAM: kafka_stream, KAFKA_COPY: kafka_copy,
@@ -353,10 +345,3 @@ def _print_kafka(kafka: kafka_broker.Kafka, n: int, size: int, repeats: int, bat
             (SQLITEQ_COPY, n / best[SQLITEQ_COPY], KAFKA_COPY),
         ],
     )
-
-
-def _check(path: str, n: int) -> None:
-    with Store(path) as store:
-        bounds = store.topic("bench").bounds()
-    if bounds != (0, n):
-        raise AssertionError(f"benchmark wrote offsets {bounds}, expected (0, {n})")

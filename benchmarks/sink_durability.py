@@ -24,6 +24,7 @@ import time
 
 from benchmarks import results
 from benchmarks.report import local_session, print_table
+from benchmarks.sink_rows import bench_values, check_written
 from spark_queue.store import Store
 
 LEVELS = ("normal", "full")
@@ -34,14 +35,13 @@ def run(args: argparse.Namespace, workdir: str) -> int:
     import pyarrow.parquet as pq
 
     import spark_queue
-    from benchmarks.sink_bench import _check, _values
     from spark_queue.spark import run_available_now
 
     n, small, per_batch = args.rows, args.small_rows, args.batch_rows
     spark = local_session("spark_queue-bench-sink-durability", max(args.partitions, 2))
     spark_queue.register(spark)
     counter = iter(range(1_000_000))
-    values = _values(max(n, small), args.value_bytes)
+    values = bench_values(max(n, small), args.value_bytes)
     input_dir = os.path.join(workdir, "input")
     os.makedirs(input_dir)
     per_file = -(-n // args.partitions)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, workdir: str) -> int:
 
     def one_batch(durability: str) -> float:
         path, elapsed = into(durability, spark.readStream.schema(schema).parquet(input_dir))
-        _check(path, n)
+        check_written(path, n)
         return elapsed
 
     def small_batches(durability: str) -> float:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, workdir: str) -> int:
                   .option("topic", "bench").option("maxRowsPerTrigger", per_batch).load()
                   .select("value"))
         path, elapsed = into(durability, reader)
-        _check(path, small)
+        check_written(path, small)
         return elapsed
 
     one_batch("normal")  # warm-up, not counted: the JVM's first queries run slower

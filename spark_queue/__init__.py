@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from spark_queue.defaults import FORMAT_NAME
 
+# The one place the version is written: pyproject.toml reads it ([tool.hatch.version]).
 __version__ = "0.1.0"
 
 # The names loaded on first use, and the module each comes from.

@@ -5,10 +5,15 @@ when the name is asked for."""
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
+
+import spark_queue
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -109,3 +114,17 @@ def test_pyspark_sqliteq_never_raises_even_when_the_connector_cannot_load():
 def test_importing_the_connector_package_loads_no_pyspark_until_a_class_is_used():
     result = loads_no_pyspark("spark_queue.connector")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_version_is_written_once_and_the_build_reads_it_from_the_package():
+    """The front door's ``__version__`` is the one place: the wheel's metadata reads it
+    (hatch's dynamic version), so a release changes one line (issue 62)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in pyproject["project"]
+    assert "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["hatch"]["version"]["path"] == "spark_queue/__init__.py"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", spark_queue.__version__)
+    assert sum("__version__ =" in line
+               for path in (root / "spark_queue").rglob("*.py")
+               for line in path.read_text(encoding="utf-8").splitlines()) == 1

@@ -11,7 +11,8 @@
   the store through the public names of ``spark_queue.store`` only.
 - No module imports another module's ``_private`` name.
 - No two modules import each other, directly or around a circle (imports
-  under ``TYPE_CHECKING`` count: a circle of types is still a circle).
+  under ``TYPE_CHECKING`` count: a circle of types is still a circle), in the package
+  and in ``benchmarks/`` alike.
 - Every import is absolute, so the checks above see all of them.
 - The tests mirror the package: a module's tests sit in the folder whose path under
   ``tests/`` is its package's path under ``spark_queue/``.
@@ -58,13 +59,20 @@ def resolve(module: str, name: str | None) -> str:
 
 
 def store_public_names() -> set[str]:
+    """The names of ``spark_queue.store`` other layers may import: the user's face
+    (``__all__``) and the plumbing it lists for the project's own layers (``_PROJECT_NAMES``)."""
     tree = ast.parse((PACKAGE / "store" / "__init__.py").read_text(encoding="utf-8"))
+    names: dict[str, set[str]] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
-            return set(ast.literal_eval(node.value))
-    raise AssertionError("spark_queue/store/__init__.py has no __all__")
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target == "__all__":
+                names[target] = set(ast.literal_eval(node.value))
+            elif target == "_PROJECT_NAMES" and isinstance(node.value, ast.Tuple):
+                names[target] = {n.id for n in node.value.elts if isinstance(n, ast.Name)}
+    if set(names) != {"__all__", "_PROJECT_NAMES"}:
+        raise AssertionError("spark_queue/store/__init__.py has no __all__ or _PROJECT_NAMES")
+    return names["__all__"] | names["_PROJECT_NAMES"]
 
 
 def violations_of_layers() -> list[str]:
@@ -153,7 +161,8 @@ def violations_of_privacy() -> list[str]:
 def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
-        targets = {resolve(m, n) for m, n in imports(path) if m.startswith("spark_queue")}
+        targets = {resolve(m, n) for m, n in imports(path)
+                   if m.startswith(("spark_queue", "benchmarks"))}
         graph[name] = {t for t in targets if t in MODULES and t != name}
     return graph
 

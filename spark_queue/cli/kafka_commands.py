@@ -194,12 +194,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
     rows = [{
         "topic": r.topic, "kafka_topic": r.kafka_topic, "shift": r.shift, "written": r.written,
-        "kafka_first": r.kafka_start, "kafka_last": r.kafka_end - 1,
+        "kafka_first": r.kafka_start, "kafka_end": r.kafka_end,
         "records": r.kafka_end - r.kafka_start, "sampled": r.sampled,
         "checksum": r.checksum[:16],
     } for r in results]
     emit(rows, as_json=args.json, columns=["topic", "kafka_topic", "shift", "written",
-                                           "kafka_first", "kafka_last", "records", "sampled",
+                                           "kafka_first", "kafka_end", "records", "sampled",
                                            "checksum"])
     return 0
 

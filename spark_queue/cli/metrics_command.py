@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spark_queue.cli.store_commands import common, open_store
+from spark_queue.cli.store_access import common, open_store
 from spark_queue.errors import OptionError
 
 

@@ -18,12 +18,7 @@ from spark_queue.cli.inputs import (
 from spark_queue.cli.name_hints import require_known_queue
 from spark_queue.cli.output import emit, emit_object, one_line_error
 from spark_queue.cli.setting_flags import add_setting_flags, given_settings
-from spark_queue.cli.store_commands import (
-    common,
-    create_flag,
-    open_for_write,
-    open_store,
-)
+from spark_queue.cli.store_access import common, create_flag, open_for_write, open_store
 from spark_queue.errors import OptionError
 from spark_queue.setting_table import QUEUE_SETTINGS
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit, emit_object
-from spark_queue.cli.store_commands import common, create_flag, open_for_write, open_store
+from spark_queue.cli.store_access import common, create_flag, open_for_write, open_store
 from spark_queue.errors import ArgumentError
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from spark_queue.cli import numbers
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit_line, show_time
-from spark_queue.cli.store_commands import common, open_store, say_replication_state
+from spark_queue.cli.store_access import common, open_store, say_replication_state
 from spark_queue.errors import OptionError, StoreNotFoundError
 
 if TYPE_CHECKING:

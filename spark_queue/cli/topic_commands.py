@@ -10,14 +10,8 @@ from spark_queue.cli import numbers, schema_commands
 from spark_queue.cli.name_hints import require_known_topic
 from spark_queue.cli.output import emit, emit_object
 from spark_queue.cli.setting_flags import add_setting_flags, given_settings
-from spark_queue.cli.store_commands import (
-    cmd_consumers,
-    cmd_topics,
-    common,
-    create_flag,
-    open_for_write,
-    open_store,
-)
+from spark_queue.cli.store_access import common, create_flag, open_for_write, open_store
+from spark_queue.cli.store_commands import cmd_consumers, cmd_topics
 from spark_queue.errors import OffsetRangeError, OptionError, UnknownConsumerError
 from spark_queue.setting_table import TOPIC_SETTINGS
 

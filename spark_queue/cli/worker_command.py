@@ -8,7 +8,7 @@ from spark_queue import defaults
 from spark_queue.cli import numbers
 from spark_queue.cli.output import emit_object
 from spark_queue.cli.progress import DelayedJobsWait, watching
-from spark_queue.cli.store_commands import common, open_store
+from spark_queue.cli.store_access import common, open_store
 from spark_queue.errors import OptionError, WorkerCrashedError
 
 # Threads and jobs per claim: far beyond any use, small enough to start and to bind.

@@ -11,6 +11,7 @@ Spark's lookup, not only this one).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyspark
@@ -67,14 +68,29 @@ except ImportError:  # pyspark 4.0, 4.1
 #   ships too instead of falling to an executor task, which cannot open the file on a
 #   cluster. Merging it into the auto reader would change what low mode promises (every
 #   batch read by the driver, whatever its size), so it stays a subclass of its own.
-try:
-    from pyspark.sql import datasource_internal
+if TYPE_CHECKING:  # the type checker reads the 4.x class; the run time may lack it
+    from pyspark.sql.datasource_internal import (
+        _SimpleStreamReaderWrapper as PlanShippingStreamReader,
+    )
 
-    PlanShippingStreamReader: type = datasource_internal._SimpleStreamReaderWrapper
     SHIPS_ROWS_WITH_PLAN = True
-except (ImportError, AttributeError):  # pragma: no cover - a pyspark after 4.3 without it
-    PlanShippingStreamReader = DataSourceStreamReader
-    SHIPS_ROWS_WITH_PLAN = False
+else:
+    try:
+        from pyspark.sql import datasource_internal
+
+        PlanShippingStreamReader = datasource_internal._SimpleStreamReaderWrapper
+        SHIPS_ROWS_WITH_PLAN = True
+    except (ImportError, AttributeError):  # pragma: no cover - a pyspark after 4.3 without it
+        PlanShippingStreamReader = DataSourceStreamReader
+        SHIPS_ROWS_WITH_PLAN = False
+
+__all__ = [
+    "CHECKPOINT_MANAGER_CONF", "FILE_SYSTEM_CHECKPOINT_MANAGER", "HAS_ADMISSION_CONTROL",
+    "PYSPARK_VERSION", "PlanShippingStreamReader", "ReadAllAvailable", "ReadMaxRows",
+    "ReadMinRows", "SHIPS_ROWS_WITH_PLAN", "STREAM_ARROW_WRITER_BASES",
+    "STREAMING_SOURCE_RUNNER", "SupportsTriggerAvailableNow", "arrow_schema",
+    "data_source_exists", "report_latest_offset_of",
+]
 
 STREAMING_SOURCE_RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
 

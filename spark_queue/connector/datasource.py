@@ -23,6 +23,8 @@ from spark_queue.errors import OptionError, SparkQueueError
 # stream's runner among them, before the first trigger), and each needs one side
 # only (BENCHMARKS.md, "Stream start").
 if TYPE_CHECKING:
+    from spark_queue.connector.sink.sink_options import SinkOptions
+    from spark_queue.connector.sink.sink_schema import SinkLayout
     from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
     from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
     from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("spark_queue.connector")
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+_Writer = TypeVar("_Writer")
 
 
 def _raised_here(method: _Method) -> _Method:
@@ -405,9 +408,7 @@ class SqliteQueueDataSource(DataSource):
     @_raised_here
     def writer(self, schema: StructType, overwrite: bool) -> SqliteQueueBatchWriter:
         """Driver, at job start: validate options and schema (fails before any task runs)."""
-        from spark_queue.connector.sink.sink_options import parse_sink_options
-        from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, check_target
+        from spark_queue.connector.sink.writers import SqliteQueueBatchWriter
 
         if overwrite:
             raise OptionError(
@@ -415,10 +416,7 @@ class SqliteQueueDataSource(DataSource):
                 "append-only logs and queues hold live jobs: remove or purge them with the "
                 "sqliteq CLI, then append."
             )
-        options = parse_sink_options(self.options, streaming=False)
-        layout = plan_layout(schema, options)
-        check_target(options)
-        return SqliteQueueBatchWriter(options, layout)
+        return self._sink_writer(SqliteQueueBatchWriter, schema, streaming=False)
 
     @_raised_here
     def streamWriter(self, schema: StructType, overwrite: bool) -> SqliteQueueStreamWriter:
@@ -426,11 +424,21 @@ class SqliteQueueDataSource(DataSource):
 
         ``overwrite`` (complete output mode) appends the whole result, as Kafka's sink does.
         """
+        from spark_queue.connector.sink.writers import SqliteQueueStreamWriter
+
+        return self._sink_writer(SqliteQueueStreamWriter, schema, streaming=True)
+
+    def _sink_writer(
+        self, writer: Callable[[SinkOptions, SinkLayout], _Writer], schema: StructType,
+        streaming: bool,
+    ) -> _Writer:
+        """The sink's options parsed, the schema's layout planned and the target checked,
+        for a batch or a streaming ``writer``."""
         from spark_queue.connector.sink.sink_options import parse_sink_options
         from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import SqliteQueueStreamWriter, check_target
+        from spark_queue.connector.sink.writers import check_target
 
-        options = parse_sink_options(self.options, streaming=True)
+        options = parse_sink_options(self.options, streaming=streaming)
         layout = plan_layout(schema, options)
         check_target(options)
-        return SqliteQueueStreamWriter(options, layout)
+        return writer(options, layout)

@@ -1,4 +1,4 @@
-"""The JSON forms of the source options, Kafka's and the flat one.
+"""The JSON forms the source reads: its options' (Kafka's and the flat one) and its offsets'.
 
 Kafka names a position per topic *partition*: ``{"clicks": {"0": 42}}``; a
 ``sqliteq`` topic is one partition, 0, so ``{"clicks": 42}`` says the same
@@ -6,14 +6,26 @@ and is accepted too. Any partition other than 0 is an error naming it, never
 silently read as 0. ``-2`` means earliest and ``-1`` latest, in offsets and
 in timestamps alike (as in Kafka's ``ListOffsets``). ``assign`` is Kafka's
 ``{"clicks": [0]}``.
+
+A streaming source's offsets are :class:`SourceOffset`: parsed once where Spark hands them
+back (the reader methods Spark calls), planned with as a typed value, and handed back to
+Spark by :meth:`SourceOffset.to_spark` in the very JSON form every release wrote. This
+module is the only one that knows their reserved keys (``tests/connector/
+test_offset_keys.py``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from spark_queue.defaults import FORMAT_NAME
-from spark_queue.errors import OptionError
+from spark_queue.errors import CheckpointError, OptionError
+
+if TYPE_CHECKING:
+    from spark_queue.store import Fingerprint
 
 EARLIEST_SENTINEL = -2
 LATEST_SENTINEL = -1
@@ -44,23 +56,139 @@ READER_KEY = "@reader"
 RESERVED_KEYS = frozenset({STORE_KEY, LAST_READ_KEY, READER_KEY})
 
 
-def split_store(offsets: dict) -> tuple[object, dict]:
-    """``(the recorded store identity or None, the topics' offsets)``: the keys that are
-    not topics (:data:`RESERVED_KEYS`: identity, last-read fingerprints, query id) left
-    out; values unchecked."""
-    if not RESERVED_KEYS.intersection(offsets):
-        return None, offsets
-    rest = {key: value for key, value in offsets.items() if key not in RESERVED_KEYS}
-    return offsets.get(STORE_KEY), rest
+@dataclass(frozen=True)
+class SourceOffset:
+    """A streaming source's offset: ``{topic: next_offset}`` of one store file, with the
+    store's identity (``@store``), the fingerprint of the last event read per topic
+    (``@last``) and the query's id (``@reader``); each None or empty in offsets written
+    before it. Frozen and hashable: the history guard remembers offsets by it."""
+
+    topics: tuple[tuple[str, int], ...] = ()  # sorted by topic
+    store: str | None = None
+    last: tuple[tuple[str, Fingerprint], ...] = ()  # sorted by topic
+    reader: str | None = None
+
+    @classmethod
+    def of(
+        cls, positions: Mapping[str, int], store: str | None = None,
+        marks: Mapping[str, Fingerprint] | None = None, reader: str | None = None,
+    ) -> SourceOffset:
+        return cls(tuple(sorted(positions.items())), store,
+                   tuple(sorted((marks or {}).items())), reader)
+
+    @property
+    def positions(self) -> dict[str, int]:
+        """``{topic: next_offset}``, sorted by topic."""
+        return dict(self.topics)
+
+    @property
+    def marks(self) -> dict[str, Fingerprint]:
+        """``{topic: fingerprint of the event before its position}``."""
+        return dict(self.last)
+
+    @classmethod
+    def from_spark(cls, raw: object) -> SourceOffset:
+        """``raw`` as Spark hands it back (from a checkpoint or from this process): this
+        source's form, else OptionError naming another source (Kafka's ``{"t": {"0": n}}``
+        says where events sit in Kafka's log, not in a store file:
+        ``tests/connector/source/test_foreign_checkpoints.py``); fingerprints this source
+        never writes are a CheckpointError."""
+        parsed = _topics_and_store(raw)
+        if parsed is None:
+            raise _foreign(raw)
+        assert isinstance(raw, dict), "_topics_and_store takes dicts only"
+        reader = raw.get(READER_KEY)
+        return cls(tuple(sorted(parsed[0].items())), parsed[1], _marks(raw.get(LAST_READ_KEY)),
+                   reader if isinstance(reader, str) else None)
+
+    @classmethod
+    def from_log(cls, raw: object) -> SourceOffset | None:
+        """A line of a checkpoint's ``offsets/N`` log read as this source's offsets (no
+        fingerprints: a reader of the log needs positions only), or None: another
+        source's."""
+        parsed = _topics_and_store(raw)
+        return None if parsed is None else cls(tuple(sorted(parsed[0].items())), parsed[1])
+
+    @classmethod
+    def from_report(cls, value: object) -> SourceOffset | None:
+        """Offsets as a streaming query's progress report shows them (parsed from its text),
+        or None when they are not this source's form. A topic reported as null (a named
+        topic that does not exist yet) has no position and is left out; fingerprints are
+        not read."""
+        if not isinstance(value, Mapping):
+            return None
+        topics = {key: offset for key, offset in value.items() if key not in RESERVED_KEYS}
+        if not all(offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
+                   for offset in topics.values()):
+            return None
+        store, reader = value.get(STORE_KEY), value.get(READER_KEY)
+        return cls(tuple(sorted((str(t), int(o)) for t, o in topics.items() if o is not None)),
+                   store if isinstance(store, str) else None,
+                   reader=reader if isinstance(reader, str) else None)
+
+    def to_spark(self) -> dict[str, Any]:
+        """The offset as handed to Spark, key for key what every release wrote (Spark
+        compares offsets by their JSON text): the query's id, the store's identity, the
+        fingerprints, then each topic, sorted."""
+        offsets: dict[str, Any] = {} if self.reader is None else {READER_KEY: self.reader}
+        if self.store is not None:
+            offsets[STORE_KEY] = self.store
+        if self.last:
+            offsets[LAST_READ_KEY] = {topic: list(mark) for topic, mark in self.last}
+        offsets.update(self.topics)
+        return offsets
 
 
-def reader_of(offsets: object) -> str | None:
-    """The query id the offsets carry (``@reader``), or None."""
-    reader = offsets.get(READER_KEY) if isinstance(offsets, dict) else None
-    return reader if isinstance(reader, str) else None
+def _topics_and_store(raw: object) -> tuple[dict[str, int], str | None] | None:
+    """``({topic: offset}, store identity)`` of this source's offsets, or None."""
+    if not isinstance(raw, dict):
+        return None
+    store = raw.get(STORE_KEY)
+    topics = {key: value for key, value in raw.items() if key not in RESERVED_KEYS}
+    if (store is None or isinstance(store, str)) and all(
+        isinstance(topic, str) and type(offset) is int and offset >= 0
+        for topic, offset in topics.items()
+    ):
+        return topics, store
+    return None
 
 
-def _loads_object(name: str, raw: str, allowed: str) -> dict:
+def _marks(raw: object) -> tuple[tuple[str, Fingerprint], ...]:
+    if raw is None:
+        return ()
+    # Imported here, not with the module: the option modules load without the store.
+    from spark_queue.store import Fingerprint
+
+    marks = []
+    if isinstance(raw, dict):
+        for topic, mark in raw.items():
+            if not (isinstance(mark, list) and len(mark) == 3
+                    and all(type(v) is int for v in mark[:2]) and isinstance(mark[2], str)):
+                break
+            marks.append((topic, Fingerprint(*mark)))
+        else:
+            return tuple(sorted(marks))
+    raise CheckpointError(
+        f"{FORMAT_NAME} source: the checkpoint's offsets hold {LAST_READ_KEY!r} = {raw!r}, "
+        "which this source never writes (it writes {topic: [offset, ts_ms, digest]}): the "
+        "offsets log was edited or damaged. Give the query a new checkpointLocation."
+    )
+
+
+def _foreign(raw: object) -> OptionError:
+    kafka = isinstance(raw, dict) and any(isinstance(v, dict) for v in raw.values())
+    return OptionError(
+        f"{FORMAT_NAME} source: the checkpoint holds the offsets {raw!r}, which this source "
+        "never writes"
+        + (" (Kafka's per-partition form {\"topic\": {\"0\": offset}})" if kafka else "")
+        + ": the checkpoint was written by another source. Offsets of another source do not "
+        "say where its events sit in a store file, so a pipeline swapped to "
+        f"format(\"{FORMAT_NAME}\") needs a new checkpoint location (checkpointLocation); "
+        "choose where it starts with startingOffsets."
+    )
+
+
+def _loads_object(name: str, raw: str, allowed: str) -> dict[str, Any]:
     try:
         parsed = json.loads(raw)
     except ValueError:

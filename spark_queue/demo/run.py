@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from spark_queue.checkpoint_repair import repair_checkpoint
@@ -20,7 +21,7 @@ from spark_queue.worker import Worker
 log = logging.getLogger(__name__)
 
 
-def handle_alert(config: DemoConfig):
+def handle_alert(config: DemoConfig) -> Callable[[Job], None]:
     """The worker's handler: "notify on-call" by appending the alert to alerts.log."""
     lock = threading.Lock()
     path = os.path.join(config.dir, "alerts.log")
@@ -32,7 +33,7 @@ def handle_alert(config: DemoConfig):
     return handle
 
 
-def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
+def run_demo(config: DemoConfig, out: Callable[[str], object] = print) -> dict[str, Any]:
     """The demo, its store replicated while it runs when ``config.replica_url`` is set."""
     os.makedirs(config.dir, exist_ok=True)
     if not config.replica_url:
@@ -53,7 +54,7 @@ def run_demo(config: DemoConfig, out=print) -> dict[str, Any]:
     return {**summary, "replica": replicating.url}
 
 
-def _run_pipeline(config: DemoConfig, out) -> dict[str, Any]:
+def _run_pipeline(config: DemoConfig, out: Callable[[str], object]) -> dict[str, Any]:
     from spark_queue.demo.pipeline import start_alerts, start_bronze
     from spark_queue.spark.notebooks import driver_uri
     from spark_queue.spark.query_progress import end_offset, query_id

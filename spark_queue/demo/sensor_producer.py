@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Any
 
 from spark_queue.store import Record, Store
 
@@ -27,7 +28,7 @@ class SensorProducer(threading.Thread):
         self.stop_requested = threading.Event()
         self.error: BaseException | None = None
 
-    def reading(self, device: int) -> dict:
+    def reading(self, device: int) -> dict[str, Any]:
         # A few devices run hot so the alert query has something to find.
         base = 34.0 if device % 10 == 0 else 22.0
         return {"device": f"dev-{device:03d}", "celsius": round(self.rng.gauss(base, 2.0), 2),

@@ -21,9 +21,8 @@ import json
 import os
 import pathlib
 from dataclasses import dataclass
-from typing import Any
 
-from spark_queue.connector.offset_json import split_store
+from spark_queue.connector.offset_json import SourceOffset
 from spark_queue.errors import CheckpointError
 from spark_queue.store import Store, store_id
 
@@ -44,23 +43,12 @@ def _batches(directory: pathlib.Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
 
 
-def _is_sqliteq_offsets(value: object) -> bool:
-    if not isinstance(value, dict):
-        return False
-    recorded, topics = split_store(value)
-    return (recorded is None or isinstance(recorded, str)) and all(
-        isinstance(topic, str) and type(offset) is int and offset >= 0
-        for topic, offset in topics.items()
-    )
-
-
 def read_position(
     checkpoint: str | os.PathLike[str], source_index: int | None = None
-) -> tuple[int, dict[str, Any], int | None]:
-    """``(batch_id, {topic: next_offset}, uncommitted_batch)`` of the query's sqliteq source
-    at its last committed batch (the offsets as logged: with the store's identity under
-    ``@store`` when the source recorded one); CheckpointError says what is missing or
-    foreign."""
+) -> tuple[int, SourceOffset, int | None]:
+    """``(batch_id, offsets, uncommitted_batch)`` of the query's sqliteq source at its last
+    committed batch (the offsets as logged: with the store's identity when the source
+    recorded one); CheckpointError says what is missing or foreign."""
     root = pathlib.Path(checkpoint)
     planned = _batches(root / "offsets")
     committed = _batches(root / "commits")
@@ -76,13 +64,13 @@ def read_position(
         )
     batch = committed[-1]
     lines = (root / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
-    found: list[tuple[int, dict[str, int]]] = []
+    found: list[tuple[int, SourceOffset]] = []
     for index, line in enumerate(lines[2:]):
         try:
-            value = json.loads(line)
+            value = SourceOffset.from_log(json.loads(line))
         except ValueError:
             continue
-        if _is_sqliteq_offsets(value):
+        if value is not None:
             found.append((index, value))
     if source_index is not None:
         found = [(i, v) for i, v in found if i == source_index]
@@ -113,7 +101,7 @@ def kafka_starting_offsets(
     none read twice. The store's topics must have been exported (each one's shift is
     read from the store); ``prefix`` is the export's Kafka topic prefix."""
     batch, logged, uncommitted = read_position(checkpoint, source_index)
-    recorded, offsets = split_store(logged)
+    recorded, offsets = logged.store, logged.positions
     positions: dict[str, dict[str, int]] = {}
     with Store(store_path, create=False, readonly=True) as store:
         if recorded is not None and recorded != store_id(store):

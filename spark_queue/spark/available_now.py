@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_queue.connector import compat
 from spark_queue.errors import OptionError

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from spark_queue.connector.offset_json import RESERVED_KEYS, reader_of
+from spark_queue.connector.offset_json import SourceOffset
 
 
 def offsets(value: Any) -> dict[str, int]:
@@ -27,14 +26,10 @@ def offsets(value: Any) -> dict[str, int]:
     parsed = _parsed(value)
     if parsed is None:
         return {}
-    if isinstance(parsed, Mapping):
-        parsed = {topic: offset for topic, offset in parsed.items() if topic not in RESERVED_KEYS}
-    if not isinstance(parsed, Mapping) or not all(
-        offset is None or (isinstance(offset, int) and not isinstance(offset, bool))
-        for offset in parsed.values()
-    ):
+    reported = SourceOffset.from_report(parsed)
+    if reported is None:
         raise ValueError(f"not a source offset ({{topic: offset}}): {value!r}")
-    return {str(topic): int(offset) for topic, offset in parsed.items() if offset is not None}
+    return reported.positions
 
 
 def _parsed(value: Any) -> Any:
@@ -78,7 +73,8 @@ def query_id(progress: Any, source: int = 0) -> str | None:
     (``Store.commit_offsets(..., reader=)``); None in offsets written before ids."""
     if not progress or len(progress["sources"]) <= source:
         return None
-    return reader_of(_parsed(progress["sources"][source]["endOffset"]))
+    reported = SourceOffset.from_report(_parsed(progress["sources"][source]["endOffset"]))
+    return None if reported is None else reported.reader
 
 
 def input_rows(progress: Any) -> int:

@@ -2,9 +2,15 @@
 
 This package imports only apsw and pyarrow, never pyspark: it is the library
 a producer service or a worker uses on its own.
+
+``__all__`` is the user's face: the nouns a caller holds (a store, its topics and queues,
+what their methods return) and the value types. :data:`_PROJECT_NAMES` are importable here
+too, for the project's own layers (the connector, the CLI, the worker, the Kafka wing, the
+benchmarks), which reach the store through this package only (``tests/test_layers.py``):
+plumbing that may change in any release.
 """
 
-from spark_queue.defaults import DURABILITY_LEVELS, MAX_INT64
+from spark_queue.defaults import DURABILITY_LEVELS
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupSource, backup_file
 from spark_queue.store.file.codec import BYTES, JSON, TEXT, Encoded
@@ -36,7 +42,7 @@ from spark_queue.store.streams.consumer_offsets import ConsumerInfo
 from spark_queue.store.streams.consumer_positions import PositionInfo
 from spark_queue.store.streams.fingerprints import Fingerprint, event_fingerprints
 from spark_queue.store.streams.mirror_copies import CopyMark, CopyOpened, MirrorCopies
-from spark_queue.store.streams.mirrors import MIRROR_HOLD, hold_name, hold_prefix
+from spark_queue.store.streams.mirrors import hold_name, hold_prefix
 from spark_queue.store.streams.planned_batches import planned_end, record_planned_end
 from spark_queue.store.streams.quarantine import QuarantinedEvent, Replayed, quarantine_totals
 from spark_queue.store.streams.retention import PruneResult
@@ -49,32 +55,22 @@ from spark_queue.store.transaction import Transaction
 
 __all__ = [
     "BYTES",
-    "MAX_INT64",
-    "MAX_NAME_LENGTH",
-    "MIRROR_HOLD",
     "DURABILITY_LEVELS",
     "JSON",
     "TEXT",
     "Admission",
-    "BackupSource",
     "CheckReport",
     "ConsumerInfo",
-    "CopyMark",
-    "CopyOpened",
-    "Encoded",
-    "EncodedChunk",
     "Event",
     "Fingerprint",
     "GaveUp",
     "HeldBack",
-    "Housekeeper",
     "Housekeeping",
     "HousekeepingRun",
     "HousekeepingStatus",
     "Job",
     "JobInfo",
     "LeaseResult",
-    "MirrorCopies",
     "NackResult",
     "NewJob",
     "PositionInfo",
@@ -84,39 +80,33 @@ __all__ = [
     "QuarantinedEvent",
     "Queue",
     "QueueConfig",
-    "QueueRows",
     "QueueCounters",
     "QueueStats",
     "ReadPath",
     "Record",
-    "ReplicaCycles",
     "Replayed",
     "ReplicaStatus",
     "ReplicatorRecord",
-    "SinkCommit",
-    "SinkRows",
     "Store",
     "Topic",
     "TopicDeleted",
     "TopicInfo",
-    "TopicRows",
     "TopicSchema",
     "Transaction",
     "WorkerInfo",
     "backup_file",
     "check_file",
-    "check_int",
     "event_fingerprints",
-    "hold_name",
-    "hold_prefix",
-    "keep_housekept",
-    "planned_end",
-    "quarantine_totals",
     "read_path",
-    "record_planned_end",
     "replica_status",
-    "replication_warnings",
     "replicator_running",
     "store_id",
-    "validate_name",
 ]
+
+#: The plumbing the project's own layers import from here (see the module docstring).
+_PROJECT_NAMES = (
+    BackupSource, CopyMark, CopyOpened, Encoded, EncodedChunk, Housekeeper, MAX_NAME_LENGTH,
+    MirrorCopies, QueueRows, ReplicaCycles, SinkCommit, SinkRows, TopicRows, check_int,
+    hold_name, hold_prefix, keep_housekept, planned_end, quarantine_totals, record_planned_end,
+    replication_warnings, validate_name,
+)

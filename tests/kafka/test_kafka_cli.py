@@ -68,7 +68,7 @@ def test_follow_mirrors_until_sigterm_then_prints_the_verified_summary(kafka, pr
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     [row] = json.loads(out)
-    assert (row["topic"], row["kafka_first"], row["kafka_last"], row["records"]) == ("t", 0, 4, 5)
+    assert (row["topic"], row["kafka_first"], row["kafka_end"], row["records"]) == ("t", 0, 5, 5)
     assert "following new events until interrupted" in err
 
 

@@ -94,7 +94,7 @@ def test_follow_waits_out_a_broker_outage_and_kafka_then_equals_the_store(
         out, _ = process.communicate(timeout=120)
     assert process.returncode == 0, log_path.read_text()[-3000:]
     [row] = json.loads(out)
-    assert (row["kafka_first"], row["kafka_last"], row["records"]) == (0, 3499, 3500)
+    assert (row["kafka_first"], row["kafka_end"], row["records"]) == (0, 3500, 3500)
     with Store(store_path) as store:
         mine = [from_store_row(row) for row in store.read_arrow("t").to_pylist()]
     theirs = kafka_contents(kafka, prefix + "t")

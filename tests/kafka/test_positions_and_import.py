@@ -121,7 +121,7 @@ def test_the_export_summary_names_each_topic_with_its_offsets_and_checksum(capsy
     [row] = run_json(capsys, "kafka", "export", store_path, "--bootstrap", kafka.bootstrap,
                      "--prefix", prefix)
     assert {k: row[k] for k in ("topic", "kafka_topic", "shift", "written", "kafka_first",
-                                "kafka_last", "records", "sampled")} == {
+                                "kafka_end", "records", "sampled")} == {
         "topic": "t", "kafka_topic": prefix + "t", "shift": 0, "written": 3, "kafka_first": 0,
-        "kafka_last": 2, "records": 3, "sampled": 3}
+        "kafka_end": 3, "records": 3, "sampled": 3}
     assert len(row["checksum"]) == 16

@@ -17,7 +17,6 @@ from spark_queue.connector.source.lineage import behind_message
 from spark_queue.connector.source.offsets import (
     Bounds,
     cap_rows,
-    checkpoint_offsets,
     effective_start,
     sorted_offsets,
 )
@@ -43,7 +42,9 @@ ALL_AVAILABLE = Limits()
 class TriggerAdmission:
     """Plans ``{topic: end}`` for a batch starting at ``start`` under the source's limits."""
 
-    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, options: SourceOptions, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.options = options
         self.clock = clock
         self.available_now_target: dict[str, int] | None = None
@@ -56,7 +57,6 @@ class TriggerAdmission:
 
     def next_end(self, start: dict[str, int], bounds: Bounds, limits: Limits) -> dict[str, int]:
         """The end of the next batch, or ``start`` itself when no batch should run now."""
-        start = checkpoint_offsets(start)
         latest = {t: b[1] for t, b in bounds.items()}
         self.last_latest = sorted_offsets(latest)
         target = self.available_now_target

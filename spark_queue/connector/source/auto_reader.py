@@ -30,20 +30,21 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
+from spark_queue.connector.offset_json import SourceOffset
 from spark_queue.connector.source.offsets import open_source_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_range_partitions, planned_ranges
 from spark_queue.connector.source.partition_reader import ranges_batches
 from spark_queue.connector.source.partitions import RangesPartition
 from spark_queue.connector.source.read_shape import file_identity, read_shape
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader, checked_range
+from spark_queue.connector.source.stream_reader import SqliteQueueStreamReader
 
 if TYPE_CHECKING:
     from spark_queue.store import Store
@@ -63,28 +64,30 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         self._shape = read_shape(options, schema)  # once per query: batches shipped here
         # pyspark 4.2+ asks a wrapper's ``simple_reader`` whether it supports
         # Trigger.AvailableNow and calls its prepareForTriggerAvailableNow.
-        self.simple_reader = self
+        self.simple_reader = self  # type: ignore[assignment]  # the wrapper's own slot
         # (start, end, batches) read by the last partitions() call, for getCache().
-        self._shipped: tuple[dict, dict, list[pa.RecordBatch]] | None = None
+        self._shipped: tuple[dict[str, Any], dict[str, Any], list[pa.RecordBatch]] | None = None
         compat.report_latest_offset_of(SqliteQueueAutoStreamReader)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader for executors: rows read for one batch do not travel.
         state = self.__dict__.copy()
         state["_shipped"] = None
         return state
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        self._position = end
-        self._query.planned(start, end)
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
+        self._position = stop
+        self._planner.query.planned(begin, stop)
         self._shipped = None
         given = (start, end)  # getCache is asked with Spark's offsets, the identity in them
         store = open_source_store(self.options)
         try:
             with store.snapshot():
                 bounds = subscribed_bounds(store, self.options)
-                start, end = checked_range(self._history, store, start, end, bounds)
-                ranges = planned_ranges(self.options, start, end, bounds)
+                first, last = self._planner.checked_range(store, begin, stop, bounds)
+                ranges = planned_ranges(self.options, first, last, bounds)
                 rows = sum(stop - begin for begin, stop in ranges.values())
                 if 0 < rows <= self.options.low_latency_max_rows:
                     batches = self._read_within_limit(store, ranges)
@@ -98,7 +101,9 @@ class SqliteQueueAutoStreamReader(SqliteQueueStreamReader, compat.PlanShippingSt
         finally:
             store.close()
 
-    def getCache(self, start: dict, end: dict) -> Iterator[pa.RecordBatch] | None:
+    def getCache(
+        self, start: dict[str, Any], end: dict[str, Any]
+    ) -> Iterator[pa.RecordBatch] | None:
         """The rows :meth:`partitions` read for ``[start, end)``, or None: executors read it.
 
         Spark copies the iterator to serve a batch planned twice, so it runs over a list.

@@ -29,8 +29,8 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING
 
-from spark_queue.connector.offset_json import reader_of
-from spark_queue.connector.source.offsets import Bounds, checkpoint_offsets
+from spark_queue.connector.offset_json import SourceOffset
+from spark_queue.connector.source.offsets import Bounds
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import StoreBusyError
@@ -48,8 +48,8 @@ def first_batch_key(options: SourceOptions) -> str:
 
 
 def replanned_end(
-    store: Store, options: SourceOptions, start: dict, planned: dict[str, int], bounds: Bounds,
-    first: bool = False,
+    store: Store, options: SourceOptions, start: SourceOffset, planned: dict[str, int],
+    bounds: Bounds, first: bool = False,
 ) -> dict[str, int] | None:
     """The end this query recorded for a batch from ``start`` (as Spark hands it back), if
     the store still serves ``[planned, end)`` (``planned``: ``start`` as checked against
@@ -58,23 +58,23 @@ def replanned_end(
     nothing applies. Caller holds one snapshot of ``store``."""
     from spark_queue.store import planned_end
 
-    reader = reader_of(start)
-    if reader is None:
+    if start.reader is None:
         return None
-    end = planned_end(store, reader, checkpoint_offsets(start))
+    end = planned_end(store, start.reader, start.positions)
     if end is None and first:
-        end = planned_end(store, first_batch_key(options), checkpoint_offsets(start))
+        end = planned_end(store, first_batch_key(options), start.positions)
     if end is None:
         return None
     if all(t in bounds and planned.get(t, 0) <= o <= bounds[t][1] for t, o in end.items()):
         return end
     log.info("%s source: the batch this query planned from %s to %s is no longer in the "
-             "store (%s); planning it anew.", FORMAT_NAME, start, end, bounds)
+             "store (%s); planning it anew.", FORMAT_NAME, start.to_spark(), end, bounds)
     return None
 
 
 def record_plan(
-    store: Store, options: SourceOptions, start: dict, end: dict, first: bool = False
+    store: Store, options: SourceOptions, start: SourceOffset, end: SourceOffset,
+    first: bool = False,
 ) -> None:
     """Record the end ``end`` of the batch from ``start`` before Spark sees it, under the
     query id ``start`` carries, and with ``first`` (a new query's first batch) under
@@ -83,10 +83,10 @@ def record_plan(
     transaction of ``store``."""
     from spark_queue.store import record_planned_end
 
-    reader = reader_of(start)
+    reader = start.reader
     if reader is None or end is start:
         return
-    begin, stop = checkpoint_offsets(start), checkpoint_offsets(end)
+    begin, stop = start.positions, end.positions
     try:
         record_planned_end(store, options.consumer, reader, begin, stop)
         if first:  # once per new query: no consumer owns it, the unnamed age rule bounds it
@@ -94,4 +94,5 @@ def record_plan(
     except StoreBusyError as exc:  # a writer held the lock past the busy timeout: run the
         # batch anyway; only a power cut before its next plan would make its replay inexact
         log.warning("%s source: could not record the batch planned from %s to %s (consumer "
-                    "%r): %s", FORMAT_NAME, start, end, options.consumer, exc)
+                    "%r): %s", FORMAT_NAME, start.to_spark(), end.to_spark(), options.consumer,
+                    exc)

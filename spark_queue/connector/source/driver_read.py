@@ -103,5 +103,6 @@ def piece_ipc(
     finally:
         if writer is not None:
             writer.close()
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 

@@ -127,7 +127,9 @@ class JsonDecoder:
             raise _Malformed from exc
         return table
 
-    def _decode_range(self, flat, start: int, end: int, pieces: list) -> None:
+    def _decode_range(
+        self, flat: pa.Array, start: int, end: int, pieces: list[tuple[pa.Table | None, int]]
+    ) -> None:
         try:
             pieces.append((self._parse(flat, start, end), end - start))
         except _Malformed:

@@ -43,20 +43,14 @@ planned records fingerprints from then on.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
-from spark_queue.connector.offset_json import LAST_READ_KEY, READER_KEY, STORE_KEY
-from spark_queue.connector.source.offsets import (
-    Bounds,
-    check_store,
-    checkpoint_offsets,
-    sorted_offsets,
-)
+from spark_queue.connector.offset_json import SourceOffset
+from spark_queue.connector.source.offsets import Bounds, check_store
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import FORMAT_NAME
-from spark_queue.errors import CheckpointError, StoreRewoundError
+from spark_queue.errors import StoreRewoundError
 from spark_queue.times import format_time_ms
 
 if TYPE_CHECKING:
@@ -71,49 +65,21 @@ REMEMBERED = 8
 WAYS_OUT_DOC = "docs/operations.md#a-store-older-than-a-checkpoint"
 
 
-def last_read(offsets: object) -> dict[str, Fingerprint]:
-    """The fingerprints recorded in offsets (``@last``); none in offsets written before them."""
-    from spark_queue.store import Fingerprint
-
-    raw = offsets.get(LAST_READ_KEY) if isinstance(offsets, dict) else None
-    if raw is None:
-        return {}
-    marks = {}
-    if isinstance(raw, dict):
-        for topic, mark in raw.items():
-            if not (isinstance(mark, list) and len(mark) == 3
-                    and all(type(v) is int for v in mark[:2]) and isinstance(mark[2], str)):
-                break
-            marks[topic] = Fingerprint(*mark)
-        else:
-            return marks
-    raise CheckpointError(
-        f"{FORMAT_NAME} source: the checkpoint's offsets hold {LAST_READ_KEY!r} = {raw!r}, "
-        "which this source never writes (it writes {topic: [offset, ts_ms, digest]}): the "
-        "offsets log was edited or damaged. Give the query a new checkpointLocation."
-    )
-
-
 def recorded(
     store: Store, identity: str, end: dict[str, int], kept: dict[str, Fingerprint],
     reader: str | None = None,
-) -> dict:
-    """``end`` as the source hands it to Spark: the query's id under its consumer name (when
-    it has one), the store's identity, the fingerprint of the event before each position
-    (``kept`` where it still describes that event, else read from ``store``; none where the
-    store does not hold it), then each topic."""
+) -> SourceOffset:
+    """``end`` as the source hands it to Spark: the query's id (:mod:`~spark_queue.connector.
+    source.query_position`), the store's identity and the fingerprint of the event before
+    each position (``kept`` where it still describes that event, else read from ``store``;
+    none where the store does not hold it)."""
     from spark_queue.store import event_fingerprints
 
     marks = {t: kept[t] for t, o in end.items() if t in kept and kept[t].offset == o - 1}
     wanted = {t: o - 1 for t, o in end.items() if o > 0 and t not in marks}
     if wanted:
         marks.update(event_fingerprints(store, wanted))
-    offsets: dict = {} if reader is None else {READER_KEY: reader}
-    offsets[STORE_KEY] = identity
-    if marks:
-        offsets[LAST_READ_KEY] = {t: list(marks[t]) for t in sorted(marks)}
-    offsets.update(sorted_offsets(end))
-    return offsets
+    return SourceOffset.of(end, identity, marks, reader)
 
 
 def behind_message(topic: str, position: int, latest: int, options: SourceOptions) -> str:
@@ -170,47 +136,40 @@ class HistoryGuard:
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        # JSON text of offsets -> (the offsets to plan from, the fingerprints still valid)
-        self._known: dict[str, tuple[dict[str, int], dict[str, Fingerprint]]] = {}
+        # offsets -> (the offsets to plan from, the fingerprints still valid)
+        self._known: dict[SourceOffset, tuple[dict[str, int], dict[str, Fingerprint]]] = {}
 
     def plan_from(
-        self, store: Store, identity: str, given: object, bounds: Bounds
-    ) -> dict[str, int]:
-        """``{topic: offset}`` to plan from, for offsets ``given`` as Spark hands them back:
-        this source's (else OptionError), of this store file (else CheckpointError), of the
-        history the store holds (else StoreRewoundError, or a WARNING and the way on with
-        failOnDataLoss=false). Caller holds one snapshot of ``store``."""
-        topics = checkpoint_offsets(given)
-        key = json.dumps(given, sort_keys=True)
-        known = self._known.get(key)
-        if known is not None:
-            return dict(known[0])
-        check_store(given, identity, self.options)
-        planned, marks = self._check(store, topics, last_read(given), bounds)
-        self._remember(key, planned, marks)
-        return dict(planned)
+        self, store: Store, identity: str, given: SourceOffset, bounds: Bounds
+    ) -> tuple[dict[str, int], dict[str, Fingerprint]]:
+        """``({topic: offset} to plan from, the fingerprints of ``given`` still valid)``,
+        for offsets ``given`` as Spark handed them back: of this store file (else
+        CheckpointError), of the history the store holds (else StoreRewoundError, or a
+        WARNING and the way on with failOnDataLoss=false). Caller holds one snapshot of
+        ``store``."""
+        known = self._known.get(given)
+        if known is None:
+            check_store(given, identity, self.options)
+            known = self._check(store, given.positions, given.marks, bounds)
+            self._remember(given, *known)
+        return dict(known[0]), dict(known[1])
 
     def record(
-        self, store: Store, identity: str, end: dict[str, int], start: object,
+        self, store: Store, identity: str, end: dict[str, int], kept: dict[str, Fingerprint],
         reader: str | None = None,
-    ) -> dict:
-        """``end`` as handed to Spark (:func:`recorded`), with the fingerprints of ``start``
-        (checked by :meth:`plan_from`) kept where they still apply; remembered as checked."""
-        kept = {} if start is None else self._marks_of(start)
+    ) -> SourceOffset:
+        """``end`` as handed to Spark (:func:`recorded`), with the fingerprints ``kept`` (of
+        its start, checked by :meth:`plan_from`) where they still apply; remembered as
+        checked."""
         offsets = recorded(store, identity, end, kept, reader)
-        self._remember(json.dumps(offsets, sort_keys=True), sorted_offsets(end),
-                       last_read(offsets))
+        self._remember(offsets, offsets.positions, offsets.marks)
         return offsets
 
-    def _marks_of(self, offsets: object) -> dict[str, Fingerprint]:
-        known = self._known.get(json.dumps(offsets, sort_keys=True))
-        return {} if known is None else known[1]
-
     def _remember(
-        self, key: str, planned: dict[str, int], marks: dict[str, Fingerprint]
+        self, offsets: SourceOffset, planned: dict[str, int], marks: dict[str, Fingerprint]
     ) -> None:
-        self._known.pop(key, None)
-        self._known[key] = (planned, marks)
+        self._known.pop(offsets, None)
+        self._known[offsets] = (planned, marks)
         while len(self._known) > REMEMBERED:
             self._known.pop(next(iter(self._known)))
 

@@ -14,13 +14,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from spark_queue.connector.offset_json import (
-    EARLIEST_SENTINEL,
-    LATEST_SENTINEL,
-    READER_KEY,
-    STORE_KEY,
-    split_store,
-)
+from spark_queue.connector.offset_json import EARLIEST_SENTINEL, LATEST_SENTINEL, SourceOffset
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import (
@@ -141,44 +135,19 @@ class MissingTopics:
 
 
 def checkpoint_offsets(offsets: object) -> dict[str, int]:
-    """``offsets`` as Spark hands them back from a checkpoint, checked to be this source's
-    form, ``{topic: next_offset}`` (with the store's identity under ``@store``, which is
-    left out here: :func:`check_store` compares it); anything else was written by another
-    source.
-
-    A checkpoint of Kafka's source holds ``{"t": {"0": n}}``: offsets of Kafka's log,
-    which say nothing about where the same events sit in a store file (sqliteq numbers
-    its own events), so reading from them would skip or repeat events silently. A
-    pipeline swapped from Kafka to sqliteq starts from a new checkpoint location, as
-    docs/kafka.md says (``tests/connector/source/test_foreign_checkpoints.py``).
-    """
-    if isinstance(offsets, dict):
-        recorded, topics = split_store(offsets)
-        if (recorded is None or isinstance(recorded, str)) and all(
-            isinstance(topic, str) and type(offset) is int and offset >= 0
-            for topic, offset in topics.items()
-        ):
-            return topics
-    kafka = isinstance(offsets, dict) and any(isinstance(v, dict) for v in offsets.values())
-    raise OptionError(
-        f"{FORMAT_NAME} source: the checkpoint holds the offsets {offsets!r}, which this source "
-        "never writes"
-        + (" (Kafka's per-partition form {\"topic\": {\"0\": offset}})" if kafka else "")
-        + ": the checkpoint was written by another source. Offsets of another source do not "
-        "say where its events sit in a store file, so a pipeline swapped to "
-        f"format(\"{FORMAT_NAME}\") needs a new checkpoint location (checkpointLocation); "
-        "choose where it starts with startingOffsets."
-    )
+    """``{topic: next_offset}`` of offsets as Spark hands them back, checked to be this
+    source's (:meth:`SourceOffset.from_spark`: another source's fail naming it)."""
+    return SourceOffset.from_spark(offsets).positions
 
 
-def check_store(offsets: object, identity: str, options: SourceOptions) -> None:
+def check_store(offsets: SourceOffset, identity: str, options: SourceOptions) -> None:
     """Refuse offsets recorded against another store file than the one ``path`` names now
     (``identity``), whatever the two files' lengths: a store re-created at the path (a
     cluster restart wiped the driver's disk) may be shorter, as long or longer, and its
     offsets name other events. Offsets without an identity (a checkpoint written before
     stores had one) pass: the next batch planned records it
     (``tests/connector/source/test_store_identity.py``)."""
-    recorded = offsets.get(STORE_KEY) if isinstance(offsets, dict) else None
+    recorded = offsets.store
     if recorded is None or recorded == identity:
         return
     raise CheckpointError(
@@ -189,13 +158,6 @@ def check_store(offsets: object, identity: str, options: SourceOptions) -> None:
         "to start over on this file, give the query a new checkpointLocation "
         "(docs/cluster.md#checkpoints)."
     )
-
-
-def with_store(offsets: dict[str, int], identity: str, reader: str | None = None) -> dict:
-    """``offsets`` as the source hands them to Spark: the query's id under its consumer name
-    (when it has one), the store's identity, then each topic."""
-    tagged = {STORE_KEY: identity, **sorted_offsets(offsets)}
-    return tagged if reader is None else {READER_KEY: reader, **tagged}
 
 
 def sorted_offsets(offsets: dict[str, int]) -> dict[str, int]:

@@ -28,13 +28,8 @@ import time
 import uuid
 from collections.abc import Callable
 
-from spark_queue.connector.offset_json import reader_of
-from spark_queue.connector.source.offsets import (
-    check_store,
-    checkpoint_offsets,
-    open_source_store,
-    subscribed_bounds,
-)
+from spark_queue.connector.offset_json import SourceOffset
+from spark_queue.connector.source.offsets import check_store, open_source_store, subscribed_bounds
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.defaults import POSITION_REFRESH_MS
 from spark_queue.errors import SparkQueueError
@@ -49,10 +44,12 @@ def new_reader_id() -> str:
 class QueryPosition:
     """The id of this query under ``consumer`` and whether its checkpoint names it yet."""
 
-    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, options: SourceOptions, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.options = options
         self.reader: str | None = None
-        self._started: dict | None = None  # what initialOffset returned in this process
+        self._started: SourceOffset | None = None  # what initialOffset returned in this process
         self._confirmed = False
         self._refreshed_at: float | None = None
         self._clock = clock
@@ -65,52 +62,51 @@ class QueryPosition:
             self.reader = new_reader_id()
         return self.reader
 
-    def started(self, offsets: dict) -> dict:
+    def started(self, offsets: SourceOffset) -> SourceOffset:
         """Note the offsets ``initialOffset`` returns (saved by the caller as they were chosen)."""
         self._started = offsets
         self._refreshed_at = self._clock()
         return offsets
 
-    def first_batch(self, start: dict) -> bool:
-        """Whether ``start`` is the start ``initialOffset`` chose in this process (a new
-        checkpoint's first batch, or its first batch again after a torn ``offsets/0``)."""
-        return self._started is not None and start == self._started
-
-    def planning(self, start: dict) -> None:
+    def planning(self, start: SourceOffset) -> bool:
         """Spark asks for the batch after ``start``: adopt the id ``start`` carries (a
         restarted query) or choose one (a checkpoint written before ids); save the position
-        at ``start`` as confirmed when ``start`` came from the checkpoint, else refresh it."""
-        carried = reader_of(start)
+        at ``start`` as confirmed when ``start`` came from the checkpoint, else refresh it.
+        Answers whether ``start`` is the start ``initialOffset`` chose in this process (a
+        new checkpoint's first batch, or its first batch again after a torn ``offsets/0``)."""
+        first = self._started is not None and start == self._started
+        carried = start.reader
         if carried is not None:
             self.reader = carried
         elif self.reader is None:
             self.reader = new_reader_id()
         if self.options.consumer is None or self._confirmed:
-            return
+            return first
         # Any start but the one initialOffset returned here was logged by Spark (a batch
         # planned since, or the checkpoint of an earlier run) under this id.
         logged = carried is not None and start != self._started
         now = self._clock()
         if not logged and self._refreshed_at is not None and (
             now - self._refreshed_at) * 1000 < POSITION_REFRESH_MS:
-            return
+            return first
         if self.save(start, confirmed=logged):
             self._refreshed_at = now
             self._confirmed = logged
+        return first
 
-    def planned(self, start: dict, end: dict) -> None:
+    def planned(self, start: SourceOffset, end: SourceOffset) -> None:
         """Spark planned ``[start, end)``: ``end``, naming the id, is in the offset log."""
-        if self.options.consumer is None or self._confirmed or reader_of(end) is None:
+        if self.options.consumer is None or self._confirmed or end.reader is None:
             return
-        self.reader = reader_of(end)
+        self.reader = end.reader
         self._confirmed = self.save(start, confirmed=True)
 
-    def committed(self, end: dict) -> None:
+    def committed(self, end: SourceOffset) -> None:
         """Spark committed the batch ending at ``end``: the query's position moves there."""
-        if self.save(end) and (reader_of(end) or self.reader) is not None:
+        if self.save(end) and (end.reader or self.reader) is not None:
             self._confirmed = True
 
-    def save(self, offsets: dict, *, confirmed: bool = True) -> bool:
+    def save(self, offsets: SourceOffset, *, confirmed: bool = True) -> bool:
         """Save ``offsets`` as this query's position (no-op without ``consumer``); advisory:
         a failure is logged and answers False. Offsets of another store file are not saved."""
         from spark_queue.store import store_id
@@ -118,8 +114,8 @@ class QueryPosition:
         consumer = self.options.consumer
         if consumer is None:
             return False
-        reader = reader_of(offsets) or self.reader
-        given = checkpoint_offsets(offsets)  # another source's offsets fail loudly
+        reader = offsets.reader or self.reader
+        given = offsets.positions
         store = open_source_store(self.options)
         try:
             check_store(offsets, store_id(store), self.options)

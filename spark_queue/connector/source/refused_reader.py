@@ -12,7 +12,7 @@ the option error alone, before any task runs
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pyspark.sql.datasource import DataSourceStreamReader
 
@@ -29,19 +29,19 @@ class SqliteQueueRefusedStreamReader(DataSourceStreamReader):
         # Its own frame only: the option parser's frames would bury the message.
         raise self.error.with_traceback(None) from None
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> NoReturn:
         self._refuse()
 
-    def latestOffset(self, start: dict | None = None, limit: object = None) -> dict:
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: object = None) -> NoReturn:
         self._refuse()
 
-    def partitions(self, start: dict, end: dict) -> NoReturn:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> NoReturn:
         self._refuse()
 
     def read(self, partition: object) -> NoReturn:
         self._refuse()
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> NoReturn:
         self._refuse()
 
     def stop(self) -> None:

@@ -32,35 +32,22 @@ lag in this mode.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.admission import Limits, TriggerAdmission
-from spark_queue.connector.source.batch_plans import record_plan
-from spark_queue.connector.source.lineage import HistoryGuard
-from spark_queue.connector.source.offsets import (
-    Bounds,
-    MissingTopics,
-    checkpoint_offsets,
-    open_source_store,
-    subscribed_bounds,
-)
+from spark_queue.connector.offset_json import SourceOffset
+from spark_queue.connector.source.admission import Limits
+from spark_queue.connector.source.batch_planner import SourcePlanner, read_bounds
+from spark_queue.connector.source.offsets import Bounds, open_source_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import planned_ranges
 from spark_queue.connector.source.partition_reader import ranges_batches
-from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.read_shape import read_shape
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.stream_reader import (
-    initial_offsets,
-    next_offsets,
-    read_store,
-)
 from spark_queue.connector.source.topic_columns import check_unchanged
 from spark_queue.errors import StoreError
 
@@ -77,70 +64,63 @@ class SqliteQueueSimpleStreamReader(
         self.options = options
         self.schema = schema
         self._shape = read_shape(options, schema)  # once per query: every batch is read here
-        self._admission = TriggerAdmission(options, time.monotonic)
         self._store: Store | None = None
         self._seen: tuple[int, Bounds] | None = None  # (data_version, bounds) last read
         self._identity: str | None = None  # of the file self._store has open
-        self._missing = MissingTopics(reports_latest=False)  # not created yet: one WARN each
-        self._history = HistoryGuard(options)  # offsets Spark hands back, checked once
-        self._query = QueryPosition(options)  # this query's own position under ``consumer``
+        # The query's driver-side planning state (missing topics: one WARN each).
+        self._planner = SourcePlanner(options, reports_latest=False)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # Spark pickles the reader to replay a batch in an executor: a connection
         # does not travel; the copy opens its own.
         state = self.__dict__.copy()
         state["_store"] = state["_seen"] = state["_identity"] = None
         return state
 
-    def initialOffset(self) -> dict:
-        return self._query.started(
-            initial_offsets(self.options, self._history, self._query.starting()))
+    def initialOffset(self) -> dict[str, Any]:
+        return self._planner.initial().to_spark()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._admission.prepare_available_now(read_store(self.options)[1])
+        self._planner.admission.prepare_available_now(read_bounds(self.options))
 
-    def read(self, start: dict) -> tuple[Iterator[pa.RecordBatch], dict]:
+    def read(self, start: dict[str, Any]) -> tuple[Iterator[pa.RecordBatch], dict[str, Any]]:
         from spark_queue.store import keep_housekept
 
         keep_housekept(self.options.path)  # this planning process lives as long as the query
-        self._query.planning(start)
+        begin = SourceOffset.from_spark(start)
+        first = self._planner.planning(begin)
         try:
             bounds = self._bounds()
-            self._missing.note(self.options, bounds, self._store)
             assert self._identity is not None and self._store is not None, "_bounds() read it"
             if self.options.value_schema_versions:  # valueSchema=topic
                 check_unchanged(self._store, self.options)
-            first = self._query.first_batch(start)
-            end = next_offsets(
-                self._admission, self._history, self._store, start, self._identity, bounds,
-                Limits.of(self.options), self._query.reader, first,
-            )
-            if end is start:
+            plan = self._planner.next_batch(self._store, self._identity, bounds, begin,
+                                            Limits.of(self.options), first)
+            if not plan.runs:
                 return iter(()), start
-            # durable before Spark logs it
-            record_plan(self._store, self.options, start, end, first)
-            planned = self._history.plan_from(self._store, self._identity, start, bounds)
-            rows = self._batches(planned, checkpoint_offsets(end), bounds, self._store)
-            return iter(rows), end
+            self._planner.record(self._store, plan)  # durable before Spark logs it
+            rows = self._batches(plan.planned, plan.end.positions, bounds, self._store)
+            return iter(rows), plan.end.to_spark()
         except StoreError:
             self._drop_store()
             raise
 
-    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[pa.RecordBatch]:
-        from spark_queue.store import store_id
-
+    def readBetweenOffsets(
+        self, start: dict[str, Any], end: dict[str, Any]
+    ) -> Iterator[pa.RecordBatch]:
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
-                identity, bounds = store_id(store), subscribed_bounds(store, self.options)
-                begin, stop = (self._history.plan_from(store, identity, offsets, bounds)
-                               for offsets in (start, end))
-                return iter(self._batches(begin, stop, bounds, store))
+                bounds = subscribed_bounds(store, self.options)
+                first, last = self._planner.checked_range(store, begin, stop, bounds)
+                return iter(self._batches(first, last, bounds, store))
         finally:
             store.close()
 
-    def commit(self, end: dict) -> None:
-        self._query.committed(end)
+    def commit(self, end: dict[str, Any]) -> None:
+        self._planner.query.committed(SourceOffset.from_spark(end))
 
     def _bounds(self) -> Bounds:
         if self._store is None:
@@ -160,7 +140,8 @@ class SqliteQueueSimpleStreamReader(
             store.close()
 
     def _batches(
-        self, start: dict, end: dict, bounds: Bounds, store: Store | None = None
+        self, start: dict[str, int], end: dict[str, int], bounds: Bounds,
+        store: Store | None = None,
     ) -> list[pa.RecordBatch]:
         ranges = planned_ranges(self.options, start, end, bounds)
         return list(ranges_batches(self.options, self.schema, self._shape, ranges, store))
@@ -176,8 +157,12 @@ class SqliteQueueLowLatencyStreamReader(compat.PlanShippingStreamReader):
     reads it (``readBetweenOffsets``) and Spark ships it like any other batch.
     """
 
-    def getCache(self, start: dict, end: dict) -> Iterator[pa.RecordBatch] | None:
-        rows = super().getCache(start, end)
+    def getCache(
+        self, start: dict[str, Any], end: dict[str, Any]
+    ) -> Iterator[pa.RecordBatch] | None:
+        rows: Iterator[pa.RecordBatch] | None = super().getCache(start, end)
         if rows is None:
-            return self.simple_reader.readBetweenOffsets(start, end)
+            # datasource.py wraps a SqliteQueueSimpleStreamReader, never another reader
+            reader = cast(SqliteQueueSimpleStreamReader, self.simple_reader)
+            return reader.readBetweenOffsets(start, end)
         return rows

@@ -29,7 +29,7 @@ HEADERS_TYPE = ArrayType(
 )
 
 
-def _payload_type(fmt: str):
+def _payload_type(fmt: str) -> BinaryType | StringType:
     return BinaryType() if fmt == "binary" else StringType()
 
 

@@ -18,158 +18,51 @@ depends on ``commit`` or ``stop`` being called.
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector import compat
-from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits, TriggerAdmission
-from spark_queue.connector.source.batch_plans import record_plan, replanned_end
-from spark_queue.connector.source.lineage import HistoryGuard
-from spark_queue.connector.source.offsets import (
-    Bounds,
-    MissingTopics,
-    checkpoint_offsets,
-    open_source_store,
-    starting_offsets,
-    subscribed_bounds,
-)
+from spark_queue.connector.offset_json import SourceOffset
+from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits
+from spark_queue.connector.source.batch_planner import SourcePlanner, read_bounds
+from spark_queue.connector.source.offsets import open_source_store, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
-from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
 from spark_queue.connector.source.topic_columns import check_unchanged
-from spark_queue.errors import StoreBusyError
-
-if TYPE_CHECKING:
-    from spark_queue.store import Store
-
-log = logging.getLogger("spark_queue.connector")
-
-
-def read_bounds(options: SourceOptions):
-    """``(earliest, latest)`` of every subscribed topic, from a connection opened for it."""
-    store = open_source_store(options)
-    try:
-        return subscribed_bounds(store, options)
-    finally:
-        store.close()
-
-
-def read_store(options: SourceOptions) -> tuple[str, Bounds]:
-    """The store's identity and the subscribed topics' ``(earliest, latest)``, from one
-    snapshot of a connection opened for it."""
-    from spark_queue.store import store_id
-
-    store = open_source_store(options)
-    try:
-        with store.snapshot():
-            return store_id(store), subscribed_bounds(store, options)
-    finally:
-        store.close()
-
-
-def initial_offsets(
-    options: SourceOptions, guard: HistoryGuard, reader: str | None = None
-) -> dict:
-    """Where a new query starts (``startingOffsets`` / ``startingTimestamp``), with the store's
-    identity, the fingerprints of the events before it and the query's id (``reader``);
-    under ``consumer``, the start is chosen and saved as the query's position in ONE write
-    transaction: retention never deletes what the first batch reads
-    (:mod:`~spark_queue.connector.source.query_position`)."""
-    from spark_queue.store import store_id
-
-    store = open_source_store(options)
-    try:
-        chosen: dict[str, int] = {}
-
-        def choose() -> dict[str, int]:
-            bounds = subscribed_bounds(store, options)
-            chosen.update(starting_offsets(store, options, bounds))
-            return {t: o for t, o in chosen.items() if t in bounds and o <= bounds[t][1]}
-
-        if options.consumer is not None and reader is not None:
-            try:
-                store.save_start(options.consumer, reader, choose)
-                return guard.record(store, store_id(store), chosen, None, reader)
-            except StoreBusyError as exc:  # advisory, like every saved offset: start anyway
-                log.warning("sqliteq source: could not save the start of consumer %r (the "
-                            "first batch is held from its first commit on): %s",
-                            options.consumer, exc)
-                chosen.clear()
-        with store.snapshot():
-            choose()
-            return guard.record(store, store_id(store), chosen, None, reader)
-    finally:
-        store.close()
-
-
-def next_offsets(
-    admission: TriggerAdmission, guard: HistoryGuard, store: Store, start: dict, identity: str,
-    bounds: Bounds, limits: Limits, reader: str | None = None, first: bool = False,
-) -> dict:
-    """The end of the next batch as handed to Spark (the store's identity, fingerprints, the
-    query's id), or ``start`` itself (as Spark gave it) when no batch should run now; the
-    end this query recorded for ``start`` when it plans a batch again
-    (:mod:`~spark_queue.connector.source.batch_plans`: the caller records the end; ``first``:
-    ``start`` is the one ``initialOffset`` chose in this process).
-    ``start`` is checked first: offsets of another store file, or of a history the store no
-    longer holds, are refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``."""
-    planned = guard.plan_from(store, identity, start, bounds)
-    end = admission.next_end(planned, bounds, limits)
-    # A batch Spark plans again (its offsets/N torn by a power cut) covers what it covered.
-    end = replanned_end(store, admission.options, start, planned, bounds, first) or end
-    if end == checkpoint_offsets(start):
-        return start
-    return guard.record(store, identity, end, start, reader)
-
-
-def checked_range(guard: HistoryGuard, store: Store, start: dict, end: dict, bounds: Bounds):
-    """``(start, end)`` of a batch Spark plans as ``{topic: offset}`` to read, each checked
-    to be this source's offsets of this very store file and of the history it holds (a
-    batch replayed after a restart reaches here first). Caller holds one snapshot."""
-    from spark_queue.store import store_id
-
-    identity = store_id(store)
-    return (guard.plan_from(store, identity, start, bounds),
-            guard.plan_from(store, identity, end, bounds))
 
 
 class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
-    """Micro-batches over ``{topic: next_offset}`` offsets of one store file."""
+    """Micro-batches over ``{topic: next_offset}`` offsets of one store file: each method
+    Spark calls parses the offsets it is handed into a :class:`SourceOffset` once, and the
+    :class:`SourcePlanner` plans over those."""
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
         # Driver-side state, meaningful only in the long-lived planning process.
-        self._admission = TriggerAdmission(options, time.monotonic)
+        self._planner = SourcePlanner(options)
         # pyspark < 4.2 calls latestOffset() without the start: the reader
         # follows the position itself, from initialOffset and from every
         # partitions(start, end) Spark plans (on restart Spark plans the empty
         # range at its checkpointed offset first: AcceptsLatestSeenOffset).
-        self._position: dict | None = None
-        # Named topics the store does not hold yet: the stream waits for them (a producer
-        # may create them later), says so once, and reports them in latestOffset as null.
-        self._missing = MissingTopics()
-        # The offsets Spark hands back, checked against the history the store holds.
-        self._history = HistoryGuard(options)
-        # This query's own position under ``consumer`` (queries may share the name).
-        self._query = QueryPosition(options)
+        self._position: SourceOffset | None = None
 
     # -- offsets (driver) --------------------------------------------------
-    def initialOffset(self) -> dict:
-        offsets = self._query.started(
-            initial_offsets(self.options, self._history, self._query.starting()))
+    def initialOffset(self) -> dict[str, Any]:
+        return self._initial().to_spark()
+
+    def _initial(self) -> SourceOffset:
+        offsets = self._planner.initial()
         if self._position is None:
             self._position = offsets
         return offsets
 
-    def getDefaultReadLimit(self):
+    def getDefaultReadLimit(self) -> Any:
         if self.options.max_rows_per_trigger is not None:
             return compat.ReadMaxRows(self.options.max_rows_per_trigger)
         if self.options.min_rows_per_trigger is not None:
@@ -177,33 +70,34 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         return compat.ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._admission.prepare_available_now(read_bounds(self.options))
+        self._planner.admission.prepare_available_now(read_bounds(self.options))
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        from spark_queue.store import keep_housekept
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: Any = None
+    ) -> dict[str, Any]:
+        from spark_queue.store import keep_housekept, store_id
 
         keep_housekept(self.options.path)  # this planning process lives as long as the query
-        from spark_queue.store import store_id
-
         if start is None:  # pyspark < 4.2
-            start = self._position if self._position is not None else self.initialOffset()
-        self._query.planning(start)
+            begin = self._position if self._position is not None else self._initial()
+        else:
+            begin = SourceOffset.from_spark(start)
+        first = self._planner.planning(begin)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
                 if self.options.value_schema_versions:  # valueSchema=topic
                     check_unchanged(store, self.options)
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
-                self._missing.note(self.options, bounds, store)
-                first = self._query.first_batch(start)
-                end = next_offsets(self._admission, self._history, store, start, identity,
-                                   bounds, self._limits(limit), self._query.reader, first)
-            record_plan(store, self.options, start, end, first)  # durable before Spark logs it
-            return end
+                plan = self._planner.next_batch(store, identity, bounds, begin,
+                                                self._limits(limit), first)
+            self._planner.record(store, plan)  # durable before Spark logs it
         finally:
             store.close()
+        # No batch now: ``start`` back as Spark gave it, which Spark compares by its text.
+        return plan.end.to_spark() if plan.runs or start is None else start
 
-    def _limits(self, limit) -> Limits:
+    def _limits(self, limit: Any) -> Limits:
         """Spark's ReadLimit (4.2+) as row limits; before 4.2 the options are the limits."""
         if limit is None:
             return Limits.of(self.options)
@@ -215,29 +109,31 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
             return Limits(self.options.max_rows_per_trigger, limit.min_rows)
         return Limits.of(self.options)
 
-    def reportLatestOffset(self) -> dict | None:
-        latest = self._admission.last_latest
+    def reportLatestOffset(self) -> dict[str, int | None]:
+        latest = self._planner.admission.last_latest
         if latest is None:
             bounds = read_bounds(self.options)
             latest = {t: last for t, (_, last) in bounds.items()}
         # A named topic that does not exist has no offset: null, visible in the progress.
-        reported: dict[str, int | None] = {**latest, **dict.fromkeys(self._missing.now)}
+        reported: dict[str, int | None] = {**latest, **dict.fromkeys(self._planner.missing.now)}
         return {topic: reported[topic] for topic in sorted(reported)}
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        self._position = end
-        self._query.planned(start, end)
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin = SourceOffset.from_spark(start)
+        stop = SourceOffset.from_spark(end)
+        self._position = stop
+        self._planner.query.planned(begin, stop)
         store = open_source_store(self.options)
         try:
             with store.snapshot():
                 bounds = subscribed_bounds(store, self.options)
-                start, end = checked_range(self._history, store, start, end, bounds)
-                return plan_partitions(store, self.options, self.schema, start, end, bounds)
+                first, last = self._planner.checked_range(store, begin, stop, bounds)
+                return plan_partitions(store, self.options, self.schema, first, last, bounds)
         finally:
             store.close()
 
-    def commit(self, end: dict) -> None:
-        self._query.committed(end)
+    def commit(self, end: dict[str, Any]) -> None:
+        self._planner.query.committed(SourceOffset.from_spark(end))
 
     # -- data (executors) --------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

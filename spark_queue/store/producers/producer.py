@@ -196,7 +196,7 @@ class Producer(CallQueue):
 # -- calls, made in the calling thread ---------------------------------------------
 def event_call(
     topic: str, value: Any, key: Any, headers: Any, reply: Any, named: set[str]
-) -> tuple:
+) -> tuple[Any, ...]:
     """The call with its event as stored (see codec), encoded in the calling thread, so a
     bad one raises PayloadError there; ``named`` holds the topic names checked already."""
     if type(topic) is not str or topic not in named:

@@ -26,7 +26,7 @@ class FakeClock:
 def make_reader(store_path, **options):
     opts = parse_source_options({"path": store_path, **options}, streaming=True)
     reader = SqliteQueueStreamReader(opts, default_schema(opts))
-    reader._admission.clock = FakeClock()
+    reader._planner.admission.clock = FakeClock()
     return reader
 
 
@@ -38,14 +38,14 @@ def test_min_rows_waits_for_rows_or_the_delay_whichever_first(store, store_path)
     start = reader.initialOffset()
     assert topics(start) == {"t": 0}
     assert reader.latestOffset(start, limit) == start  # 200 < 500, clock starts
-    reader._admission.clock.now += 1.9
+    reader._planner.admission.clock.now += 1.9
     assert reader.latestOffset(start, limit) == start
-    reader._admission.clock.now += 0.1  # the delay has passed: take what there is
+    reader._planner.admission.clock.now += 0.1  # the delay has passed: take what there is
     end = reader.latestOffset(start, limit)
     assert topics(end) == {"t": 200}
     # Rows first: 500 arrive well inside the delay.
     store.publish_many("t", range(500))
-    reader._admission.clock.now += 0.1
+    reader._planner.admission.clock.now += 0.1
     assert topics(reader.latestOffset(end, limit)) == {"t": 700}
 
 
