@@ -201,8 +201,18 @@ def prune_topics(
     ``problems``, a topic whose stored retention breaks the rule is skipped and named there
     (housekeeping); without, its CorruptStoreError stops the prune."""
     at_ms = now_ms() if at_ms is None else at_ms
-    results = []
+    results: list[PruneResult] = []
     for tid, name in ids:
+        # Another client's unmarked events first, in bounded steps: else the plan below,
+        # and each step's under the write lock, would scan all of them for the cut.
+        def fold(conn: apsw.Connection, budget: Budget, tid: int = tid) -> Done:
+            return Done(0, time_marks.fold_tail(conn, tid, budget.rows))
+
+        with file.read() as conn:
+            unmarked = time_marks.unmarked_tail(conn, tid)
+        if unmarked >= time_marks.RUN and in_steps(
+                file, fold, may_step=may_step, budget=budget) is None:
+            return results
         try:
             with file.read() as conn:
                 first = plan(conn, tid, retention_ms=retention_ms,

@@ -92,3 +92,46 @@ def forget_before(conn: apsw.Connection, tid: int, cut: int) -> None:
 
 def forget_topic(conn: apsw.Connection, tid: int) -> None:
     conn.execute("DELETE FROM sq_time_marks WHERE topic_id = ?", (tid,))
+
+
+# Where the unmarked tail of topic ?1 starts (the newest mark's end, else its first event,
+# else its next offset; as event_log opens a topic) and where it ends.
+_TAIL = (
+    "SELECT coalesce((SELECT end_offset FROM sq_time_marks WHERE topic_id = t.id "
+    "ORDER BY offset DESC LIMIT 1), (SELECT offset FROM sq_events WHERE topic_id = t.id "
+    "ORDER BY offset LIMIT 1), t.next_offset), t.next_offset FROM sq_topics t WHERE t.id = ?"
+)
+
+
+def unmarked_tail(conn: apsw.Connection, tid: int) -> int:
+    """How many events of topic ``tid`` lie past its newest mark (0: no such topic)."""
+    row = conn.execute(_TAIL, (tid,)).fetchone()
+    return 0 if row is None else int(row[1]) - int(row[0])
+
+
+def fold_tail(conn: apsw.Connection, tid: int, most_rows: int) -> bool:
+    """Mark whole runs of topic ``tid``'s unmarked tail, reading at most ``most_rows``
+    events (caller's write transaction); True while whole runs are left unmarked.
+
+    The tail is what another client wrote through ``sq_publish`` or plain SQL (this
+    package's writes mark it once it holds :data:`RUN` events): unmarked, it is scanned by
+    every time lookup, and retention's under the write lock, whatever its length.
+    Housekeeping folds it in bounded steps first (``retention.prune_topics``;
+    ``tests/store/streams/test_time_marks.py``). The writers' kept rows see the new
+    marks: any commit moves the file's data version, and they read their topic again."""
+    row = conn.execute(_TAIL, (tid,)).fetchone()
+    if row is None:
+        return False
+    start, end = int(row[0]), int(row[1])
+    runs = min(max(most_rows, RUN) // RUN, (end - start) // RUN)
+    if runs == 0:
+        return False
+    stop = start + runs * RUN
+    newest = first_value(conn.execute(
+        "SELECT max(ts_ms) FROM sq_events WHERE topic_id = ? AND offset >= ? AND offset < ?",
+        (tid, start, stop),
+    ))
+    if newest is None:  # retention removed them meanwhile: nothing to mark
+        return False
+    mark(conn, tid, start, start, stop, int(newest))
+    return end - stop >= RUN

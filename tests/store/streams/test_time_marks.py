@@ -120,6 +120,47 @@ def test_events_another_client_wrote_are_found_then_marked_by_the_write_that_fil
     assert_exact(store, "f")
 
 
+def test_retention_folds_another_clients_tail_in_bounded_steps_before_its_cut(
+    store, short_runs
+):
+    """Issue 59, point 6's leftover: a long run of events another client wrote has no
+    marks, and retention's cut scanned all of it, under the write lock, in every step. Now
+    prune folds the tail in first, each step reading at most its budget of rows, and the cut
+    is the one a full scan finds."""
+    from spark_queue.store.file.steps import Budget
+    from spark_queue.store.streams import retention
+
+    store.publish_many("t", [Record(i, timestamp_ms=10) for i in range(3)])
+    with store.write() as conn:  # another client: 100 events, no marks
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99) "
+            "INSERT INTO sq_publish (topic, value, ts_ms) SELECT 't', 'x', 100 + i FROM n")
+    tid = store.conn.execute("SELECT id FROM sq_topics WHERE name = 't'").fetchall()[0][0]
+    with store.snapshot():
+        assert time_marks.unmarked_tail(store.conn, tid) == 103
+    folds = []
+    real_fold = time_marks.fold_tail
+
+    def counted(conn, topic_id, most_rows):
+        before = time_marks.unmarked_tail(conn, topic_id)
+        more = real_fold(conn, topic_id, most_rows)
+        folds.append(before - time_marks.unmarked_tail(conn, topic_id))
+        return more
+
+    time_marks.fold_tail = counted
+    try:
+        [result] = retention.prune_topics(store.file, [(tid, "t")], retention_ms=1_000,
+                                          at_ms=1_150, budget=Budget(rows=24))
+    finally:
+        time_marks.fold_tail = real_fold
+    assert folds and max(folds) <= 24 and sum(folds) >= 103 - 2 * time_marks.RUN
+    assert result.earliest_after == 53 and store.topic("t").bounds() == (53, 103)
+    assert_marks_hold(store)
+    assert_exact(store, "t")
+    with store.snapshot():
+        assert time_marks.unmarked_tail(store.conn, tid) < time_marks.RUN
+
+
 def test_single_publishes_write_a_mark_per_run_and_lookups_stay_exact(store, short_runs):
     """One event per transaction writes no mark until the tail holds a run: a single
     publish pays no mark statement, and a lookup never scans more than a run or two."""
