@@ -101,14 +101,33 @@ def open_connection(
             # Per connection, writes nothing: a WAL checkpointed to its end is cut back to
             # this size by this connection's next write (spark_queue/store/housekeeping.py).
             conn.execute(f"PRAGMA journal_size_limit={defaults.WAL_LIMIT_BYTES:d}").fetchall()
-            if _replicated(conn):
-                # Litestream checkpoints a replicated store's WAL, never its writers: see
-                # spark_queue/store/file/replica_mark.py (owns_wal).
-                conn.execute("PRAGMA wal_autocheckpoint=0").fetchall()
+            # In place of SQLite's autocheckpoint: it asks the file first, at every checkpoint
+            # it would make, so no connection checkpoints a replicated store (Litestream's to
+            # checkpoint), not even one opened before the store was marked.
+            conn.set_wal_hook(_checkpoint_unless_replicated)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+# SQLite's own autocheckpoint threshold (pages in the WAL), which the hook below keeps.
+_AUTOCHECKPOINT_PAGES = 1000
+
+
+def _checkpoint_unless_replicated(conn: apsw.Connection, name: str, pages: int) -> int:
+    """SQLite's autocheckpoint (a PASSIVE checkpoint once the WAL holds 1,000 pages), but
+    never on a replicated store: an application's checkpoint racing Litestream's sync ships
+    a replica whose restore fails ``check`` (replica_mark.owns_wal). SQLite calls this after
+    each commit, the write lock released; a checkpoint that fails is tried at the next,
+    as SQLite's own is (``tests/store/file/test_open.py``)."""
+    if pages >= _AUTOCHECKPOINT_PAGES:
+        try:
+            if not _replicated(conn):
+                conn.wal_checkpoint(name)
+        except apsw.Error:
+            pass
+    return apsw.SQLITE_OK
 
 
 def _replicated(conn: apsw.Connection) -> bool:

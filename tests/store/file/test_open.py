@@ -148,3 +148,32 @@ def test_an_open_that_waits_out_the_busy_timeout_names_the_lock_then_succeeds(st
     holder.close()
     with Store(store_path) as store:
         assert store.publish("t", 1) == 0
+
+
+def _write_pages(store: Store, pages: int) -> None:
+    """About ``pages`` 4 KiB pages of events, in transactions of ~25 pages each."""
+    for _ in range(pages // 25):
+        store.publish_many("t", ["x" * 4000] * 25)
+
+
+def test_a_connection_opened_before_the_store_was_marked_never_checkpoints_it(store_path):
+    """Issue 58 point 2: SQLite's autocheckpoint is per connection, and a Store opened before
+    the replicator marked the store kept it, racing Litestream. The store's WAL hook asks the
+    file at each checkpoint it would make: from the mark on, none."""
+    from spark_queue.store import ReplicaCycles
+
+    with Store(store_path) as early:
+        early.publish("t", "before the mark")
+        cycles = ReplicaCycles(store_path)
+        cycles.mark("file:///replica")
+        cycles.close()
+        _write_pages(early, 1600)
+        # Never checkpointed: every page written since is still in the WAL.
+        assert os.path.getsize(store_path + "-wal") > 1500 * 4096
+
+
+def test_an_unreplicated_store_is_checkpointed_as_sqlite_would(store_path):
+    with Store(store_path) as store:
+        _write_pages(store, 1600)
+        # Checkpointed at ~1,000 pages and the WAL started over: it never held all 1,600.
+        assert os.path.getsize(store_path + "-wal") < 1200 * 4096
