@@ -83,6 +83,9 @@ def start_alerts(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
         .outputMode("append")
         .option("path", driver_uri(config.store_path))
         .option("queue", config.queue)
+        # With a replica, a batch commits only once the replica holds it: a restored store's
+        # ledger is then never behind the alerts' checkpoint (docs/replication.md).
+        .option("durability", "replicated" if config.replica_url else "normal")
         .option("checkpointLocation", driver_uri(config.checkpoint("alerts")))
         .trigger(processingTime=f"{config.trigger_seconds} seconds")
         .start()

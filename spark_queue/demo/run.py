@@ -40,11 +40,11 @@ def run_demo(config: DemoConfig, out: Callable[[str], object] = print) -> dict[s
         return _run_pipeline(config, out)
     from spark_queue.replication import start_replication
 
-    missing = not os.path.exists(config.store_path)
     # Before the store is opened: a wiped disk gets its store back, offsets and all,
-    # so the checkpoints that survived resume on the events they already read.
+    # so the checkpoints that survived resume on the events they already read. (The
+    # replicator creates a missing store it did not restore: it exists either way.)
     replicating = start_replication(config.store_path, config.replica_url)
-    if missing and os.path.exists(config.store_path):
+    if replicating.restored:
         out(f"store {config.store_path} was missing: restored from {replicating.url}")
     out(f"replicating {config.store_path} to {replicating.url} while the demo runs")
     try:

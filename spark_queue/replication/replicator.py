@@ -237,6 +237,8 @@ class Replicating:
                                       litestream_path=litestream_path)
         self.url = self._replicator.target.url
         self.error: BaseException | None = None
+        #: whether start_replication restored the store from the replica first
+        self.restored = False
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(ready,),
                                         name="sqliteq-replicate", daemon=True)
@@ -259,6 +261,11 @@ class Replicating:
             self.error = exc
             log.error("replication of %s stopped: %s", self._replicator.store, exc)
 
+    @property
+    def running(self) -> bool:
+        """Whether its thread still replicates (not stopped, not failed)."""
+        return self._thread.is_alive() and not self._stop.is_set()
+
     def stop(self) -> None:
         """Stop after a last cycle (a no-op when stopped); ReplicationError if it had failed."""
         self._stop.set()
@@ -279,8 +286,11 @@ def start_replication(
     """The start step of a machine that may vanish: restore ``store`` from ``url`` if it is
     missing (nothing when the replica is empty too), then replicate it in the background
     until :meth:`Replicating.stop` or the end of the process. Returns once the store is
-    marked replicated; ReplicatorRunningError when another replicator runs on it."""
+    marked replicated; ReplicatorRunningError when another replicator runs on it. Its
+    ``restored`` says whether the store came back from the replica."""
     from spark_queue.replication.restoring import restore
 
-    restore(store, url, if_missing=True)
-    return Replicating(store, url, sync_interval_ms=sync_interval_ms)
+    restored = restore(store, url, if_missing=True)
+    replicating = Replicating(store, url, sync_interval_ms=sync_interval_ms)
+    replicating.restored = restored
+    return replicating

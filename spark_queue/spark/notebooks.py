@@ -99,7 +99,9 @@ def replicate_store(store_path: str, dbutils: Any = None) -> Any:
     ``$SPARK_QUEUE_REPLICA_URL``): restore the store from it if the store is missing,
     then replicate it in the background while the notebook's process lives, and return
     the :class:`~spark_queue.replication.Replicating` handle; None when no URL is set.
-    Keep the checkpoints on storage that survives too (:func:`tables_dir`).
+    A cell run again in the same process gets the handle it started (one replicator per
+    store: another process's is refused, naming it). Keep the checkpoints on storage that
+    survives too (:func:`tables_dir`).
     """
     url = os.environ.get(REPLICA_ENV, "")
     if dbutils is not None:
@@ -110,4 +112,12 @@ def replicate_store(store_path: str, dbutils: Any = None) -> Any:
         return None
     from spark_queue.replication import start_replication
 
-    return start_replication(store_path, url)
+    key = (os.path.abspath(store_path), url)
+    running = _REPLICATING.get(key)
+    if running is None or not running.running:
+        running = _REPLICATING[key] = start_replication(store_path, url)
+    return running
+
+
+# The replicators this process's notebook cells started, by store and URL.
+_REPLICATING: dict[tuple[str, str], Any] = {}
