@@ -223,6 +223,10 @@ def _empty_files_under(plan: _Plan, name: str) -> None:
     if not top.is_dir():
         return
     for path in sorted(top.rglob("*")):
+        # A hidden ".name.<uuid>....tmp" is a write in flight a kill left behind: Spark writes
+        # there and renames, and never reads it, so it is not a torn file of the state.
+        if path.name.startswith(".") and path.name.endswith(".tmp"):
+            continue
         if path.is_file() and path.stat().st_size == 0:
             raise CheckpointError(
                 f"{path} is empty: a torn file of the query's {name}/ (state of a "

@@ -189,3 +189,15 @@ def test_the_diagnosis_of_a_whole_a_missing_and_an_unrepairable_checkpoint(tmp_p
     (root / "offsets" / "1").write_bytes(b"")
     with pytest.raises(CheckpointError, match="later entry"):
         diagnose(root)
+
+
+def test_an_empty_state_file_a_kill_left_in_flight_is_no_torn_state(tmp_path):
+    """A SIGKILL during a state store's write leaves its hidden ``.N.delta.<uuid>.tmp``
+    empty; Spark never reads it (it writes there and renames), so it refuses nothing (the
+    demo's kill-and-rerun test met one)."""
+    root = make_checkpoint(tmp_path / "ckpt", committed=3)
+    state = root / "state" / "0" / "1"
+    state.mkdir(parents=True)
+    (state / ".3.delta.4bafb229-c907-47bd-90b7-dfa591d95b12.TID14.tmp").write_bytes(b"")
+    repair_checkpoint(root)  # no CheckpointError
+    assert (state / ".3.delta.4bafb229-c907-47bd-90b7-dfa591d95b12.TID14.tmp").exists()

@@ -60,7 +60,9 @@ class Sink:
             writer = writer.format("memory").queryName(self.name)
         else:
             writer = writer.format(self.kind).option("path", self.directory)
+        _activate(df.sparkSession)
         return writer.start()
+
 
     def rows(self, spark: Any, store: Store, columns: SinkColumns) -> list[dict[str, Any]]:
         """Every row the sink holds, in commit order where the sink keeps one."""
@@ -191,3 +193,13 @@ def listed(directory: str, batch: int) -> tuple[list[str], bool]:
                 lines = entry.read().splitlines()[1:]  # the first line is the log's version
             return [json.loads(line)["path"] for line in lines if line.strip()], compact
     return [], False
+
+
+def _activate(spark: Any) -> None:
+    """Make ``spark`` the active session of the JVM thread py4j runs ``start()`` on: Spark
+    looks a Python data source up there, and a py4j thread that last served another
+    session (a test before, a thread of the user's) fails with DATA_SOURCE_NOT_FOUND
+    (seen in the project's full suite). Spark Connect has no JVM here: nothing to do."""
+    jvm, session = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
+    if jvm is not None and session is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
