@@ -222,7 +222,7 @@ class Store:
     # -- consumers -------------------------------------------------------
     def commit_offsets(
         self, consumer: str, offsets: Mapping[str, int], *, reset: bool = False,
-        reader: str | None = None, confirmed: bool = True,
+        reader: str | None = None, confirmed: bool = True, hand_over: bool = False,
     ) -> dict[str, int]:
         """Save ``consumer``'s next offsets in one transaction; never moves back unless reset.
 
@@ -233,7 +233,7 @@ class Store:
         ``UNCONFIRMED_POSITION_HOLD_MS``. A reset without ``reader`` moves every position."""
         with self.file.write() as conn:
             return consumer_offsets.commit(conn, consumer, offsets, reset=reset, reader=reader,
-                                           confirmed=confirmed)
+                                           confirmed=confirmed, hand_over=hand_over)
 
     def reset_offsets(
         self, consumer: str, topic_names: Sequence[str], target: Callable[[str], int], *,

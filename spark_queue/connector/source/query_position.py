@@ -122,7 +122,8 @@ class QueryPosition:
             bounds = subscribed_bounds(store, self.options)
             topics = {t: o for t, o in given.items() if t in bounds and o <= bounds[t][1]}
             if topics:
-                store.commit_offsets(consumer, topics, reader=reader, confirmed=confirmed)
+                store.commit_offsets(consumer, topics, reader=reader, confirmed=confirmed,
+                                     hand_over=self.options.starting == "committed")
             return True
         except SparkQueueError as exc:
             log.warning("sqliteq source: could not save offsets of consumer %r: %s",

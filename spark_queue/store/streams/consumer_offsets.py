@@ -69,7 +69,7 @@ class ConsumerInfo(NamedTuple):
 
 def commit(
     conn: apsw.Connection, consumer: str, offsets: Mapping[str, int], *, reset: bool = False,
-    reader: str | None = None, confirmed: bool = True,
+    reader: str | None = None, confirmed: bool = True, hand_over: bool = False,
 ) -> dict[str, int]:
     """Save ``offsets`` for ``consumer`` (caller holds the write lock); return the stored values.
 
@@ -84,7 +84,8 @@ def commit(
         if reader is not None:
             within_readable_end(conn, consumer, topic, tid, offset)
             stored[topic] = consumer_positions.save(conn, consumer, tid, reader, offset,
-                                                    confirmed=confirmed, reset=reset)
+                                                    confirmed=confirmed, reset=reset,
+                                                    hand_over=hand_over)
             continue
         check_int(offset, f"offset for topic {topic!r}", error=OffsetRangeError,
                   owner=f"consumer {consumer!r}")

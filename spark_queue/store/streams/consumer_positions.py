@@ -18,7 +18,8 @@ A confirmed position holds until its query commits past it, someone deletes it, 
 two things says its query is gone (a query whose checkpoint was deleted never saves
 again, and would hold the name and retention for good):
 
-- **Hand-over.** A new query whose first checkpointed position lands on a confirmed
+- **Hand-over.** A new query that resumed from the name (``startingOffsets=committed``)
+  and whose first checkpointed position lands on a confirmed
   position of the name that was last saved before the new query started takes it over:
   the older position goes. That is what ``startingOffsets=committed`` with a new
   checkpoint does (it starts at the name's offset, the lowest position), so runs under
@@ -75,7 +76,7 @@ def _holds_since(now: int | None = None) -> tuple[int, int]:
 
 def save(
     conn: apsw.Connection, consumer: str, tid: int, reader: str, offset: int, *,
-    confirmed: bool, reset: bool = False,
+    confirmed: bool, reset: bool = False, hand_over: bool = False,
 ) -> int:
     """Save ``reader``'s position (the caller holds the write lock and checked ``offset``),
     then the name's offset as the lowest holding position; returns the reader's position.
@@ -87,7 +88,10 @@ def save(
         "AND topic_id = ? AND reader = ? AND confirmed = 0", (consumer, tid, reader)).fetchone()
     stored = first_value(conn.execute(_RESET_SQL if reset else _ADVANCE_SQL,
                                       (consumer, tid, reader, offset, now_ms(), int(confirmed))))
-    if confirmed and before is not None:
+    # Only a query that resumed from the name (startingOffsets=committed) goes on from a
+    # position; two queries started together at one offset are two live queries
+    # (docs/reading.md's fan-out).
+    if confirmed and hand_over and before is not None:
         # Its start, saved unconfirmed when the query started (refreshed since, every
         # POSITION_REFRESH_MS): a position there not saved since is the query it goes on from.
         start, started_ms = before

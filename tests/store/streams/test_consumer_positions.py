@@ -102,7 +102,8 @@ def test_a_new_querys_first_checkpointed_position_takes_over_the_stopped_one_it_
     assert store.committed_offsets("bronze") == {"t": 80}
     store.commit_offsets("bronze", {"t": 80}, reader="run2", confirmed=False)
     assert {p.reader for p in store.consumer_positions()} == {"run1", "run2"}
-    store.commit_offsets("bronze", {"t": 80}, reader="run2")  # its first planned batch
+    store.commit_offsets("bronze", {"t": 80}, reader="run2",  # its first planned batch
+                         hand_over=True)  # it resumed from the name (committed)
     assert [p.reader for p in store.consumer_positions()] == ["run2"]
     store.commit_offsets("bronze", {"t": 160}, reader="run2")
     assert store.committed_offsets("bronze") == {"t": 160}
@@ -118,6 +119,18 @@ def test_a_running_query_at_the_same_offset_is_never_taken_over(store):
     saved_long_ago(store, "second")  # its start came before the first query's last save
     store.commit_offsets("bronze", {"t": 40}, reader="second")
     assert {p.reader for p in store.consumer_positions()} == {"first", "second"}
+
+
+def test_a_query_that_did_not_resume_from_the_name_takes_nothing_over(store):
+    """docs/reading.md's fan-out: two queries started together at the earliest offset are
+    two live queries, whatever their saves' order (only startingOffsets=committed hands
+    over)."""
+    store.publish_many("t", range(100))
+    store.commit_offsets("bronze", {"t": 0}, reader="bronze-q")
+    saved_long_ago(store, "bronze-q")
+    store.commit_offsets("bronze", {"t": 0}, reader="feed-q", confirmed=False)
+    store.commit_offsets("bronze", {"t": 0}, reader="feed-q")
+    assert {p.reader for p in store.consumer_positions()} == {"bronze-q", "feed-q"}
 
 
 def test_a_new_query_never_takes_over_a_position_it_did_not_start_on(store):
