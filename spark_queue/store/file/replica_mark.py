@@ -48,7 +48,7 @@ import apsw
 from spark_queue import defaults
 from spark_queue.errors import ReplicationTimeoutError
 from spark_queue.store.file import meta, replicator_lease
-from spark_queue.store.file.connection import StoreConnection, now_ms
+from spark_queue.store.file.connection import Row, StoreConnection, now_ms
 
 URL_KEY = meta.REPLICA_URL
 _BEGUN_KEY = meta.REPLICA_CYCLE_BEGUN
@@ -234,16 +234,14 @@ def read_replica_status(conn: apsw.Connection) -> ReplicaStatus | None:
     url = meta.get(conn, URL_KEY)
     if url is None:
         return None
-    mark = read_mark(conn) or {}
     behind: dict[str, int] = {}
     waiting_since: list[int] = []
-    for tid, name, nxt, first in conn.execute(
-        "SELECT t.id, t.name, t.next_offset, coalesce((SELECT e.offset FROM sq_events e "
-        "WHERE e.topic_id = t.id ORDER BY e.offset LIMIT 1), t.next_offset) "
-        "FROM sq_topics t ORDER BY t.name"
-    ).fetchall():
-        start = max(int(first), mark.get(int(tid), 0))  # type: ignore[arg-type]
-        behind[str(name)] = max(0, int(nxt) - start)  # type: ignore[arg-type]
+    # What waits for the replica is what readers may not see yet: past the one rule's end.
+    ends: list[Row] = conn.execute(
+        "SELECT topic_id, topic, next_offset, readable_end FROM sq_topic_ends ORDER BY topic"
+    ).fetchall()
+    for tid, name, nxt, start in ends:
+        behind[str(name)] = max(0, int(nxt) - int(start))
         if behind[str(name)]:
             waiting_since.extend(int(ts) for (ts,) in conn.execute(
                 "SELECT ts_ms FROM sq_events WHERE topic_id = ? AND offset >= ? "
