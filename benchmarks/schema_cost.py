@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--single-events", type=int, default=5_000,
                         help="events per repeat for Store.publish (one transaction each)")
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--section", choices=("writers", "readers"), default="writers",
+                        help="readers: a Spark read of the declared columns against the same "
+                        "read given the schema (benchmarks/schema_reads.py; starts Spark)")
+    parser.add_argument("--read-events", type=int, default=200_000,
+                        help="events of the topic the readers read")
+    parser.add_argument("--cores", type=int, default=2, help="local[N] for the readers")
 
 
 def event(i: int) -> dict:
@@ -62,6 +68,10 @@ def _timed(workdir: str, schema: str | None, body: Callable[[Store], int]) -> fl
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.section == "readers":
+        from benchmarks import schema_reads  # imports pyspark
+
+        return schema_reads.run(args)
     dicts = [event(i) for i in range(args.events)]
     texts = [json.dumps(d, separators=(",", ":")) for d in dicts]
     singles = dicts[:args.single_events]
