@@ -24,11 +24,8 @@ import time
 from collections.abc import Callable
 
 from benchmarks.report import print_table
+from benchmarks.schema_events import SCHEMA, event
 from spark_queue.store import TEXT, EncodedChunk, Store, TopicRows
-
-SCHEMA = ("device STRING NOT NULL, site STRING, seq BIGINT NOT NULL, temp DOUBLE, "
-          "humidity DOUBLE, battery INT, ok BOOLEAN, ts TIMESTAMP, tags ARRAY<STRING>, "
-          "loc STRUCT<lat: DOUBLE, lon: DOUBLE>")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,12 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--read-events", type=int, default=200_000,
                         help="events of the topic the readers read")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for the readers")
-
-
-def event(i: int) -> dict:
-    return {"device": f"d{i % 50}", "site": "north", "seq": i, "temp": 20.5 + i % 7,
-            "humidity": 0.4, "battery": 80, "ok": True, "ts": "2026-12-02T06:00:00Z",
-            "tags": ["roof", "east"], "loc": {"lat": 52.1, "lon": 4.3}}
 
 
 def _timed(workdir: str, schema: str | None, body: Callable[[Store], int]) -> float:

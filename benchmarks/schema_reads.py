@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from benchmarks.report import local_session, print_table
-from benchmarks.schema_cost import SCHEMA, event
+from benchmarks.schema_events import SCHEMA, event
 from spark_queue.store import Store
 
 

@@ -39,7 +39,7 @@ from spark_queue.errors import KafkaError, PayloadError
 from spark_queue.store import BYTES, JSON, TEXT, Encoded
 
 if TYPE_CHECKING:
-    from spark_queue.store.streams.topic_schemas import TopicSchema
+    from spark_queue.store import TopicSchema
 
 KAFKA_VALUE_FORMATS = ("auto", "json", "text", "bytes")  # how an import stores values
 
