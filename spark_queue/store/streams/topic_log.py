@@ -37,6 +37,7 @@ from spark_queue.store.streams.event_log import (
     write_columns,
     write_events,
 )
+from spark_queue.store.streams.topic_schemas import CheckedAgainst
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,9 @@ class EncodedChunk(NamedTuple):
     keys: Sequence[str | bytes | None] | None = None
     headers: Sequence[str | None] | None = None
     topics: Sequence[str | None] | None = None
+    # The topic's schema version every value was checked against where it was encoded
+    # (TopicSchema.checked), or None: the commit checks them (append_encoded only).
+    checked: CheckedAgainst | None = None
 
 
 def append_encoded(
@@ -207,7 +211,7 @@ def append_encoded(
     for chunk in chunks:
         _check_columns(chunk, chunk.keys, chunk.headers, what="keys or headers")
         write_events(conn, log, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers,
-                     rows=log.next_offset - first)
+                     rows=log.next_offset - first, checked=chunk.checked)
     return range(first, log.next_offset)
 
 
