@@ -99,6 +99,7 @@ def write_events(
     keys: Sequence[str | bytes | None] | None = None, headers: Sequence[str | None] | None = None,
     *, rows: int | Sequence[int] = 0, current: bool = False,
     checked: topic_schemas.CheckedAgainst | None = None,
+    originals: Sequence[Any] | None = None,
 ) -> int:
     """Store stored-form events at ``log``'s next offsets; return the new next offset.
 
@@ -113,7 +114,10 @@ def write_events(
     an error leaves the transaction to its rollback. ``checked``: the values
     were all checked against that schema version where they were encoded
     (``TopicSchema.all_fit``); the schema's check is skipped only when it is
-    the topic's current version.
+    the topic's current version. ``originals``: the Python objects the
+    values were encoded from (the codec's ``json.dumps``), one per value, which
+    the check then reads as given when it can (``ValueCheck.fits_objects``),
+    saving the parse of the stored text.
     """
     # Dense offsets: the first offset is the table's next_offset as this transaction sees
     # it. A kept log can be behind the table: a savepoint rolled back a publish, or the
@@ -129,7 +133,8 @@ def write_events(
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
     # SchemaMismatchError naming the row and field, or quarantine; not again for values the
     # writer checked against this very version (tests/store/streams/test_checked_chunks.py).
-    if log.schema is not None and not log.schema.checked_by(checked):
+    if (log.schema is not None and not log.schema.checked_by(checked)
+            and not log.schema.fit_as_given(originals)):
         kept = log.schema.hold(conn, log.name, log.tid, log.next_offset,
                                (values, value_types, ts_ms, keys, headers), rows)
         if kept is not None:

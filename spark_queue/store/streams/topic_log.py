@@ -171,7 +171,10 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     while chunk := list(islice(source, carray.CHUNK)):
         row = log.next_offset - first
         values, vtypes, stamps, keys, headers = _encode_chunk(chunk, row, ts_ms)
-        write_events(conn, log, values, vtypes, stamps, keys, headers, rows=row)
+        # Dicts as given: the schema's check may read them rather than parse their text.
+        originals = chunk if log.schema is not None and set(map(type, chunk)) == {dict} else None
+        write_events(conn, log, values, vtypes, stamps, keys, headers, rows=row,
+                     originals=originals)
     return range(first, log.next_offset)
 
 

@@ -108,6 +108,11 @@ class TopicCheck:
         """Whether a chunk marked ``mark`` was checked against this very version."""
         return mark is not None and mark.version == self.version and mark.ddl == self.ddl
 
+    def fit_as_given(self, originals: Sequence[Any] | None) -> bool:
+        """Whether the Python objects a write's values were encoded from all fit, checked
+        as given (:meth:`ValueCheck.fits_objects`); False: check the stored values."""
+        return originals is not None and self.values.fits_objects(originals)
+
     def hold(
         self, conn: apsw.Connection, topic: str, topic_id: int, next_offset: int,
         columns: Columns, rows: int | Sequence[int], writer: str = "python",
