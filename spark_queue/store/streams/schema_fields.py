@@ -232,6 +232,10 @@ class ValueCheck:
     def __init__(self, rows: list[FieldRow]) -> None:
         self.rows = rows
         self._compiled = [_compile(row) for row in rows]
+        # The walk's per-row constants as plain tuples (attribute reads cost more than the
+        # tests): the item, its key or keys, its container, its Python types, range, format.
+        self._plan = [(c, c.key, c.keys, c.container, c.py_types, c.lo, c.hi, c.matches,
+                       c.row.required) for c in self._compiled]
         names = {name for row in rows for path in (row.path, row.container or "$")
                  for name in _keys(path)}
         # Whether :meth:`fits_objects` may check dicts as given (see there).
@@ -274,19 +278,25 @@ class ValueCheck:
         return self._walk(value)
 
     def _walk(self, value: dict[str, Any]) -> str | None:
-        """Why a parsed JSON object fails the schema's rows, or None."""
-        for item in self._compiled:
-            if item.container is None:
-                here = value.get(item.key, _ABSENT) if item.key is not None else _at(
-                    value, item.keys)
-                fits = _fits(item, here)
-                if fits or (fits is None and not item.row.required):
+        """Why a parsed JSON object fails the schema's rows, or None. The test of a present
+        value is :func:`_fits`'s, written out in the loop (a call per row costs as much)."""
+        for item, key, keys, container, types, lo, hi, matches, required in self._plan:
+            if container is None:
+                here = value.get(key, _ABSENT) if key is not None else _at(value, keys)
+                kind = type(here)
+                if kind in types:
+                    if lo is not None and (kind is int or kind is float):
+                        if lo <= here <= hi:
+                            continue
+                    elif matches is None or kind is not str or matches(here):
+                        continue
+                elif (here is None or here is _ABSENT) and not required:
                     continue
                 found = self._bad(item, here, _at(value, item.parent))
                 if found is not None:
                     return found
                 continue
-            holder = _at(value, item.container)
+            holder = _at(value, container)
             pairs: Any
             if item.row.container_type == "array" and type(holder) is list:
                 pairs = enumerate(holder)
@@ -294,13 +304,13 @@ class ValueCheck:
                 pairs = holder.items()
             else:
                 continue
-            for key, element in pairs:
-                here = _at(element, item.keys)
+            for at, element in pairs:
+                here = _at(element, keys)
                 fits = _fits(item, here)
-                if fits or (fits is None and not item.row.required):
+                if fits or (fits is None and not required):
                     continue
                 parent = _at(element, item.parent) if type(element) is dict else _ABSENT
-                found = self._bad(item, here, parent, key)
+                found = self._bad(item, here, parent, at)
                 if found is not None:
                     return found
         return None
