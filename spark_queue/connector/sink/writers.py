@@ -139,10 +139,12 @@ class _SinkWriter:
         for batch in iterator:
             if batch.num_rows == 0:
                 continue
-            encoded = encode_batch(batch, self.layout)
+            # Whole-row JSON: the rows' dicts, which the check reads as given when it can.
+            objects: list[Any] | None = [] if fit and self.layout.value_type == JSON else None
+            encoded = encode_batch(batch, self.layout, objects)
             if fit:  # once a row fails, the commit checks the message (and words the error)
                 assert self.schema is not None
-                fit = self.schema.all_fit(encoded.column("value").to_pylist())
+                fit = self.schema.all_fit(encoded.column("value").to_pylist(), objects)
             if writer is None:
                 sink = pa.BufferOutputStream()
                 writer = pa.ipc.new_stream(sink, encoded.schema, options=_ipc_options(encoded))

@@ -48,11 +48,16 @@ class TopicSchema(NamedTuple):
         registry (:mod:`~spark_queue.store.streams.schema_json`)."""
         return schema_json.json_schema(self.ddl, self.topic)
 
-    def all_fit(self, values: Sequence[Any]) -> bool:
+    def all_fit(self, values: Sequence[Any], objects: Sequence[Any] | None = None) -> bool:
         """Whether every stored-form value fits this version: the check ``write_events``
         runs, for a writer that checks where it encodes (the Spark sink's executors) and
-        marks its chunk :meth:`checked` so the commit need not check it again."""
-        problem = _compiled(self.ddl).problem
+        marks its chunk :meth:`checked` so the commit need not check it again. ``objects``:
+        the Python objects the values were encoded from with the store's codec, one each,
+        read as given when they can be (``ValueCheck.fits_objects``)."""
+        check = _compiled(self.ddl)
+        if objects and check.fits_objects(objects):
+            return True
+        problem = check.problem
         return all(problem(value) is None for value in values)
 
     @property

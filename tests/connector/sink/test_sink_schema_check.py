@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from spark_queue.connector.sink.sink_options import SinkOptions
-from spark_queue.connector.sink.sink_schema import TEXT, SinkLayout
+from spark_queue.connector.sink.sink_schema import JSON, TEXT, SinkLayout
 from spark_queue.connector.sink.writers import SqliteQueueStreamWriter, sink_topic_schema
 from spark_queue.errors import SchemaMismatchError
 from spark_queue.store import Store
@@ -68,3 +68,24 @@ def test_a_topic_without_a_schema_or_a_queue_gives_its_tasks_nothing_to_check(st
     assert sink_topic_schema(SinkOptions(path=store_path, queue="q"),
                            SinkLayout(target="queue", value_type=TEXT,
                                       value_column="value")) is None
+
+
+def test_whole_row_json_is_checked_from_the_rows_dicts_with_the_texts_verdict(store,
+                                                                              store_path):
+    schema = store.topic("t").set_schema("device STRING NOT NULL, temp DOUBLE")
+    layout = SinkLayout(target="topic", value_type=JSON, json_columns=("device", "temp"))
+    options = SinkOptions(path=store_path, topic="t")
+    writer = SqliteQueueStreamWriter(options, layout, sink_topic_schema(options, layout))
+
+    def pack(devices, temps):
+        batch = pa.record_batch([pa.array(devices, pa.string()), pa.array(temps, pa.float64())],
+                                names=["device", "temp"])
+        return writer._pack(iter([batch]))
+
+    assert pack(["a", "b"], [1.5, None]).checked == schema.checked
+    assert pack(["a", None], [1.5, 2.0]).checked is None  # device is NOT NULL
+    # NaN goes in as the string "NaN" (Spark's to_json), which a DOUBLE refuses.
+    nan = pack(["a"], [float("nan")])
+    assert nan.checked is None
+    with pytest.raises(SchemaMismatchError, match='got text "NaN"'):
+        writer._commit([nan], "s", 0)
