@@ -8,9 +8,28 @@ there. Used by :mod:`benchmarks.unattended` and :mod:`benchmarks.schema_chaos`.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+
+
+def in_work_dir(prefix: str, body: Callable[[str], int]) -> int:
+    """``body(work)`` in a new temporary directory, removed after a run that returned 0 and
+    kept (and named on stderr) after any other, with the children's logs in it."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        code = body(work)
+    except BaseException:
+        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
+        raise
+    if code != 0:
+        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
+        return code
+    shutil.rmtree(work, ignore_errors=True)
+    return code
 
 
 class Children:

@@ -26,13 +26,11 @@ import json
 import os
 import random
 import re
-import shutil
 import sys
-import tempfile
 import time
 
 from benchmarks import results
-from benchmarks.children import Children
+from benchmarks.children import Children, in_work_dir
 from spark_queue.store import Store
 
 SCHEMA = "id BIGINT NOT NULL, device STRING NOT NULL, celsius DOUBLE"
@@ -123,17 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    work = tempfile.mkdtemp(prefix="sq-schema-chaos-")
-    try:
-        code = _run(args, work)
-    except BaseException:
-        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
-        raise
-    if code == 0:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
-    return code
+    return in_work_dir("sq-schema-chaos-", lambda work: _run(args, work))
 
 
 def _run(args: argparse.Namespace, work: str) -> int:

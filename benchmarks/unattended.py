@@ -29,13 +29,11 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 
 from benchmarks import results
-from benchmarks.children import Children
+from benchmarks.children import Children, in_work_dir
 from spark_queue.store import Store
 
 _PRODUCER = """
@@ -104,14 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    work = tempfile.mkdtemp(prefix="sq-unattended-")
-    try:
-        code = _run(args, work)
-    except BaseException:
-        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
-        raise
-    shutil.rmtree(work, ignore_errors=True)
-    return code
+    return in_work_dir("sq-unattended-", lambda work: _run(args, work))
 
 
 def _run(args: argparse.Namespace, work: str) -> int:
