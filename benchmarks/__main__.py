@@ -1,5 +1,5 @@
 """``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
-latency, sink, soak, drain, prune, unattended, crashes, replica, schema, kit).
+latency, sink, soak, drain, prune, unattended, crashes, replica, schema, schema-chaos, kit).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -26,13 +26,15 @@ BENCHMARKS = {
     "crashes": "consume->produce and job.transaction handlers SIGKILLed at random: exactly once",
     "replica": "replication (Litestream): publish_many with and without, kills, a soak",
     "schema": "a topic's 10-field schema: publish_many, the sink's commit, Store.publish",
+    "schema-chaos": "a foreign producer's bad events into a quarantine, the query kill -9ed",
     "kit": "a spark_queue.testing test vs an empty availableNow query and Spark's MemoryStream",
 }
 # A module per benchmark, named after it, except where that name is a module's or a
 # package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,
 # connector/sink/): one name, one file (tests/test_naming.py).
 MODULES = {"store": "store_bench", "queue": "queue_bench", "source": "source_bench",
-           "sink": "sink_bench", "replica": "replica_bench", "schema": "schema_cost"}
+           "sink": "sink_bench", "replica": "replica_bench", "schema": "schema_cost",
+           "schema-chaos": "schema_chaos"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,14 +29,11 @@ import argparse
 import json
 import os
 import random
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 from benchmarks import results
+from benchmarks.children import Children, in_work_dir
 from spark_queue.store import Store
 
 _PRODUCER = """
@@ -105,14 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    work = tempfile.mkdtemp(prefix="sq-unattended-")
-    try:
-        code = _run(args, work)
-    except BaseException:
-        print(f"kept {work}: the processes' logs are there", file=sys.stderr)
-        raise
-    shutil.rmtree(work, ignore_errors=True)
-    return code
+    return in_work_dir("sq-unattended-", lambda work: _run(args, work))
 
 
 def _run(args: argparse.Namespace, work: str) -> int:
@@ -126,12 +116,7 @@ def _run(args: argparse.Namespace, work: str) -> int:
         "worker": [sys.executable, "-m", "spark_queue", "worker", path,
                    "benchmarks.soak:noop_handler", "--queue", "jobs", "--batch-size", "64"],
     }
-    def start(name: str) -> subprocess.Popen:
-        # Each process's output appended to NAME.log in the work directory (kept on failure).
-        with open(os.path.join(work, f"{name}.log"), "ab") as log:
-            return subprocess.Popen(commands[name], stdout=log, stderr=subprocess.STDOUT)
-
-    procs = {name: start(name) for name in commands}
+    procs = Children(work, commands)
     window = args.rate * args.retention_s
     draw = random.Random(args.seed)
 
@@ -152,37 +137,29 @@ def _run(args: argparse.Namespace, work: str) -> int:
         with Store(path) as store:
             while time.monotonic() - started < args.minutes * 60:
                 time.sleep(0.2)
-                for name, proc in procs.items():
-                    if proc.poll() is not None:
-                        raise RuntimeError(f"the {name} exited by itself ({proc.returncode}); "
-                                           f"see {name}.log")
+                for name, code in procs.exited().items():
+                    raise RuntimeError(f"the {name} exited by itself ({code}); see {name}.log")
                 if time.monotonic() >= next_kill:
                     victim = ("producer", "driver", "worker")[len(kills) % 3]
-                    os.kill(procs[victim].pid, signal.SIGKILL)
-                    procs[victim].wait()
-                    procs[victim] = start(victim)
+                    procs.kill(victim)
                     kills.append(victim)
                     next_kill += kill_gap()
                 if time.monotonic() >= next_sample:
                     next_sample += args.sample_s
                     samples.append(_sample(store, path, started, window, kills))
                     print(" ".join(f"{samples[-1][c]:>10}" for c in columns), flush=True)
-            os.kill(procs["producer"].pid, signal.SIGKILL)
-            procs["producer"].wait()
+            procs.kill("producer", restart=False)
             latest = store.topic("readings").bounds()[1]
             last_run = store.housekeeping.status().last_run
         with open(os.path.join(work, "stop"), "w"):
             pass
-        procs["driver"].wait(timeout=900)
+        procs.wait("driver", 900)
         with open(os.path.join(work, "summary.json")) as f:
             delta = json.load(f)
         jobs_wanted = (latest + 9) // 10  # offsets 0, 10, 20, ... below latest
         done, drained = _drain(path, jobs_wanted, args.drain_s)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        procs.close()
     exact = delta["n"] == delta["d"] == latest and delta["lo"] == 0 and delta["hi"] == latest - 1
     jobs_exact = done == jobs_wanted and drained
     lost = sum(_count(os.path.join(work, f"{name}.log"), "DataLossError") for name in commands)

@@ -92,7 +92,10 @@ print(f"store {store_path}; checkpoints under {os.path.dirname(checkpoint)}")
 # COMMAND ----------
 
 with Store(store_path, durability=durability) as store:
-    first = store.topic("orders").latest_offset() if store.topic("orders").exists() else 0
+    # The events' shape, declared once in the file: every writer is held to it, and readers
+    # take its columns (valueSchema=topic). A rerun's same schema stores nothing.
+    store.topic("orders").set_schema("order BIGINT NOT NULL, amount DOUBLE")
+    first = store.topic("orders").latest_offset()
     published = store.publish_many(
         "orders",
         [Record({"order": i, "amount": round(10 + i * 0.5, 2)}, key=f"customer-{i % 7}")
@@ -134,7 +137,7 @@ show(orders.select("offset", "key", "value", "timestamp").orderBy("offset").limi
 
 typed = (
     spark.read.format("sqliteq")
-    .schema("order LONG, amount DOUBLE")
+    .option("valueSchema", "topic")  # the columns the topic declared
     .option("path", store_uri)
     .option("topic", "orders")
     .load()

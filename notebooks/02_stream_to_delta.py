@@ -75,11 +75,15 @@ if replicating is not None:
     checkpoint = os.path.join(tables_dir("stream_to_delta", globals().get("dbutils")),
                               "checkpoints", "readings")
 fmt = table_format(spark)
+with Store(store_path, durability=durability) as store:
+    # The readings' shape, declared once in the file: publish is held to it and the stream
+    # takes its columns (valueSchema=topic). A rerun's same schema stores nothing.
+    store.topic("readings").set_schema("sensor INT NOT NULL, celsius DOUBLE")
 
 
 def publish(count: int) -> range:
     with Store(store_path, durability=durability) as store:
-        start = store.topic("readings").latest_offset() if store.topic("readings").exists() else 0
+        start = store.topic("readings").latest_offset()
         return store.publish_many("readings", [{"sensor": i % 5, "celsius": 20 + i % 9}
                                                for i in range(start, start + count)])
 
@@ -89,7 +93,7 @@ def drain() -> None:
     """Everything published so far, in micro-batches of at most 2,000 rows; then stop."""
     stream = (
         spark.readStream.format("sqliteq")
-        .schema("sensor INT, celsius DOUBLE")
+        .option("valueSchema", "topic")
         .option("path", driver_uri(store_path))
         .option("topic", "readings")
         .option("maxRowsPerTrigger", 2000)

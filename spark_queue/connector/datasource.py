@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
     from spark_queue.connector.source.batch_reader import SqliteQueueBatchReader
     from spark_queue.connector.source.simple_reader import SqliteQueueSimpleStreamReader
+    from spark_queue.store import TopicSchema
 
 log = logging.getLogger("spark_queue.connector")
 
@@ -429,16 +430,17 @@ class SqliteQueueDataSource(DataSource):
         return self._sink_writer(SqliteQueueStreamWriter, schema, streaming=True)
 
     def _sink_writer(
-        self, writer: Callable[[SinkOptions, SinkLayout], _Writer], schema: StructType,
+        self, writer: Callable[[SinkOptions, SinkLayout, TopicSchema | None], _Writer],
+        schema: StructType,
         streaming: bool,
     ) -> _Writer:
         """The sink's options parsed, the schema's layout planned and the target checked,
         for a batch or a streaming ``writer``."""
         from spark_queue.connector.sink.sink_options import parse_sink_options
         from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import check_target
+        from spark_queue.connector.sink.writers import check_target, sink_topic_schema
 
         options = parse_sink_options(self.options, streaming=streaming)
         layout = plan_layout(schema, options)
         check_target(options)
-        return writer(options, layout)
+        return writer(options, layout, sink_topic_schema(options, layout))

@@ -6,6 +6,11 @@
 2. alerts: topic -> per-device windowed average -> jobs in a queue, through
    ``format("sqliteq")`` with an idempotency key per device and window.
 
+Neither repeats the readings' schema: the topic declares it (run.py sets
+``sensor_producer.READING_SCHEMA``). Alerts reads the declared columns
+(``valueSchema=topic``); bronze keeps Kafka's columns beside them, parsing the value with
+the topic's DDL as read from the store.
+
 Everything lives in the demo's directory on this machine, and Spark is given each path as
 a ``file:`` URI (:func:`spark_queue.spark.driver_uri`), so a default file system of another
 kind (DBFS on Databricks) changes nothing: the checkpoints stay beside the store. The
@@ -22,12 +27,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from spark_queue.demo.config import DemoConfig
+from spark_queue.errors import StoreError
 from spark_queue.spark.notebooks import driver_uri
+from spark_queue.store import Store
 
-READING_SCHEMA = "device STRING, celsius DOUBLE, ts_ms LONG"
 
-
-def _source(spark: SparkSession, config: DemoConfig, consumer: str) -> DataFrame:
+def _source(spark: SparkSession, config: DemoConfig, consumer: str,
+            value_schema: str = "kafka") -> DataFrame:
     return (
         spark.readStream.format("sqliteq")
         .option("path", driver_uri(config.store_path))
@@ -36,12 +42,23 @@ def _source(spark: SparkSession, config: DemoConfig, consumer: str) -> DataFrame
         .option("maxRowsPerTrigger", config.max_rows_per_trigger)
         .option("valueFormat", "string")
         .option("keyFormat", "string")
+        .option("valueSchema", value_schema)
         .load()
     )
 
 
+def declared_schema(config: DemoConfig) -> str:
+    """The DDL the demo's topic declares (run.py sets it before the queries start)."""
+    with Store(config.store_path) as store:
+        schema = store.topic(config.topic).schema()
+    if schema is None:
+        raise StoreError(f"demo topic {config.topic!r} of {config.store_path} declares no "
+                          "schema; the demo sets it at start (sqliteq demo).")
+    return schema.ddl
+
+
 def start_bronze(spark: SparkSession, config: DemoConfig, table_format: str) -> StreamingQuery:
-    reading = F.from_json("value", READING_SCHEMA)
+    reading = F.from_json("value", declared_schema(config))
     bronze = _source(spark, config, "demo-bronze").select(
         "topic", "offset", "timestamp", "key", "value",
         reading["device"].alias("device"), reading["celsius"].alias("celsius"),
@@ -56,11 +73,8 @@ def start_bronze(spark: SparkSession, config: DemoConfig, table_format: str) -> 
 
 
 def start_alerts(spark: SparkSession, config: DemoConfig) -> StreamingQuery:
-    reading = F.from_json("value", READING_SCHEMA)
     readings = (
-        _source(spark, config, "demo-alerts")
-        .select(reading.alias("r"))
-        .select("r.*")
+        _source(spark, config, "demo-alerts", value_schema="topic")
         .withColumn("event_time", F.timestamp_millis("ts_ms"))
         .withWatermark("event_time", "1 second")
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from spark_queue.checkpoint_repair import repair_checkpoint
 from spark_queue.demo.config import DemoConfig
-from spark_queue.demo.sensor_producer import SensorProducer
+from spark_queue.demo.sensor_producer import READING_SCHEMA, SensorProducer
 from spark_queue.demo.status import BronzeStatus, has_checkpoint
 from spark_queue.store import Job, Store
 from spark_queue.worker import Worker
@@ -61,7 +61,8 @@ def _run_pipeline(config: DemoConfig, out: Callable[[str], object]) -> dict[str,
     from spark_queue.spark.session import get_or_create, table_format
 
     with Store(config.store_path) as store:
-        store.topic(config.topic).create()
+        # Declared before anything reads it; a rerun's same schema stores nothing.
+        store.topic(config.topic).set_schema(READING_SCHEMA)
         store.queue(config.queue, visibility_timeout_ms=10_000, max_attempts=3)
         start_latest = store.topic(config.topic).latest_offset()
     out(f"store {config.store_path}: topic {config.topic!r} holds {start_latest} events; "

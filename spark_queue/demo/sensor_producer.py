@@ -13,6 +13,10 @@ from typing import Any
 
 from spark_queue.store import Record, Store
 
+#: The readings' shape, declared once: the demo sets it on its topic (run.py), so every
+#: writer is held to it and the queries read their columns from the topic (pipeline.py).
+READING_SCHEMA = "device STRING NOT NULL, celsius DOUBLE, ts_ms BIGINT NOT NULL"
+
 
 class SensorProducer(threading.Thread):
     """Publish ``events`` readings to ``topic`` at ``events_per_second``, then stop."""

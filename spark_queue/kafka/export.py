@@ -68,6 +68,7 @@ from spark_queue.kafka.link_types import KafkaTopic, Watermarks
 from spark_queue.kafka.records import (
     Content,
     KafkaRecord,
+    SchemaMarks,
     checksum,
     from_message,
     from_store_row,
@@ -241,7 +242,8 @@ class Exporter:
                 "without a gap. Export to a new Kafka topic (--prefix)."
             )
         for offset, end, records in windows:
-            mine = [from_store_row(row, topic) for row in
+            marks = self._schema_marks(topic)
+            mine = [from_store_row(row, topic, marks) for row in
                     self.copies.rows(mark, offset + shift, end + shift).to_pylist()]
             if mine != [from_message(m) for m in records]:
                 raise KafkaTargetMismatchError(
@@ -275,6 +277,7 @@ class Exporter:
         _, latest = self.copies.bounds(target.mark)
         start = target.delivered.sent + target.shift
         total = max(0, latest - start)
+        marks = self._schema_marks(topic)  # after the bound: a version set since is past it
         for chunk_start in range(start, latest, CHUNK_EVENTS):
             if target.delivered.sent + target.shift != chunk_start:  # the numbering holds
                 raise KafkaError(
@@ -289,7 +292,7 @@ class Exporter:
             )
             # Converted as the link takes them (records.py's, not called back here): a row that
             # cannot be exported (a reserved header) ends the send after those before it.
-            contents = map(from_store_row, rows.to_pylist(), repeat(topic))
+            contents = map(from_store_row, rows.to_pylist(), repeat(topic), repeat(marks))
             target.delivered = self.link.produce(
                 target.kafka_topic, contents, at=target.delivered.sent,
                 name=f"store topic {topic!r}'s event", numbered_from=chunk_start)
@@ -297,6 +300,10 @@ class Exporter:
             if self.progress is not None:
                 self.progress(topic, min(latest, chunk_start + CHUNK_EVENTS) - start, total)
         return total
+
+    def _schema_marks(self, topic: str) -> SchemaMarks:
+        """The topic's schema headers as its versions are now (one read)."""
+        return SchemaMarks(self.store.topic(topic).schema_history())
 
     def flush(self) -> None:
         """Wait for every record handed to the producer, then save the positions delivered
@@ -352,8 +359,9 @@ class Exporter:
             )
         mine: list[Content] = []
         theirs: list[Content] = []
+        marks = self._schema_marks(topic)
         for start, end, records in windows:
-            mine += [from_store_row(row, topic) for row in self.copies.rows(
+            mine += [from_store_row(row, topic, marks) for row in self.copies.rows(
                 target.mark, start + target.shift, end + target.shift).to_pylist()]
             theirs += [from_message(m) for m in records]
         if mine != theirs:

@@ -33,6 +33,7 @@ from spark_queue.kafka.client_config import KafkaSettings, as_kafka_settings
 from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import (
     KAFKA_VALUE_FORMATS,
+    SCHEMA_HEADERS,
     TIMESTAMP_HEADER,
     stored_key,
     stored_timestamp,
@@ -152,6 +153,9 @@ def _import_partition(
         if headers and TIMESTAMP_HEADER in headers:
             stamp = stored_timestamp(headers, 0, where)
             del headers[TIMESTAMP_HEADER]
+        for name in SCHEMA_HEADERS:  # an export's, for a Kafka side; the store keeps schemas
+            if headers:
+                headers.pop(name, None)
         batch.append(
             Record(
                 stored_value(msg.value, value_format, where, types.get("value")),

@@ -17,6 +17,14 @@ text keys) carry no extra header, so Kafka's consumers see the events as they
 were published. A store event whose own headers use that name cannot be
 exported (PayloadError naming it): the name is reserved. So is
 :data:`TIMESTAMP_HEADER`, on the events stamped 0 ms only (see there).
+
+A topic with a schema (docs/schemas.md) carries it into Kafka in two more reserved headers,
+so a Kafka side can register it: every event checked against a version names it in
+:data:`SCHEMA_HEADER`, and the first event of each version (the one at its ``from_offset``)
+holds the version as a JSON Schema document in :data:`JSON_SCHEMA_HEADER`. Both follow from
+the event's offset and the topic's versions, which later versions never change (a version
+applies from the topic's next offset when it is set), so a rerun or a check computes the
+same records. An import removes them.
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spark_queue.errors import KafkaError, PayloadError
 from spark_queue.store import BYTES, JSON, TEXT, Encoded
+
+if TYPE_CHECKING:
+    from spark_queue.store import TopicSchema
 
 KAFKA_VALUE_FORMATS = ("auto", "json", "text", "bytes")  # how an import stores values
 
@@ -36,7 +47,12 @@ TYPES_HEADER = "sqliteq.types"  # reserved: the stored types an import would inf
 # Reserved too: the store's timestamp where Kafka's client cannot send it as CreateTime
 # (0 ms, which librdkafka reads as "now"; the store allows any stamp from 0).
 TIMESTAMP_HEADER = "sqliteq.timestamp"
-RESERVED_HEADERS = (TYPES_HEADER, TIMESTAMP_HEADER)
+# Reserved too: the schema version an event was checked against, and on the first event of
+# each version that version as a JSON Schema document (see the module's docstring).
+SCHEMA_HEADER = "sqliteq.schema"
+JSON_SCHEMA_HEADER = "sqliteq.json-schema"
+SCHEMA_HEADERS = (SCHEMA_HEADER, JSON_SCHEMA_HEADER)
+RESERVED_HEADERS = (TYPES_HEADER, TIMESTAMP_HEADER, *SCHEMA_HEADERS)
 _TYPE_NAMES = {BYTES: "bytes", TEXT: "text", JSON: "json"}
 _TYPES = {name: code for code, name in _TYPE_NAMES.items()}
 
@@ -64,10 +80,41 @@ class KafkaRecord:
     timestamp_ms: int
 
 
-def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
+class SchemaMarks:
+    """The schema headers of a topic's events (:data:`SCHEMA_HEADER`,
+    :data:`JSON_SCHEMA_HEADER`), from its versions (``Topic.schema_history()``, oldest
+    first); no versions, no headers."""
+
+    def __init__(self, versions: Sequence[TopicSchema] = ()) -> None:
+        self._starts = [(v.from_offset, str(v.version)) for v in versions]
+        self._documents = {v.from_offset: json.dumps(v.json_schema(), separators=(",", ":"))
+                           for v in versions}
+
+    def headers(self, offset: int) -> dict[str, str]:
+        """The headers the event at ``offset`` carries for its schema."""
+        version = None
+        for start, name in self._starts:  # a topic has a handful of versions
+            if start <= offset:
+                version = name
+        if version is None:
+            return {}
+        found = {SCHEMA_HEADER: version}
+        document = self._documents.get(offset)
+        if document is not None:
+            found[JSON_SCHEMA_HEADER] = document
+        return found
+
+
+NO_SCHEMA = SchemaMarks()
+
+
+def from_store_row(
+    row: dict[str, Any], topic: str | None = None, schemas: SchemaMarks = NO_SCHEMA
+) -> Content:
     """A row of ``Store.read_arrow(..., payload_format="binary")`` (as a dict), as its Kafka
-    record holds it: with the :data:`TYPES_HEADER` its types need and the
-    :data:`TIMESTAMP_HEADER` its stamp needs, if any."""
+    record holds it: with the :data:`TYPES_HEADER` its types need, the
+    :data:`TIMESTAMP_HEADER` its stamp needs and the schema headers ``schemas`` (its
+    topic's) give it, if any."""
     headers = json.loads(row["headers"]) if row["headers"] else {}
     for name in RESERVED_HEADERS:
         if name in headers:
@@ -82,6 +129,7 @@ def from_store_row(row: dict[str, Any], topic: str | None = None) -> Content:
         headers[TYPES_HEADER] = mark
     if row["timestamp_ms"] == 0:  # sent as 0, Kafka's client stamps it with the time of sending
         headers[TIMESTAMP_HEADER] = "0"
+    headers.update(schemas.headers(row["offset"]))
     return Content(row["key"], row["value"], tuple(sorted(headers.items())), row["timestamp_ms"])
 
 

@@ -50,7 +50,7 @@ from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
-from spark_queue.store.streams.topic_schemas import Quarantined, TopicSchema
+from spark_queue.store.streams.topic_schemas import CheckedAgainst, Quarantined, TopicSchema
 from spark_queue.store.transaction import Transaction
 
 __all__ = [
@@ -105,7 +105,8 @@ __all__ = [
 
 #: The plumbing the project's own layers import from here (see the module docstring).
 _PROJECT_NAMES = (
-    BackupSource, CopyMark, CopyOpened, Encoded, EncodedChunk, Housekeeper, MAX_NAME_LENGTH,
+    BackupSource, CheckedAgainst, CopyMark, CopyOpened, Encoded, EncodedChunk, Housekeeper,
+    MAX_NAME_LENGTH,
     MirrorCopies, QueueRows, ReplicaCycles, SinkCommit, SinkRows, TopicRows, check_int,
     hold_name, hold_prefix, keep_housekept, planned_end, quarantine_totals, record_planned_end,
     replication_warnings, validate_name,

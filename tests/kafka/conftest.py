@@ -143,6 +143,17 @@ def kafka(kafka_bootstrap):
 
 
 @pytest.fixture
+def fake_kafka(monkeypatch):
+    """Every export in the test talks to one in-memory Kafka (tests/kafka/fake_link.py)."""
+    from spark_queue.kafka import export
+    from tests.kafka.fake_link import FakeKafka
+
+    cluster = FakeKafka()
+    monkeypatch.setattr(export, "KafkaLink", cluster.link)
+    return cluster
+
+
+@pytest.fixture
 def prefix():
     """A Kafka topic prefix of this test's own: tests never see each other's topics."""
     return f"t{uuid.uuid4().hex[:10]}."

@@ -26,11 +26,9 @@ BOOTSTRAP = "fake-kafka:9092"
 
 
 @pytest.fixture
-def kafka(monkeypatch) -> FakeKafka:
+def kafka(fake_kafka) -> FakeKafka:
     """Every export in the test talks to one in-memory Kafka."""
-    cluster = FakeKafka()
-    monkeypatch.setattr(export, "KafkaLink", cluster.link)
-    return cluster
+    return fake_kafka
 
 
 def publish(store: Store, count: int, tag: str = "e", topic: str = "t") -> None:

@@ -15,10 +15,13 @@ from spark_queue.kafka.export import export_topics
 from spark_queue.kafka.importing import import_topic
 from spark_queue.kafka.link import KafkaLink
 from spark_queue.kafka.records import (
+    JSON_SCHEMA_HEADER,
     RESERVED_HEADERS,
+    SCHEMA_HEADER,
     TIMESTAMP_HEADER,
     TYPES_HEADER,
     Content,
+    from_message,
     from_store_row,
 )
 from spark_queue.store import JSON, TEXT, Encoded, Record, Store
@@ -131,3 +134,21 @@ def test_a_foreign_types_header_is_applied_when_valid_and_named_when_not(kafka, 
         assert (event.key, event.value, event.value_type, event.headers) == (
             b"k", "7", "text", {"x": "1"})
         assert copy.read("bad") == []  # nothing of the bad record's batch is stored
+
+
+def test_a_topic_with_a_schema_comes_back_without_its_schema_headers(kafka, prefix, store,
+                                                                     store_path, tmp_path):
+    sensors = store.topic("t")
+    sensors.set_schema("device STRING NOT NULL, temp DOUBLE")
+    store.publish_many("t", [{"device": "a", "temp": 1.5}, Record({"device": "b"},
+                                                                  headers={"h": "1"})])
+    export_topics(store_path, kafka, ["t"], prefix=prefix)
+    with KafkaLink(kafka) as link:
+        records = list(link.read_messages(prefix + "t", 0, 0, 2))
+    assert [dict(from_message(r).headers).get(SCHEMA_HEADER) for r in records] == ["1", "1"]
+    assert JSON_SCHEMA_HEADER in dict(from_message(records[0]).headers)
+
+    back = str(tmp_path / "back.sqlite")
+    import_topic(back, kafka, prefix + "t", into="t")
+    with Store(back) as copy:
+        assert copy.read("t") == store.read("t")  # headers as published, nothing added

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from spark_queue.store import CheckedAgainst
+
 
 @dataclass
 class SqliteQueueCommitMessage(WriterCommitMessage):
@@ -17,7 +19,9 @@ class SqliteQueueCommitMessage(WriterCommitMessage):
     the task's local properties (``sql.streaming.queryId``,
     ``streaming.sql.batchId``); both are None in a batch write. The driver
     drops ``arrow_ipc`` once it has written the rows, so only one copy of a
-    micro-batch lives in driver memory.
+    micro-batch lives in driver memory. ``checked`` names the topic's schema
+    version every row was checked against in the task (all fitting), or is
+    None: the commit checks the rows then.
     """
 
     query_id: str | None
@@ -25,3 +29,4 @@ class SqliteQueueCommitMessage(WriterCommitMessage):
     partition_id: int
     rows: int
     arrow_ipc: bytes | None
+    checked: CheckedAgainst | None = None

@@ -37,8 +37,10 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 Converter = Callable[[Any], Any]
 
 
-def encode_batch(batch: pa.RecordBatch, layout: SinkLayout) -> pa.RecordBatch:
-    """The store-shaped columns for ``batch`` under ``layout``."""
+def encode_batch(batch: pa.RecordBatch, layout: SinkLayout,
+                 objects: list[Any] | None = None) -> pa.RecordBatch:
+    """The store-shaped columns for ``batch`` under ``layout``; JSON rows' dicts, as encoded,
+    appended to ``objects`` when given (the topic's schema check reads them as given)."""
     names: list[str] = []
     arrays: list[pa.Array] = []
     if layout.route_column is not None:
@@ -49,7 +51,7 @@ def encode_batch(batch: pa.RecordBatch, layout: SinkLayout) -> pa.RecordBatch:
         arrays.append(batch.column(layout.key_column))
     names.append("value")
     if layout.value_type == JSON:
-        arrays.append(json_rows(batch, layout.json_columns))
+        arrays.append(json_rows(batch, layout.json_columns, objects))
     else:
         arrays.append(batch.column(layout.value_column))
     if layout.headers_column is not None:
@@ -63,8 +65,10 @@ def encode_batch(batch: pa.RecordBatch, layout: SinkLayout) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def json_rows(batch: pa.RecordBatch, columns: Iterable[str]) -> pa.Array:
-    """One compact JSON object per row over ``columns``, as a string array."""
+def json_rows(batch: pa.RecordBatch, columns: Iterable[str],
+              objects: list[Any] | None = None) -> pa.Array:
+    """One compact JSON object per row over ``columns``, as a string array (each row's dict
+    appended to ``objects`` when given)."""
     names = list(columns)
     values = []
     for name in names:
@@ -74,11 +78,11 @@ def json_rows(batch: pa.RecordBatch, columns: Iterable[str]) -> pa.Array:
         if convert is not None:
             column = [None if v is None else convert(v) for v in column]
         values.append(column)
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+    if objects is not None:
+        objects += rows
     try:
-        return pa.array(
-            [_dumps(dict(zip(names, row, strict=True))) for row in zip(*values, strict=True)],
-            type=pa.string(),
-        )
+        return pa.array([_dumps(row) for row in rows], type=pa.string())
     except (TypeError, ValueError) as exc:  # a converter gap; the schema check should prevent it
         raise PayloadError(
             f"{FORMAT_NAME} sink: a row of columns {names} is not JSON: {exc}"

@@ -20,7 +20,12 @@ Which process runs what (pyspark 4.2):
   query id), and a restart replays only batches at or below the ledger's.
 - ``abort`` writes nothing: rows only ever reach the file in ``commit``.
 
-Writers hold parsed options and the column layout only (both picklable).
+Writers hold parsed options and the column layout only (both picklable), and for a
+topic with a schema that schema as the driver read it when it built the writer: each task
+checks its encoded values against it (``TopicSchema.all_fit``, the commit's own check), in
+parallel, and marks its message when all fit, so the commit, one thread under the write
+lock, checks only the rows of unmarked messages, or all of them if the topic's version
+moved in between.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from spark_queue.defaults import FORMAT_NAME
 from spark_queue.errors import SparkQueueError, StoreNotCreatedError, StoreNotFoundError
 from spark_queue.store import (
     BackupSource,
+    CheckedAgainst,
     Encoded,
     EncodedChunk,
     NewJob,
@@ -54,6 +60,7 @@ from spark_queue.store import (
     SinkRows,
     Store,
     TopicRows,
+    TopicSchema,
 )
 
 logger = logging.getLogger(__name__)
@@ -109,9 +116,11 @@ class _SinkWriter:
 
     streaming = False
 
-    def __init__(self, options: SinkOptions, layout: SinkLayout) -> None:
+    def __init__(self, options: SinkOptions, layout: SinkLayout,
+                 schema: TopicSchema | None = None) -> None:
         self.options = options
         self.layout = layout
+        self.schema = schema  # the topic's, read on the driver (sink_topic_schema)
 
     # -- executor --------------------------------------------------------
     def _pack(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
@@ -126,10 +135,16 @@ class _SinkWriter:
                 batch_id = None if raw_batch is None else int(raw_batch)
         rows = 0
         sink = writer = None
+        fit = self.schema is not None
         for batch in iterator:
             if batch.num_rows == 0:
                 continue
-            encoded = encode_batch(batch, self.layout)
+            # Whole-row JSON: the rows' dicts, which the check reads as given when it can.
+            objects: list[Any] | None = [] if fit and self.layout.value_type == JSON else None
+            encoded = encode_batch(batch, self.layout, objects)
+            if fit:  # once a row fails, the commit checks the message (and words the error)
+                assert self.schema is not None
+                fit = self.schema.all_fit(encoded.column("value").to_pylist(), objects)
             if writer is None:
                 sink = pa.BufferOutputStream()
                 writer = pa.ipc.new_stream(sink, encoded.schema, options=_ipc_options(encoded))
@@ -140,7 +155,8 @@ class _SinkWriter:
             writer.close()
             assert sink is not None, "opened with the writer"
             payload = sink.getvalue().to_pybytes()
-        return SqliteQueueCommitMessage(query_id, batch_id, partition_id, rows, payload)
+        checked = self.schema.checked if fit and self.schema is not None else None
+        return SqliteQueueCommitMessage(query_id, batch_id, partition_id, rows, payload, checked)
 
     # -- driver ----------------------------------------------------------
     def _commit(
@@ -192,13 +208,14 @@ class _SinkWriter:
         return store.sink_for_checkpoint(location, query_id,
                                          id_lost=metadata_was_torn(location))
 
-    def _rows(self, batches: Iterator[pa.RecordBatch]) -> SinkRows:
+    def _rows(self, batches: Iterator[tuple[CheckedAgainst | None, pa.RecordBatch]]
+              ) -> SinkRows:
         # The one place the sink chooses queue or topic for its rows; the store writes what
         # it is given (spark_queue/store/sinks.py).
         if self.options.queue is not None:
-            return QueueRows(self.options.queue, _jobs(batches, self.layout))
-        return TopicRows(self.options.topic,
-                         (_chunk(batch, self.layout.value_type) for batch in batches))
+            return QueueRows(self.options.queue, _jobs((b for _, b in batches), self.layout))
+        return TopicRows(self.options.topic, (_chunk(batch, self.layout.value_type, checked)
+                                              for checked, batch in batches))
 
 
 class SqliteQueueBatchWriter(_SinkWriter, DataSourceArrowWriter):
@@ -269,16 +286,19 @@ def _ipc_options(batch: pa.RecordBatch) -> pa.ipc.IpcWriteOptions:
     return _LZ4 if packed.size <= (1 - _MIN_SAVING) * sample.size else _PLAIN
 
 
-def _batches(messages: list[SqliteQueueCommitMessage]) -> Iterator[pa.RecordBatch]:
-    """Every encoded batch of every message, read zero-copy; each message is dropped once read."""
+def _batches(messages: list[SqliteQueueCommitMessage]
+             ) -> Iterator[tuple[CheckedAgainst | None, pa.RecordBatch]]:
+    """Every encoded batch of every message with its message's schema mark, read zero-copy;
+    each message is dropped once read."""
     for message in messages:
         payload, message.arrow_ipc = message.arrow_ipc, None
         if payload:
-            yield from pa.ipc.open_stream(pa.py_buffer(payload))
+            yield from zip(repeat(message.checked), pa.ipc.open_stream(pa.py_buffer(payload)))
         del payload
 
 
-def _chunk(batch: pa.RecordBatch, value_type: int) -> EncodedChunk:
+def _chunk(batch: pa.RecordBatch, value_type: int,
+           checked: CheckedAgainst | None = None) -> EncodedChunk:
     names = batch.schema.names
     return EncodedChunk(
         values=batch.column("value").to_pylist(),
@@ -286,7 +306,19 @@ def _chunk(batch: pa.RecordBatch, value_type: int) -> EncodedChunk:
         keys=batch.column("key").to_pylist() if "key" in names else None,
         headers=batch.column("headers").to_pylist() if "headers" in names else None,
         topics=batch.column("topic").to_pylist() if "topic" in names else None,
+        checked=checked,
     )
+
+
+def sink_topic_schema(options: SinkOptions, layout: SinkLayout) -> TopicSchema | None:
+    """Driver, as it builds a writer: the schema of the sink's topic, which tasks check their
+    rows against; None for a queue, rows routed by a ``topic`` column, a store or topic not
+    made yet (the commit checks what it must)."""
+    if options.topic is None or layout.route_column is not None or not os.path.exists(
+            options.path):
+        return None
+    with Store(options.path, busy_timeout_ms=options.busy_timeout_ms) as store:
+        return store.topic(options.topic).schema()
 
 
 def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[NewJob]:

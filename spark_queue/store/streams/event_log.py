@@ -98,6 +98,8 @@ def write_events(
     value_types: int | Sequence[int], ts_ms: int | Sequence[int],
     keys: Sequence[str | bytes | None] | None = None, headers: Sequence[str | None] | None = None,
     *, rows: int | Sequence[int] = 0, current: bool = False,
+    checked: topic_schemas.CheckedAgainst | None = None,
+    originals: Sequence[Any] | None = None,
 ) -> int:
     """Store stored-form events at ``log``'s next offsets; return the new next offset.
 
@@ -109,7 +111,13 @@ def write_events(
     events. ``value_types`` and ``ts_ms`` are one value for every row or one
     per row; ``keys`` and ``headers`` None (all NULL) or one per row. The
     caller holds the write lock and opened ``log`` in the same transaction;
-    an error leaves the transaction to its rollback.
+    an error leaves the transaction to its rollback. ``checked``: the values
+    were all checked against that schema version where they were encoded
+    (``TopicSchema.all_fit``); the schema's check is skipped only when it is
+    the topic's current version. ``originals``: the Python objects the
+    values were encoded from (the codec's ``json.dumps``), one per value, which
+    the check then reads as given when it can (``ValueCheck.fits_objects``),
+    saving the parse of the stored text.
     """
     # Dense offsets: the first offset is the table's next_offset as this transaction sees
     # it. A kept log can be behind the table: a savepoint rolled back a publish, or the
@@ -123,7 +131,10 @@ def write_events(
             _read_row(conn, log)
     if log.limit is not None:
         check_sizes(values, log.limit, f"topic {log.name!r}", topic_fix(log.name), rows)
-    if log.schema is not None:  # SchemaMismatchError naming the row and field, or quarantine
+    # SchemaMismatchError naming the row and field, or quarantine; not again for values the
+    # writer checked against this very version (tests/store/streams/test_checked_chunks.py).
+    if (log.schema is not None and not log.schema.checked_by(checked)
+            and not log.schema.fit_as_given(originals)):
         kept = log.schema.hold(conn, log.name, log.tid, log.next_offset,
                                (values, value_types, ts_ms, keys, headers), rows)
         if kept is not None:

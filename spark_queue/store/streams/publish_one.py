@@ -51,7 +51,7 @@ class OnePublisher:
         try:
             offset: int | Quarantined = self.file.transact(
                 self._write, topic, (stored,), value_type, ts_ms, keys,
-                None if stored_headers is None else (stored_headers,), True,
+                None if stored_headers is None else (stored_headers,), True, value,
             )
         except BaseException:
             # Rolled back: what the transaction did to a kept log never happened.
@@ -63,7 +63,7 @@ class OnePublisher:
     def _write(
         self, conn: apsw.Connection, topic: str, values: Sequence[Any], value_type: int,
         ts_ms: int, keys: Sequence[str | bytes | None] | None, headers: Sequence[str] | None,
-        own: bool = False,
+        own: bool = False, original: Any = None,
     ) -> int | Quarantined:
         version = conn.data_version()
         if version != self._version:
@@ -78,7 +78,9 @@ class OnePublisher:
         # data version, read under the write lock, is the one after our last commit, so
         # nothing has written since. Inside a caller's transaction it proves nothing (the
         # caller's own writes do not move it), and write_events reads the table.
-        end = write_events(conn, log, values, value_type, ts_ms, keys, headers, current=own)
+        # A dict as given: the schema's check may read it rather than parse its text.
+        end = write_events(conn, log, values, value_type, ts_ms, keys, headers, current=own,
+                           originals=(original,) if type(original) is dict else None)
         if log.schema is not None and log.schema.quarantined:  # on_invalid="quarantine"
             return log.schema.quarantined.pop()
         return end - 1
@@ -101,7 +103,8 @@ class OnePublisher:
         encoded = None if headers is None else encode_headers(headers)
         stored_headers = None if encoded is None else (encoded,)
         ts_ms = now_ms() if timestamp_ms is None else check_int(timestamp_ms, "timestamp_ms")
-        return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers)
+        return self._write(conn, topic, (stored,), value_type, ts_ms, keys, stored_headers,
+                           False, value)
 
     def forget(self) -> None:
         """Drop every kept row: a transaction the caller held ended (committed or rolled

@@ -33,7 +33,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from spark_queue.errors import SchemaDdlError
@@ -221,12 +221,48 @@ def _fits(item: _Compiled, here: Any) -> bool | None:
     return False
 
 
+# What Python's JSON encoder turns a dict key that is not a str into (an int's digits, True,
+# False, None, a float's inf or nan): a field of such a name could meet such a key.
+_STRINGIFIED_KEYS = ("true", "false", "null", "Infinity", "NaN")
+
+
 class ValueCheck:
     """The Python side of the check: :meth:`problem` of one stored value, from ``rows``."""
 
     def __init__(self, rows: list[FieldRow]) -> None:
         self.rows = rows
         self._compiled = [_compile(row) for row in rows]
+        # The walk's per-row constants as plain tuples (attribute reads cost more than the
+        # tests): the item, its key or keys, its container, its Python types, range, format.
+        self._plan = [(c, c.key, c.keys, c.container, c.py_types, c.lo, c.hi, c.matches,
+                       c.row.required) for c in self._compiled]
+        names = {name for row in rows for path in (row.path, row.container or "$")
+                 for name in _keys(path)}
+        # Whether :meth:`fits_objects` may check dicts as given (see there).
+        self._objects_exact = not any(name.isdigit() or name in _STRINGIFIED_KEYS
+                                      for name in names)
+
+    def fits_objects(self, values: Sequence[Any]) -> bool:
+        """Whether every value, a Python object a writer is about to encode with the store's
+        codec (``json.dumps``), fits: the walk :meth:`problem` makes after parsing, made on
+        the object itself, which the stored text parses back into. True only when every
+        value is a ``dict`` and each container the walk meets has its exact JSON type
+        (a tuple, a dict subclass or a str subclass fails here, and the caller checks the
+        stored text instead), and never for a schema with a field a non-str key could be
+        encoded as (``1``, ``true``, ``null``...): such a key is the one the text would
+        hold. False is not a verdict: the stored text is checked then."""
+        if not self._objects_exact:
+            return False
+        walk = self._walk
+        for value in values:
+            if type(value) is not dict:
+                return False
+            try:
+                if walk(value) is not None:
+                    return False
+            except KeyError:  # wording a failure met a Python type of no JSON name (a tuple)
+                return False
+        return True
 
     def problem(self, stored: Any) -> str | None:
         """Why the stored value (str, bytes, or None) fails the schema, or None if it fits."""
@@ -239,18 +275,28 @@ class ValueCheck:
         if type(value) is not dict:
             return (f"the value is a JSON {json_type(value)}, and the schema of the topic "
                     "needs a JSON object")
-        for item in self._compiled:
-            if item.container is None:
-                here = value.get(item.key, _ABSENT) if item.key is not None else _at(
-                    value, item.keys)
-                fits = _fits(item, here)
-                if fits or (fits is None and not item.row.required):
+        return self._walk(value)
+
+    def _walk(self, value: dict[str, Any]) -> str | None:
+        """Why a parsed JSON object fails the schema's rows, or None. The test of a present
+        value is :func:`_fits`'s, written out in the loop (a call per row costs as much)."""
+        for item, key, keys, container, types, lo, hi, matches, required in self._plan:
+            if container is None:
+                here = value.get(key, _ABSENT) if key is not None else _at(value, keys)
+                kind = type(here)
+                if kind in types:
+                    if lo is not None and (kind is int or kind is float):
+                        if lo <= here <= hi:
+                            continue
+                    elif matches is None or kind is not str or matches(here):
+                        continue
+                elif (here is None or here is _ABSENT) and not required:
                     continue
                 found = self._bad(item, here, _at(value, item.parent))
                 if found is not None:
                     return found
                 continue
-            holder = _at(value, item.container)
+            holder = _at(value, container)
             pairs: Any
             if item.row.container_type == "array" and type(holder) is list:
                 pairs = enumerate(holder)
@@ -258,13 +304,13 @@ class ValueCheck:
                 pairs = holder.items()
             else:
                 continue
-            for key, element in pairs:
-                here = _at(element, item.keys)
+            for at, element in pairs:
+                here = _at(element, keys)
                 fits = _fits(item, here)
-                if fits or (fits is None and not item.row.required):
+                if fits or (fits is None and not required):
                     continue
                 parent = _at(element, item.parent) if type(element) is dict else _ABSENT
-                found = self._bad(item, here, parent, key)
+                found = self._bad(item, here, parent, at)
                 if found is not None:
                     return found
         return None

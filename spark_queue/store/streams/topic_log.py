@@ -37,6 +37,7 @@ from spark_queue.store.streams.event_log import (
     write_columns,
     write_events,
 )
+from spark_queue.store.streams.topic_schemas import CheckedAgainst
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +171,10 @@ def append(conn: apsw.Connection, topic: str, items: Iterable[Any]) -> range:
     while chunk := list(islice(source, carray.CHUNK)):
         row = log.next_offset - first
         values, vtypes, stamps, keys, headers = _encode_chunk(chunk, row, ts_ms)
-        write_events(conn, log, values, vtypes, stamps, keys, headers, rows=row)
+        # Dicts as given: the schema's check may read them rather than parse their text.
+        originals = chunk if log.schema is not None and set(map(type, chunk)) == {dict} else None
+        write_events(conn, log, values, vtypes, stamps, keys, headers, rows=row,
+                     originals=originals)
     return range(first, log.next_offset)
 
 
@@ -188,6 +192,9 @@ class EncodedChunk(NamedTuple):
     keys: Sequence[str | bytes | None] | None = None
     headers: Sequence[str | None] | None = None
     topics: Sequence[str | None] | None = None
+    # The topic's schema version every value was checked against where it was encoded
+    # (TopicSchema.checked), or None: the commit checks them (append_encoded only).
+    checked: CheckedAgainst | None = None
 
 
 def append_encoded(
@@ -207,7 +214,7 @@ def append_encoded(
     for chunk in chunks:
         _check_columns(chunk, chunk.keys, chunk.headers, what="keys or headers")
         write_events(conn, log, chunk.values, chunk.value_type, ts, chunk.keys, chunk.headers,
-                     rows=log.next_offset - first)
+                     rows=log.next_offset - first, checked=chunk.checked)
     return range(first, log.next_offset)
 
 

@@ -48,6 +48,33 @@ class TopicSchema(NamedTuple):
         registry (:mod:`~spark_queue.store.streams.schema_json`)."""
         return schema_json.json_schema(self.ddl, self.topic)
 
+    def all_fit(self, values: Sequence[Any], objects: Sequence[Any] | None = None) -> bool:
+        """Whether every stored-form value fits this version: the check ``write_events``
+        runs, for a writer that checks where it encodes (the Spark sink's executors) and
+        marks its chunk :meth:`checked` so the commit need not check it again. ``objects``:
+        the Python objects the values were encoded from with the store's codec, one each,
+        read as given when they can be (``ValueCheck.fits_objects``)."""
+        check = _compiled(self.ddl)
+        if objects and check.fits_objects(objects):
+            return True
+        problem = check.problem
+        return all(problem(value) is None for value in values)
+
+    @property
+    def checked(self) -> CheckedAgainst:
+        """The mark of a chunk whose values :meth:`all_fit` this version."""
+        return CheckedAgainst(self.version, self.ddl)
+
+
+class CheckedAgainst(NamedTuple):
+    """A topic schema version a writer checked a chunk's values against, all fitting
+    (:meth:`TopicSchema.all_fit`): ``write_events`` skips its own check of that chunk when
+    the topic's current version is this one, DDL and all (a topic deleted and created anew
+    numbers its versions from 1 again), and checks it as any other otherwise."""
+
+    version: int
+    ddl: str
+
 
 class Quarantined(NamedTuple):
     """The answer to a publish whose event went to the topic's quarantine, not the topic
@@ -72,13 +99,24 @@ class TopicCheck:
     made per opened log, so ``quarantined`` holds what this log's writes quarantined, for
     the caller to answer (publish_one pops it)."""
 
-    __slots__ = ("version", "values", "on_invalid", "quarantined")
+    __slots__ = ("version", "values", "on_invalid", "quarantined", "ddl")
 
-    def __init__(self, version: int, values: ValueCheck, on_invalid: str = "reject") -> None:
+    def __init__(self, version: int, values: ValueCheck, on_invalid: str = "reject",
+                 ddl: str = "") -> None:
         self.version = version
         self.values = values
         self.on_invalid = on_invalid
         self.quarantined: list[Quarantined] = []
+        self.ddl = ddl
+
+    def checked_by(self, mark: CheckedAgainst | None) -> bool:
+        """Whether a chunk marked ``mark`` was checked against this very version."""
+        return mark is not None and mark.version == self.version and mark.ddl == self.ddl
+
+    def fit_as_given(self, originals: Sequence[Any] | None) -> bool:
+        """Whether the Python objects a write's values were encoded from all fit, checked
+        as given (:meth:`ValueCheck.fits_objects`); False: check the stored values."""
+        return originals is not None and self.values.fits_objects(originals)
 
     def hold(
         self, conn: apsw.Connection, topic: str, topic_id: int, next_offset: int,
@@ -173,7 +211,7 @@ def check_for(conn: apsw.Connection, topic_id: int) -> TopicCheck | None:
     row = conn.execute(_CURRENT, (topic_id,)).fetchone()
     if row is None:
         return None
-    return TopicCheck(row[0], _compiled(row[1]), row[2])
+    return TopicCheck(row[0], _compiled(row[1]), row[2], row[1])
 
 
 _COLUMNS = ("SELECT t.name, s.version, s.ddl, s.on_invalid, s.compatibility, s.from_offset, "
