@@ -6,7 +6,7 @@ Two kinds, owned here together because they answer different failures:
   table, taken and renewed in the caller's write transaction, given back when the work
   ends. A holder that stops renewing (killed, paused, its store busy too long) loses it
   when it runs out, and the row says who held it. Housekeeping's (``housekeeping_lease``,
-  :mod:`spark_queue.store.housekeeping`) and each Kafka copy's (``mirror_lease/<hold>``,
+  :mod:`spark_queue.store.floor.housekeeping`) and each Kafka copy's (``mirror_lease/<hold>``,
   :mod:`spark_queue.store.streams.mirror_lease`) are timed leases.
 - **A kernel lock** (:func:`open_lock`, :func:`try_lock`, :func:`lock_held`): an
   exclusive ``flock`` on a file beside the store, the replicator's
@@ -104,7 +104,7 @@ def describe_process(pid: int, host: str, since_ms: int) -> str:
     return f"process {pid} on host {host!r} since {format_time_ms(since_ms)}"
 
 
-def new_holder(kind: LeaseKind, *, name: str | None = None, lease_ms: int | None = None,
+def new_claim(kind: LeaseKind, *, name: str | None = None, lease_ms: int | None = None,
                record_process: bool = True) -> Holder:
     """This process's claim on a lease of ``kind`` (not taken yet): ``name`` random unless
     given; ``record_process`` False leaves rule 3 out, so a killed holder's lease is waited
@@ -116,7 +116,7 @@ def new_holder(kind: LeaseKind, *, name: str | None = None, lease_ms: int | None
                   length, now, 0, process_of(pid) if record_process else "")
 
 
-def read(conn: apsw.Connection, kind: LeaseKind, key: str) -> Holder | None:
+def holder_of(conn: apsw.Connection, kind: LeaseKind, key: str) -> Holder | None:
     """The lease under ``key`` as its row says (caller's snapshot); None if none or unreadable."""
     found = meta.get_json(conn, key)
     if not isinstance(found, dict):
@@ -136,7 +136,7 @@ def read(conn: apsw.Connection, kind: LeaseKind, key: str) -> Holder | None:
 def live_other(conn: apsw.Connection, kind: LeaseKind, key: str, me: Holder,
                now: int) -> Holder | None:
     """Another holder's live lease under ``key`` (caller's snapshot), or None."""
-    found = read(conn, kind, key)
+    found = holder_of(conn, kind, key)
     return found if found is not None and found.name != me.name and found.live(now) else None
 
 
@@ -144,7 +144,7 @@ def acquire(conn: apsw.Connection, kind: LeaseKind, key: str, me: Holder) -> Hol
     """Take or renew ``me``'s lease in the caller's write transaction unless another holds
     it live; returns who holds it now (``me`` as written, or the other)."""
     now = now_ms()
-    found = read(conn, kind, key)
+    found = holder_of(conn, kind, key)
     if found is not None and found.name != me.name and found.live(now):
         return found
     mine = found if found is not None and found.name == me.name else None
@@ -155,15 +155,15 @@ def renew(conn: apsw.Connection, kind: LeaseKind, key: str, me: Holder) -> Holde
     """Renew ``me``'s lease in the caller's write transaction only if it is still ``me``'s
     (a fence: a lease another took, live or not, is not taken back); a row gone (deleted by
     hand) is taken back, as nobody else holds it. Returns who holds it now."""
-    found = read(conn, kind, key)
+    found = holder_of(conn, kind, key)
     if found is not None and found.name != me.name:
         return found
     return _write(conn, kind, key, me, now_ms(), found)
 
 
-def release(conn: apsw.Connection, kind: LeaseKind, key: str, me: Holder) -> None:
+def give_back(conn: apsw.Connection, kind: LeaseKind, key: str, me: Holder) -> None:
     """Give the lease back in the caller's write transaction, if it is still ``me``'s."""
-    found = read(conn, kind, key)
+    found = holder_of(conn, kind, key)
     if found is not None and found.name == me.name:
         meta.drop(conn, key)
 

@@ -41,12 +41,12 @@ log = logging.getLogger("spark_queue.mirror_lease")
 
 def new_holder(lease_ms: int) -> Holder:
     """This process's claim on a lease (not taken yet)."""
-    return lease.new_holder(_KIND, lease_ms=lease_ms)
+    return lease.new_claim(_KIND, lease_ms=lease_ms)
 
 
 def lease_of(conn: apsw.Connection, hold: str) -> Holder | None:
     """The lease on ``hold``'s copy as its row says; None if none or unreadable."""
-    return lease.read(conn, _KIND, meta.mirror_lease_key(hold))
+    return lease.holder_of(conn, _KIND, meta.mirror_lease_key(hold))
 
 
 def take_lease(conn: apsw.Connection, hold: str, me: Holder) -> Holder:
@@ -79,7 +79,7 @@ def check_lease(conn: apsw.Connection, hold: str, me: Holder) -> Holder:
 
 def release_lease(conn: apsw.Connection, hold: str, me: Holder) -> None:
     """Give the lease back in the caller's write transaction, if it is still ``me``'s."""
-    lease.release(conn, _KIND, meta.mirror_lease_key(hold), me)
+    lease.give_back(conn, _KIND, meta.mirror_lease_key(hold), me)
 
 
 class LeaseKeeper(Daemon):

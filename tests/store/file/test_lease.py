@@ -35,7 +35,7 @@ from tests.store.file.test_commit_door import _call_of, _sites
 
 LEASE = "store/file/lease.py"
 #: The modules that declare a timed lease's kind, one kind each.
-KINDS = {"store/housekeeping.py", "store/streams/mirror_lease.py"}
+KINDS = {"store/floor/housekeeping.py", "store/streams/mirror_lease.py"}
 #: ``filesystem.locks_are_ignored`` asks whether a directory's file system honours locks
 #: (two open files of a scratch file): a probe, holding nothing past its own call.
 _LOCK_PROBES = {("store/file/filesystem.py", "locks_are_ignored", "F_OFD_SETLK")}
@@ -83,7 +83,7 @@ def _put(store, value):
 
 
 def test_a_lease_holds_until_it_runs_out_and_then_goes_to_the_next(store):
-    me = lease.new_holder(KIND, name="me")
+    me = lease.new_claim(KIND, name="me")
     _put(store, _other())
     with store.write() as conn:
         assert lease.acquire(conn, KIND, "a_lease", me).name == "other"
@@ -95,13 +95,13 @@ def test_a_lease_holds_until_it_runs_out_and_then_goes_to_the_next(store):
         again = lease.acquire(conn, KIND, "a_lease", me)
     assert (again.since_ms, again.renewals) == (taken.since_ms, 1)
     with store.write() as conn:
-        lease.release(conn, KIND, "a_lease", me)
-        assert lease.read(conn, KIND, "a_lease") is None
+        lease.give_back(conn, KIND, "a_lease", me)
+        assert lease.holder_of(conn, KIND, "a_lease") is None
 
 
 def test_a_lease_written_by_a_clock_since_set_back_is_stale(store):
     ahead = now_ms() + defaults.CLOCK_SKEW_MS + 60_000
-    me = lease.new_holder(KIND, name="me")
+    me = lease.new_claim(KIND, name="me")
     for row in ({"renewed_ms": ahead, "until_ms": ahead + 60_000},
                 {"until_ms": ahead + 60_000, "renewed_ms": None},  # a row of before renewals
                 {"until_ms": ahead + 60_000, "renewed_ms": None, "lease_ms": 60_000}):
@@ -119,14 +119,14 @@ def test_a_holder_whose_process_ended_is_gone_at_once_when_its_row_says_which(st
                            capture_output=True, text=True, check=True)
     pid = int(child.stdout)
     recorded = lease.process_of(os.getpid()).split("/")[0] + "/1"
-    dead = lease.new_holder(KIND, name="dead")._replace(pid=pid, process=recorded)
+    dead = lease.new_claim(KIND, name="dead")._replace(pid=pid, process=recorded)
     assert dead.gone() and not dead.live(now_ms())
     assert not dead._replace(process="").gone()  # no process recorded: waited out
-    assert not lease.new_holder(KIND).gone()
+    assert not lease.new_claim(KIND).gone()
 
 
 def test_renewing_is_a_fence_and_taking_is_not(store):
-    me = lease.new_holder(KIND, name="me")
+    me = lease.new_claim(KIND, name="me")
     with store.write() as conn:
         lease.acquire(conn, KIND, "a_lease", me)
     _put(store, _other(until_ms=1))  # taken over, and run out since
@@ -142,11 +142,11 @@ def test_each_kinds_rows_of_earlier_releases_still_read(store):
     _put(store, json.dumps({"token": "x", "host": "h", "pid": 1, "since_ms": 1,
                             "until_ms": 2, "lease_ms": 30_000, "renewals": 3}))
     with store.file.read() as conn:
-        assert lease.read(conn, mirror, "a_lease") == lease.Holder(
+        assert lease.holder_of(conn, mirror, "a_lease") == lease.Holder(
             "x", "h", 1, 1, 2, 30_000, None, 3, "")
     _put(store, json.dumps({"holder": "y", "until_ms": 5}))
     with store.file.read() as conn:
-        assert lease.read(conn, KIND, "a_lease") == lease.Holder("y", "", 0, 5, 5, 60_000)
+        assert lease.holder_of(conn, KIND, "a_lease") == lease.Holder("y", "", 0, 5, 5, 60_000)
     _put(store, '"not a lease"')
     with store.file.read() as conn:
-        assert lease.read(conn, KIND, "a_lease") is None
+        assert lease.holder_of(conn, KIND, "a_lease") is None

@@ -150,7 +150,7 @@ def set_interval(conn: apsw.Connection, value_ms: int) -> None:
 
 def status(conn: apsw.Connection) -> HousekeepingStatus:
     """The setting, the last run and the lease, in the caller's read transaction."""
-    held = lease.read(conn, _KIND, _LEASE_KEY)
+    held = lease.holder_of(conn, _KIND, _LEASE_KEY)
     return HousekeepingStatus(
         interval_ms(conn), _last_run(conn),
         None if held is None else held.name, None if held is None else held.until_ms,
@@ -238,7 +238,7 @@ def run_housekeeping(
     with file.write() as conn:
         if _take_lease(conn, holder, lease_ms):
             meta.put_json(conn, _LAST_RUN_KEY, _run_json(run))
-            lease.release(conn, _KIND, _LEASE_KEY, _me(holder, lease_ms))
+            lease.give_back(conn, _KIND, _LEASE_KEY, _me(holder, lease_ms))
     if deleted or dead or expired or held:
         log.info("housekeeping: %d events, %d dead letters, %d expired jobs deleted%s",
                  deleted, dead, expired,
@@ -393,7 +393,7 @@ def _due(conn: apsw.Connection, now: int) -> bool:
 
 
 def _me(holder: str, lease_ms: int) -> lease.Holder:
-    return lease.new_holder(_KIND, name=holder, lease_ms=lease_ms, record_process=False)
+    return lease.new_claim(_KIND, name=holder, lease_ms=lease_ms, record_process=False)
 
 
 def _held_by_another(conn: apsw.Connection, holder: str, now: int) -> bool:
