@@ -18,7 +18,7 @@ from spark_queue.store.file.identity import store_id
 from spark_queue.store.file.names import MAX_NAME_LENGTH, validate_name
 from spark_queue.store.file.replica_mark import ReplicaStatus
 from spark_queue.store.file.replicator_lease import GaveUp, ReplicatorRecord, replicator_running
-from spark_queue.store.housekeeping import (
+from spark_queue.store.floor.housekeeping import (
     HeldBack,
     Housekeeper,
     Housekeeping,
@@ -26,6 +26,8 @@ from spark_queue.store.housekeeping import (
     HousekeepingStatus,
     keep_housekept,
 )
+from spark_queue.store.floor.sinks import QueueRows, SinkCommit, SinkRows, TopicRows
+from spark_queue.store.floor.transaction import Transaction
 from spark_queue.store.maintenance import CheckReport, check_file
 from spark_queue.store.producers.producer import Producer
 from spark_queue.store.queues.controls import Admission
@@ -35,7 +37,6 @@ from spark_queue.store.queues.queue_config import QueueConfig
 from spark_queue.store.queues.queue_jobs import Job, LeaseResult, NackResult, NewJob
 from spark_queue.store.queues.queue_workers import WorkerInfo
 from spark_queue.store.replica_cycles import ReplicaCycles, replica_status, replication_warnings
-from spark_queue.store.sinks import QueueRows, SinkCommit, SinkRows, TopicRows
 from spark_queue.store.store import Store
 from spark_queue.store.streams.columnar import ReadPath, read_path
 from spark_queue.store.streams.consumer_offsets import ConsumerInfo
@@ -51,7 +52,6 @@ from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
 from spark_queue.store.streams.topic_schemas import CheckedAgainst, Quarantined, TopicSchema
-from spark_queue.store.transaction import Transaction
 
 __all__ = [
     "BYTES",

@@ -17,7 +17,6 @@ import apsw
 from spark_queue import defaults
 from spark_queue.errors import InvalidNameError, StoreError, StoreNotFoundError
 from spark_queue.setting_table import QUEUE_SETTINGS, TOPIC_SETTING, stored_problem
-from spark_queue.store import housekeeping
 from spark_queue.store.file import replica_mark, replicator_lease
 from spark_queue.store.file.connection import (
     now_ms,
@@ -30,6 +29,7 @@ from spark_queue.store.file.schema import (
     needs_migrating,
     read_state,
 )
+from spark_queue.store.floor import housekeeping
 from spark_queue.store.queues.queue_config import bad_settings
 from spark_queue.store.streams import consumer_positions, topic_reads
 from spark_queue.store.streams.retention import bad_retention

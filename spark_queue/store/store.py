@@ -18,7 +18,7 @@ import apsw
 import pyarrow as pa
 
 from spark_queue import defaults
-from spark_queue.store import maintenance, sinks
+from spark_queue.store import maintenance
 from spark_queue.store.file import sink_checkpoints
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupProgress, copy_store
@@ -28,7 +28,9 @@ from spark_queue.store.file.connection import (
     translated,
 )
 from spark_queue.store.file.opening import open_store_file
-from spark_queue.store.housekeeping import Housekeeping
+from spark_queue.store.floor import sinks
+from spark_queue.store.floor.housekeeping import Housekeeping
+from spark_queue.store.floor.transaction import Transaction
 from spark_queue.store.queues import queue_admin
 from spark_queue.store.queues.queue import Queue
 from spark_queue.store.queues.queue_config import QueueSettings
@@ -46,7 +48,6 @@ from spark_queue.store.streams.publish_one import OnePublisher
 from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
 from spark_queue.store.streams.topic_schemas import Quarantined
-from spark_queue.store.transaction import Transaction
 
 
 @with_moved_delegates
@@ -311,7 +312,7 @@ class Store:
         with translate_errors(self.path):
             return copy_store(self.conn, dest_path, progress)
 
-    # -- the sink ledger (spark_queue/store/sinks.py) ----------------------
+    # -- the sink ledger (spark_queue/store/floor/sinks.py) ----------------------
     def commit_sink_batch(
         self,
         sink_id: str | None,
@@ -323,8 +324,8 @@ class Store:
         """Write one numbered batch exactly once: its rows and the sink-ledger entry in ONE
         write transaction; a batch id at or below the sink's last one writes nothing.
 
-        ``rows`` is :class:`~spark_queue.store.sinks.QueueRows` (jobs enqueued, the queue
-        created if missing) or :class:`~spark_queue.store.sinks.TopicRows` (pre-encoded
+        ``rows`` is :class:`~spark_queue.store.floor.sinks.QueueRows` (jobs enqueued, the queue
+        created if missing) or :class:`~spark_queue.store.floor.sinks.TopicRows` (pre-encoded
         chunks appended to its topic, or each row to the topic its chunk names). With
         ``sink_id`` and ``batch_id`` both None the rows are written once with no
         ledger entry. The iterables are consumed inside the transaction. With

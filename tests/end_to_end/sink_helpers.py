@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 
 
 def stored_events(path, topic):

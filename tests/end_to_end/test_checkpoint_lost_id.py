@@ -22,7 +22,8 @@ import pytest
 from spark_queue.checkpoint_repair import TORN_METADATA_MARK, repair_checkpoint
 from spark_queue.errors import CheckpointTornError
 from spark_queue.spark import raise_if_torn
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 from tests.end_to_end.sink_helpers import run_stream, stored_events
 
 pytestmark = pytest.mark.slow

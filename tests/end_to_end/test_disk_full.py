@@ -15,7 +15,8 @@ import subprocess
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 from tests.end_to_end.source_helpers import copy_topic
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,8 @@ import os
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from spark_queue.store import Store, backup_file, sinks
+from spark_queue.store import Store, backup_file
+from spark_queue.store.floor import sinks
 from tests.end_to_end.sink_helpers import run_stream
 from tests.end_to_end.source_helpers import stream
 

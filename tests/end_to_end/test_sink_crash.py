@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 from tests.end_to_end import drivers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -9,7 +9,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 import spark_queue
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ Which process runs what (pyspark 4.2):
 - ``commit(messages[, batchId])`` runs on the driver, in a Python process
   started for that commit (no state survives between batches). It opens the
   store, writes every row of every message and the sink-ledger entry in ONE
-  transaction (:func:`spark_queue.store.sinks.commit_batch`), and closes it.
+  transaction (:func:`spark_queue.store.floor.sinks.commit_batch`), and closes it.
   A batch id already in the ledger for this sink is skipped; a streaming batch id
   past the ledger's next one is refused (the store went back in time under the
   query: a copy older than its checkpoint put back), writing nothing. Spark's
@@ -211,7 +211,7 @@ class _SinkWriter:
     def _rows(self, batches: Iterator[tuple[CheckedAgainst | None, pa.RecordBatch]]
               ) -> SinkRows:
         # The one place the sink chooses queue or topic for its rows; the store writes what
-        # it is given (spark_queue/store/sinks.py).
+        # it is given (spark_queue/store/floor/sinks.py).
         if self.options.queue is not None:
             return QueueRows(self.options.queue, _jobs((b for _, b in batches), self.layout))
         return TopicRows(self.options.topic, (_chunk(batch, self.layout.value_type, checked)

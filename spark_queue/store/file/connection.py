@@ -99,7 +99,7 @@ def open_connection(
             conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[durability]}")
             conn.execute("PRAGMA foreign_keys=ON")
             # Per connection, writes nothing: a WAL checkpointed to its end is cut back to
-            # this size by this connection's next write (spark_queue/store/housekeeping.py).
+            # this size by this connection's next write (spark_queue/store/floor/housekeeping.py).
             conn.execute(f"PRAGMA journal_size_limit={defaults.WAL_LIMIT_BYTES:d}").fetchall()
             # In place of SQLite's autocheckpoint: it asks the file first, at every checkpoint
             # it would make, so no connection checkpoints a replicated store (Litestream's to

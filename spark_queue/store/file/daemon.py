@@ -1,5 +1,5 @@
 """A daemon thread with a store connection of its own, doing one turn every few seconds
-until stopped: what the housekeeper (:class:`spark_queue.store.housekeeping.Housekeeper`)
+until stopped: what the housekeeper (:class:`spark_queue.store.floor.housekeeping.Housekeeper`)
 and a Kafka exporter's lease renewal (:class:`spark_queue.store.streams.mirror_lease.
 LeaseKeeper`) both are.
 

@@ -9,7 +9,7 @@ and know nothing of the table; what a value means stays with its owner:
   (:mod:`spark_queue.store.file.replica_mark`), its replicator
   (:mod:`spark_queue.store.file.replicator_lease`);
 - ``housekeeping_*``: the store-wide interval, the last run and the lease
-  (:mod:`spark_queue.store.housekeeping`);
+  (:mod:`spark_queue.store.floor.housekeeping`);
 - ``create_topics_on_publish`` (``0``: a publish to a missing topic is refused) and
   ``creating_topic`` (the topic being created when asked, while that is off; only inside
   the creating transaction): :mod:`spark_queue.store.streams.topic_creation`;

@@ -2,7 +2,8 @@
 
 Two Litestreams on one store share its local LTX directory: one or both die ("rename ltx
 file"), or both live and the end readers see moves backwards (issue 58, point 4). So a
-replicator holds a lease for as long as it runs:
+replicator holds a lease for as long as it runs, the kernel lock of
+:mod:`spark_queue.store.file.lease` (which says why it is no timed lease):
 
 - **the lock**: an exclusive ``flock`` on ``STORE-replicator.lock`` (mode 0600), held on
   an open file the replicator shares with its Litestream only (the one child that must
@@ -25,8 +26,6 @@ A store is local to one machine (SQLite's WAL needs one host), so the lock is to
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import os
 import socket
 import time
@@ -35,7 +34,7 @@ from typing import NamedTuple
 import apsw
 
 from spark_queue.errors import ReplicatorRunningError, SparkQueueError
-from spark_queue.store.file import meta
+from spark_queue.store.file import lease, meta
 from spark_queue.store.file.connection import StoreConnection, now_ms
 from spark_queue.times import format_time_ms
 
@@ -58,7 +57,7 @@ class ReplicatorRecord(NamedTuple):
     since_ms: int
 
     def describe(self) -> str:
-        return f"process {self.pid} on host {self.host!r} since {format_time_ms(self.since_ms)}"
+        return lease.describe_process(self.pid, self.host, self.since_ms)
 
 
 class GaveUp(NamedTuple):
@@ -79,36 +78,9 @@ def lock_path(store_path: str) -> str:
     return f"{os.path.abspath(store_path)}-replicator.lock"
 
 
-def _open_lock(store_path: str) -> int:
-    # O_CLOEXEC (Python's default): Litestream, the child, never inherits the lock.
-    return os.open(lock_path(store_path), os.O_CREAT | os.O_RDWR, 0o600)
-
-
-def _try_lock(fd: int, how: int) -> bool:
-    try:
-        fcntl.flock(fd, how | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            return False
-        raise
-
-
 def replicator_running(store_path: str) -> bool:
     """Whether a replicator holds the store's lock now (no lock file: none ever ran)."""
-    try:
-        fd = os.open(lock_path(store_path), os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    except PermissionError:
-        return True  # another user's replicator: it cannot be asked, so nothing is claimed
-    try:
-        if _try_lock(fd, fcntl.LOCK_SH):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        return True
-    finally:
-        os.close(fd)
+    return lease.lock_held(lock_path(store_path))
 
 
 class ReplicatorLease:
@@ -122,10 +94,10 @@ class ReplicatorLease:
     def take(self) -> ReplicatorRecord:
         """Take the lock and record this process as the store's replicator (clearing an
         earlier one's ``gave up``); ReplicatorRunningError naming the holder if one runs."""
-        fd = _open_lock(self.file.path)
+        fd = lease.open_lock(lock_path(self.file.path))
         try:
             started = time.monotonic()
-            while not _try_lock(fd, fcntl.LOCK_EX):
+            while not lease.try_lock(fd):
                 waited = time.monotonic() - started
                 if waited >= TAKE_RETRY_S:
                     with self.file.read() as conn:

@@ -34,10 +34,10 @@ from typing import Any, Unpack
 from spark_queue import defaults
 from spark_queue.errors import StoreError
 from spark_queue.job_options import JobOptions
-from spark_queue.store import housekeeping
 from spark_queue.store.file.arguments import check_int, check_optional_int
 from spark_queue.store.file.codec import TEXT, Encoded, encode_headers, encode_key, encode_value
 from spark_queue.store.file.names import validate_name
+from spark_queue.store.floor import housekeeping
 from spark_queue.store.producers.producer_batch import EVENT, JOB, BatchWriter
 from spark_queue.store.producers.producer_queue import CallQueue
 from spark_queue.store.producers.producer_replies import Ack, Reply

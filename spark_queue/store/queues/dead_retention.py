@@ -1,5 +1,5 @@
 """Dead-letter retention: each queue's ``dead_retention_ms`` (age) and ``dead_retention_rows``
-(count), applied by housekeeping (:mod:`spark_queue.store.housekeeping`) in steps of at
+(count), applied by housekeeping (:mod:`spark_queue.store.floor.housekeeping`) in steps of at
 most ``STEP_ROWS`` rows and ``STEP_BYTES`` bytes, oldest first. A queue with neither keeps
 its dead letters until someone requeues or purges them; a queue whose setting another
 SQLite client wrote against the rule is skipped and named in ``problems``."""

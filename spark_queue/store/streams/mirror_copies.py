@@ -99,7 +99,7 @@ class MirrorCopies:
         check the lease, read the bounds, fix the shift (the earliest offset unless recorded)
         and save the hold at the earliest offset, so nothing it may lack can go."""
         with self.file.write() as conn:
-            mirror_lease.check_lease(conn, self.hold, self.me, renew=True)
+            mirror_lease.check_lease(conn, self.hold, self.me)
             tid, created_ms = _topic_row(conn, topic)
             earliest, latest = bounds_of(conn, tid)
             recorded = mirrors.shift(conn, topic)
@@ -177,7 +177,7 @@ class MirrorCopies:
         what readers see (a copy ahead of a store restored with an older mark holds back
         retention a little longer; where the copy goes on is Kafka's end, not the hold)."""
         with self.file.write() as conn:
-            mirror_lease.check_lease(conn, self.hold, self.me, renew=True)
+            mirror_lease.check_lease(conn, self.hold, self.me)
             for mark, offset in positions:
                 if _find(conn, mark.topic) is None:
                     continue

@@ -85,7 +85,7 @@ class OnePublisher:
             return log.schema.quarantined.pop()
         return end - 1
 
-    # -- inside a transaction the caller holds (spark_queue/store/transaction.py) --------
+    # -- inside a transaction the caller holds (spark_queue/store/floor/transaction.py) --------
     def publish_in(
         self, conn: apsw.Connection, topic: str, value: Any, key: str | bytes | None,
         headers: Mapping[str, str] | None, timestamp_ms: int | None,

@@ -102,8 +102,8 @@ def delete(conn: apsw.Connection, topic: str) -> TopicDeleted:
     """Remove ``topic``, its events and its consumers' saved offsets.
 
     Sink-ledger entries stay: they are keyed by sink id, not by topic (see
-    :mod:`~spark_queue.store.sinks`), so a sink that wrote here and keeps its id skips the batch
-    ids it committed before, even into a topic of the same name created anew.
+    :mod:`~spark_queue.store.floor.sinks`), so a sink that wrote here and keeps its id skips
+    the batch ids it committed before, even into a topic of the same name created anew.
     """
     tid = topic_id(conn, topic)
     earliest, latest = bounds_of(conn, tid)

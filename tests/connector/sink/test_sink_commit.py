@@ -11,7 +11,8 @@ import pytest
 from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import BYTES, TEXT, SinkLayout
 from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
-from spark_queue.store import Store, sinks
+from spark_queue.store import Store
+from spark_queue.store.floor import sinks
 
 ROWS = 1_000_000
 

@@ -15,7 +15,8 @@ from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import TEXT, SinkLayout
 from spark_queue.connector.sink.writers import SqliteQueueBatchWriter, SqliteQueueStreamWriter
 from spark_queue.errors import StoreRewoundError
-from spark_queue.store import Store, backup_file, sinks
+from spark_queue.store import Store, backup_file
+from spark_queue.store.floor import sinks
 
 QUERY = "3f2c9a1e-8d4b-4c1a-9e0f-5b6d7c8e9f01"  # a streaming query id: the sink's id
 

@@ -17,8 +17,8 @@ import pytest
 from spark_queue import defaults
 from spark_queue.errors import ReplicationTimeoutError
 from spark_queue.store import Producer, ReplicaCycles, Store, replica_status
+from spark_queue.store.floor.sinks import QueueRows
 from spark_queue.store.queues.queue_jobs import NewJob
-from spark_queue.store.sinks import QueueRows
 from spark_queue.worker import Worker, WorkerJob
 
 WAIT_MS = 300

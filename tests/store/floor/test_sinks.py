@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from spark_queue.errors import InvalidNameError, OffsetRangeError, PayloadError
-from spark_queue.store import sinks
 from spark_queue.store.file.codec import BYTES, JSON, TEXT
+from spark_queue.store.floor import sinks
 from spark_queue.store.streams import topic_log
 
 

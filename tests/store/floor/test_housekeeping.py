@@ -86,7 +86,7 @@ def test_the_interval_is_a_store_setting_and_zero_switches_self_applied_runs_off
     keeper = Housekeeper(store.path, check_every_s=0.01).start()
     try:
         with Store(store.path) as other:  # a check of its own: not due while off
-            from spark_queue.store.housekeeping import run_housekeeping
+            from spark_queue.store.floor.housekeeping import run_housekeeping
 
             assert run_housekeeping(other.file, due_only=True) is None
     finally:
@@ -114,7 +114,7 @@ def test_a_housekeeper_applies_retention_with_no_command(store):
 HOLD_LEASE_AND_HANG = """
 import sys, time
 from spark_queue.store import Store
-from spark_queue.store import housekeeping
+from spark_queue.store.floor import housekeeping
 with Store(sys.argv[1]) as store:
     with store.write() as conn:
         assert housekeeping._take_lease(conn, "doomed", int(sys.argv[2]))
@@ -199,7 +199,7 @@ def shift_last_run(store, by_ms):
 
 def test_a_run_recorded_while_the_clock_was_a_day_ahead_does_not_stop_housekeeping(store):
     from spark_queue.metrics import render
-    from spark_queue.store.housekeeping import run_housekeeping
+    from spark_queue.store.floor.housekeeping import run_housekeeping
 
     store.housekeeping.set_interval(1000)
     store.housekeeping.run()
@@ -271,7 +271,7 @@ def test_one_bad_row_is_reported_and_skipped_and_the_run_goes_on(store):
 def test_the_due_check_is_a_read_that_never_waits_for_a_writer(store):
     """Every process checks every 5 s whether a run is due: a BEGIN IMMEDIATE made each
     of them (a Spark source too) a writer waiting behind long writers."""
-    from spark_queue.store.housekeeping import run_housekeeping
+    from spark_queue.store.floor.housekeeping import run_housekeeping
 
     store.housekeeping.run()  # just ran: the next is due in 30 s
     with Store(store.path, busy_timeout_ms=50) as checker, Store(store.path) as writer:

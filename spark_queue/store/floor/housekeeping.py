@@ -14,15 +14,17 @@ skipped and named in the run's ``problems``; the rest of the run goes on.
   :data:`spark_queue.setting_table.STORE_SETTING`; 0 switches self-applied housekeeping
   off). Checking it is one read transaction (two meta rows and the lease); only a
   due run writes.
-- **The clock**: a recorded run start or lease renewal more than
+- **The clock**: a recorded run start more than
   :data:`~spark_queue.defaults.CLOCK_SKEW_MS` in the future was written by a clock that
-  was ahead and has been set back: it is stale (the run is due, the lease free), so a
-  clock set back delays housekeeping by that bound at most.
-- **Who**: one process at a time, the holder of a lease (meta key ``housekeeping_lease``:
-  holder and expiry) taken in a short write transaction and renewed in every step's
+  was ahead and has been set back: it is stale (the run is due), so a clock set back
+  delays housekeeping by that bound at most (the lease's rule says the same of a lease).
+- **Who**: one process at a time, the holder of a timed lease (meta key
+  ``housekeeping_lease``, :mod:`spark_queue.store.file.lease`: its row and its one
+  staleness rule) taken in a short write transaction and renewed in every step's
   transaction; a holder killed mid-run stops renewing, and its lease runs out after
   ``lease_ms``. The lease saves work, it guards nothing: two runs at once would only
-  delete the same prefixes in turn.
+  delete the same prefixes in turn. So its rows record no process, and a killed holder's
+  run is waited out rather than taken over at once.
 - **The WAL**: every connection sets ``journal_size_limit``
   (:data:`spark_queue.defaults.WAL_LIMIT_BYTES`, :mod:`spark_queue.store.file.connection`),
   so a WAL that was checkpointed to its end is cut back to that size by the next write;
@@ -59,7 +61,7 @@ from spark_queue.errors import (
     StoreNotFoundError,
 )
 from spark_queue.setting_table import STORE_SETTING
-from spark_queue.store.file import meta, replica_mark
+from spark_queue.store.file import lease, meta, replica_mark
 from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.connection import (
     HasStoreConnection,
@@ -81,6 +83,7 @@ _LAST_RUN_KEY = meta.HOUSEKEEPING_LAST_RUN_KEY
 _LEASE_KEY = meta.HOUSEKEEPING_LEASE
 #: How long a lease lasts unless renewed: a killed holder delays the next run by this.
 LEASE_MS = 60_000
+_KIND = lease.LeaseKind(LEASE_MS)
 # How often a Housekeeper looks whether a run is due (one read of two meta rows).
 _CHECK_EVERY_S = 5.0
 
@@ -147,11 +150,10 @@ def set_interval(conn: apsw.Connection, value_ms: int) -> None:
 
 def status(conn: apsw.Connection) -> HousekeepingStatus:
     """The setting, the last run and the lease, in the caller's read transaction."""
-    lease = meta.get_json(conn, _LEASE_KEY)
+    held = lease.holder_of(conn, _KIND, _LEASE_KEY)
     return HousekeepingStatus(
         interval_ms(conn), _last_run(conn),
-        None if lease is None else str(lease.get("holder")),
-        None if lease is None else _int(lease.get("until_ms")),
+        None if held is None else held.name, None if held is None else held.until_ms,
     )
 
 
@@ -236,7 +238,7 @@ def run_housekeeping(
     with file.write() as conn:
         if _take_lease(conn, holder, lease_ms):
             meta.put_json(conn, _LAST_RUN_KEY, _run_json(run))
-            meta.drop(conn, _LEASE_KEY)
+            lease.give_back(conn, _KIND, _LEASE_KEY, _me(holder, lease_ms))
     if deleted or dead or expired or held:
         log.info("housekeeping: %d events, %d dead letters, %d expired jobs deleted%s",
                  deleted, dead, expired,
@@ -390,30 +392,18 @@ def _due(conn: apsw.Connection, now: int) -> bool:
     return now - started >= every or started > now + defaults.CLOCK_SKEW_MS
 
 
+def _me(holder: str, lease_ms: int) -> lease.Holder:
+    return lease.new_claim(_KIND, name=holder, lease_ms=lease_ms, record_process=False)
+
+
 def _held_by_another(conn: apsw.Connection, holder: str, now: int) -> bool:
-    """Whether a live lease of another holder stands: not run out, and not written by a
-    clock that was ahead (renewed more than CLOCK_SKEW_MS in the future; a lease without
-    its renewal time, beyond the longest lease plus the bound)."""
-    lease = meta.get_json(conn, _LEASE_KEY)
-    if lease is None or lease.get("holder") == holder:
-        return False
-    until = _int(lease.get("until_ms"))
-    renewed = lease.get("renewed_ms")
-    if renewed is None:
-        stale = until > now + LEASE_MS + defaults.CLOCK_SKEW_MS
-    else:
-        stale = _int(renewed) > now + defaults.CLOCK_SKEW_MS
-    return until > now and not stale
+    """Whether another holder's live lease stands (caller's snapshot)."""
+    return lease.live_other(conn, _KIND, _LEASE_KEY, _me(holder, LEASE_MS), now) is not None
 
 
 def _take_lease(conn: apsw.Connection, holder: str, lease_ms: int) -> bool:
     """Take or renew the lease in the caller's write transaction; False if another holds it."""
-    now = now_ms()
-    if _held_by_another(conn, holder, now):
-        return False
-    lease = {"holder": holder, "until_ms": now + lease_ms, "renewed_ms": now}
-    meta.put_json(conn, _LEASE_KEY, lease)
-    return True
+    return lease.acquire(conn, _KIND, _LEASE_KEY, _me(holder, lease_ms)).name == holder
 
 
 def _int(value: Any) -> int:
