@@ -144,7 +144,7 @@ class _SinkWriter:
             encoded = encode_batch(batch, self.layout, objects)
             if fit:  # once a row fails, the commit checks the message (and words the error)
                 assert self.schema is not None
-                fit = self.schema.all_fit(encoded.column("value").to_pylist(), objects)
+                fit = self.schema.all_fit(encoded.column("value"), objects)
             if writer is None:
                 sink = pa.BufferOutputStream()
                 writer = pa.ipc.new_stream(sink, encoded.schema, options=_ipc_options(encoded))

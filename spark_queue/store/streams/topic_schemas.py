@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import apsw
+import pyarrow as pa
 
 from spark_queue.errors import (
     ArgumentError,
@@ -48,15 +49,19 @@ class TopicSchema(NamedTuple):
         registry (:mod:`~spark_queue.store.streams.schema_json`)."""
         return schema_json.json_schema(self.ddl, self.topic)
 
-    def all_fit(self, values: Sequence[Any], objects: Sequence[Any] | None = None) -> bool:
+    def all_fit(self, values: Sequence[Any] | pa.Array | pa.ChunkedArray,
+                objects: Sequence[Any] | None = None) -> bool:
         """Whether every stored-form value fits this version: the check ``write_events``
         runs, for a writer that checks where it encodes (the Spark sink's executors) and
         marks its chunk :meth:`checked` so the commit need not check it again. ``objects``:
         the Python objects the values were encoded from with the store's codec, one each,
-        read as given when they can be (``ValueCheck.fits_objects``)."""
+        read as given when they can be (``ValueCheck.fits_objects``); an Arrow ``values``
+        is read into Python only when they cannot."""
         check = _compiled(self.ddl)
         if objects and check.fits_objects(objects):
             return True
+        if isinstance(values, pa.Array | pa.ChunkedArray):
+            values = values.to_pylist()
         problem = check.problem
         return all(problem(value) is None for value in values)
 
