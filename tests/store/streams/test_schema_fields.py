@@ -10,6 +10,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spark_queue.errors import SchemaDdlError
 from spark_queue.store import Store
@@ -76,6 +78,52 @@ def test_the_python_check_gives_each_verdict():
     assert check.problem(None) is None  # a tombstone is not checked
     assert check.problem(b'{"device":"a"}') is None
     assert "not JSON text" in check.problem(b"\xff{}")
+
+
+# JSON-like values near the schema's fields: right and wrong types, nulls, missing keys,
+# edge numbers, formatted and unformatted strings, nested objects and arrays.
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(-2 ** 64, 2 ** 64), st.sampled_from(
+        [-129, -128, 127, 128, 999.99, 1000, 1000.5, 1.5, 0.0, 2 ** 31, 1714564800]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["a", "2024-05-01", "2024-05-01T12:00", "2024-05-01 12:00:00Z", "x1"]))
+_JSONISH = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["id", "zone", "v", "k", "q"]), inner, max_size=3)),
+    max_leaves=8)
+_NAMES = ["device", "temp", "n", "small", "d", "ts", "day", "ok", "site", "tags", "rs", "m"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.dictionaries(st.sampled_from(_NAMES), _JSONISH, max_size=len(_NAMES)))
+def test_the_quick_walk_never_vouches_for_a_value_the_verdict_refuses(value):
+    # The quick walk (_SurePlan) answers "fits" or "not sure"; the wording walk decides.
+    check = ValueCheck(flatten(parse_schema(DDL)))
+    if check._sure_plan.fits(value):
+        assert check._word(value) is None, value
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(_NAMES), _JSONISH, max_size=len(_NAMES)),
+                min_size=1, max_size=12))
+def test_the_column_check_never_vouches_for_a_batch_with_a_value_the_verdict_refuses(values):
+    # The check of many values at once (_ColumnPlan), a column per row: "fits" or "not sure".
+    check = ValueCheck(flatten(parse_schema(DDL)))
+    if check._column_plan.fits(values):
+        assert all(check._word(value) is None for value in values), values
+
+
+def test_the_quick_walk_vouches_for_the_values_that_fit():
+    # Otherwise it saves nothing: every fitting case is answered without the wording walk.
+    check = ValueCheck(flatten(parse_schema(DDL)))
+    for value, named in CASES:
+        parsed = json.loads(value) if named is None else None
+        if type(parsed) is dict:
+            assert check._sure_plan.fits(parsed), value
+            assert check._column_plan.fits([parsed] * 20), value
+    fitting = [json.loads(value) for value, named in CASES if named is None]
+    assert check._column_plan.fits([v for v in fitting if type(v) is dict])
+    assert check.fits_objects([v for v in fitting if type(v) is dict] * 2)
 
 
 def test_the_trigger_gives_the_python_checks_verdict_through_the_stdlib_sqlite3(tmp_path):
