@@ -29,7 +29,7 @@ from spark_queue.connector import compat
 from spark_queue.connector.offset_json import SourceOffset
 from spark_queue.connector.source.admission import ALL_AVAILABLE, Limits
 from spark_queue.connector.source.batch_planner import SourcePlanner, read_bounds
-from spark_queue.connector.source.offsets import open_source_store, subscribed_bounds
+from spark_queue.connector.source.offsets import KeptStore, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.source_options import SourceOptions
@@ -51,6 +51,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         # partitions(start, end) Spark plans (on restart Spark plans the empty
         # range at its checkpointed offset first: AcceptsLatestSeenOffset).
         self._position: SourceOffset | None = None
+        self._store = KeptStore(options)
 
     # -- offsets (driver) --------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -83,8 +84,7 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         else:
             begin = SourceOffset.from_spark(start)
         first = self._planner.planning(begin)
-        store = open_source_store(self.options)
-        try:
+        with self._store.use() as store:
             with store.snapshot():
                 if self.options.value_schema_versions:  # valueSchema=topic
                     check_unchanged(store, self.options)
@@ -92,8 +92,6 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
                 plan = self._planner.next_batch(store, identity, bounds, begin,
                                                 self._limits(limit), first)
             self._planner.record(store, plan)  # durable before Spark logs it
-        finally:
-            store.close()
         # No batch now: ``start`` back as Spark gave it, which Spark compares by its text.
         return plan.end.to_spark() if plan.runs or start is None else start
 
@@ -123,14 +121,10 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         stop = SourceOffset.from_spark(end)
         self._position = stop
         self._planner.query.planned(begin, stop)
-        store = open_source_store(self.options)
-        try:
-            with store.snapshot():
-                bounds = subscribed_bounds(store, self.options)
-                first, last = self._planner.checked_range(store, begin, stop, bounds)
-                return plan_partitions(store, self.options, self.schema, first, last, bounds)
-        finally:
-            store.close()
+        with self._store.use() as store, store.snapshot():
+            bounds = subscribed_bounds(store, self.options)
+            first, last = self._planner.checked_range(store, begin, stop, bounds)
+            return plan_partitions(store, self.options, self.schema, first, last, bounds)
 
     def commit(self, end: dict[str, Any]) -> None:
         self._planner.query.committed(SourceOffset.from_spark(end))
