@@ -395,7 +395,7 @@ class SqliteQueueDataSource(DataSource):
         if options.value_schema == "topic":  # the versions its columns come from
             from spark_queue.connector.source.topic_columns import declared
 
-            options = declared(options)[1]
+            options = declared(options, schema.simpleString())[1]
         if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
             log.warning(
                 "%s source on pyspark %s: a Trigger.AvailableNow or once run of a Python source "

@@ -23,12 +23,18 @@ if TYPE_CHECKING:
     from spark_queue.store import Store, TopicSchema
 
 
-def declared(options: SourceOptions) -> tuple[str, SourceOptions]:
-    """The subscribed topics' DDL, and ``options`` carrying each topic's version."""
+def declared(options: SourceOptions, columns: str | None = None) -> tuple[str, SourceOptions]:
+    """The subscribed topics' DDL, and ``options`` carrying each topic's version: the newest,
+    or with ``columns`` (the read's ``StructType.simpleString()``, as ``load()`` took them)
+    the newest version whose columns those are. A stream starts after its ``load()``; a
+    version set in between must not be taken for the one its columns came from, or its
+    events would be read in the older columns (tests/end_to_end/test_schema_follow.py)."""
     store = open_source_store(options)
     try:
         with store.snapshot():
             schemas = _schemas(store, options)
+            if columns is not None:
+                schemas = {t: _version_of(store, s, columns) for t, s in schemas.items()}
     finally:
         store.close()
     ddls = {s.ddl for s in schemas.values()}
@@ -60,6 +66,13 @@ def _schemas(store: Store, options: SourceOptions) -> dict[str, TopicSchema]:
                 "'DDL'`), or read with .schema(...) or valueSchema=kafka.")
         found[topic] = schema
     return found
+
+
+def _version_of(store: Store, newest: TopicSchema, columns: str) -> TopicSchema:
+    if newest.simple_string() == columns:
+        return newest
+    older = [s for s in store.topic(newest.topic).schema_history() if s.simple_string() == columns]
+    return older[-1] if older else newest
 
 
 def columns_end(store: Store, options: SourceOptions, start: dict[str, int]) -> dict[str, int]:

@@ -68,6 +68,20 @@ def test_a_batch_ends_where_the_schema_changes_and_the_next_fails_naming_both_ve
     reader.stop()
 
 
+def test_a_version_set_between_load_and_start_is_not_taken_for_the_columns_loaded(
+        declared, store_path):
+    loaded = source(store_path, valueSchema="topic")  # load(): version 1's columns
+    declared.topic("t").set_schema(DDL + ", site STRING")
+    declared.publish("t", {"device": "c", "site": "roof"})
+    reader = loaded.streamReader(COLUMNS)  # start(): Spark hands back the columns loaded
+    assert reader.options.value_schema_versions == (("t", 1),)
+    positions, end = plan(reader, reader.initialOffset())
+    assert positions == {"t": 2}
+    with pytest.raises(SchemaChangedError, match=r"topic=t from=1 to=2 compatibility=backward"):
+        plan(reader, end)
+    reader.stop()
+
+
 def test_the_boundary_holds_under_row_limits_and_a_version_of_the_same_columns(
         declared, store_path):
     reader = stream_reader(store_path, "throughput", maxRowsPerTrigger=1)
