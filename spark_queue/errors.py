@@ -8,6 +8,9 @@ each names what was wrong, the value, and what to do.
 
 from __future__ import annotations
 
+import re
+from typing import NamedTuple
+
 
 class SparkQueueError(Exception):
     """Base class of every error raised by spark_queue."""
@@ -103,7 +106,46 @@ class SchemaCompatibilityError(ArgumentError):
 
 class SchemaChangedError(SparkQueueError, ValueError):
     """A topic's schema changed under a query that reads it with ``valueSchema=topic``; the
-    message names both versions."""
+    message names both versions, and starts with :meth:`marker`, which :meth:`change_in`
+    reads back out of any text that holds it (Spark wraps the error in its own, so a
+    supervisor has the text only: ``spark_queue.spark.follow_schema``)."""
+
+    # Stable across releases: supervisors match it in StreamingQueryException's text.
+    _MARKER = re.compile(
+        r"\[sqliteq-schema-changed topic=([A-Za-z0-9_.\-]+) from=(\d+) to=(\d+) "
+        r"compatibility=(backward|none)\]")
+
+    @staticmethod
+    def marker(change: SchemaChange) -> str:
+        """The tag a message starts with: ``[sqliteq-schema-changed topic=t from=1 to=2
+        compatibility=backward]``."""
+        return (f"[sqliteq-schema-changed topic={change.topic} from={change.from_version} "
+                f"to={change.to_version} compatibility={change.compatibility}]")
+
+    @classmethod
+    def change_in(cls, text: str) -> SchemaChange | None:
+        """The change a :meth:`marker` in ``text`` names, or None where it holds none."""
+        found = cls._MARKER.search(text)
+        if found is None:
+            return None
+        topic, old, new, compatibility = found.groups()
+        return SchemaChange(topic, int(old), int(new), compatibility)
+
+
+class SchemaChange(NamedTuple):
+    """A topic's schema moving under a query: from the version it reads to the first newer
+    one with other columns; ``compatibility`` is ``backward`` when every newer version was
+    checked backward compatible when set (events of every version read in the newest
+    version's columns), ``none`` otherwise."""
+
+    topic: str
+    from_version: int
+    to_version: int
+    compatibility: str
+
+    @property
+    def backward(self) -> bool:
+        return self.compatibility == "backward"
 
 
 class OffsetRangeError(ArgumentError):

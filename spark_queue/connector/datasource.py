@@ -152,10 +152,11 @@ class SqliteQueueDataSource(DataSource):
       (or the ``.schema(...)`` given); ``topic`` makes the columns those the
       subscribed topic declared (``store.topic(name).set_schema(ddl)``,
       docs/schemas.md), each value parsed into them as a user schema is, so
-      ``load()`` needs no ``.schema(...)``. A stream fails with
-      ``SchemaChangedError`` naming both versions once the topic's schema
-      changes under it; restarting from the same checkpoint reads the new
-      columns.
+      ``load()`` needs no ``.schema(...)``. Once the topic's schema changes
+      under a stream, its batches end where the new version starts and the
+      next fails with ``SchemaChangedError`` naming both versions and whether
+      the change is backward compatible; restarting from the same checkpoint
+      reads the new columns (``spark_queue.spark.follow_schema`` restarts it).
     - ``mode`` (default ``FAILFAST``) and ``columnNameOfCorruptRecord``
       (default ``_corrupt_record``), for user schemas: see below.
     - ``rowsPerPartition`` and ``minPartitions`` (default 1): a range is
@@ -394,7 +395,7 @@ class SqliteQueueDataSource(DataSource):
         if options.value_schema == "topic":  # the versions its columns come from
             from spark_queue.connector.source.topic_columns import declared
 
-            options = declared(options)[1]
+            options = declared(options, schema.simpleString())[1]
         if not compat.HAS_ADMISSION_CONTROL and options.max_rows_per_trigger is not None:
             log.warning(
                 "%s source on pyspark %s: a Trigger.AvailableNow or once run of a Python source "

@@ -13,6 +13,8 @@ This package imports pyspark (it sits above the connector, beside the demo);
   the driver's disk (checkpoints beside the store, the store itself).
 - :func:`run_available_now`: a ``Trigger.AvailableNow`` run that drains the
   backlog in bounded micro-batches on every supported Spark version.
+- :func:`follow_schema`: a ``valueSchema=topic`` stream started again, from its checkpoint,
+  at each backward-compatible change of its topic's schema, so it takes the new columns.
 - :func:`raise_if_torn`: for a query started by hand, turn its failure on a checkpoint a
   power cut tore into an error naming the repair command (``run_available_now`` does).
 - :func:`read_paths`: which read (compiled or Python, and why) the executors run.
@@ -35,6 +37,8 @@ _LAZY = {
     "replicate_store": "spark_queue.spark.notebooks",
     "run_available_now": "spark_queue.spark.available_now",
     "AvailableNowRun": "spark_queue.spark.available_now",
+    "follow_schema": "spark_queue.spark.schema_follow",
+    "SchemaFollow": "spark_queue.spark.schema_follow",
     "raise_if_torn": "spark_queue.spark.torn_checkpoint",
     "read_paths": "spark_queue.spark.executor_reads",
 }

@@ -29,6 +29,7 @@ from spark_queue.connector.source.offsets import (
 )
 from spark_queue.connector.source.query_position import QueryPosition
 from spark_queue.connector.source.source_options import SourceOptions
+from spark_queue.connector.source.topic_columns import columns_end
 from spark_queue.errors import StoreBusyError
 
 if TYPE_CHECKING:
@@ -126,11 +127,17 @@ class SourcePlanner:
         end this query recorded for ``start`` when it plans a batch again
         (:mod:`~spark_queue.connector.source.batch_plans`). ``start`` is checked first:
         offsets of another store file, or of a history the store no longer holds, are
-        refused (:class:`HistoryGuard`). Caller holds one snapshot of ``store``; then
-        :meth:`record` s the plan outside it."""
+        refused (:class:`HistoryGuard`); with ``valueSchema=topic`` the batch ends where a
+        topic's columns change (:func:`~spark_queue.connector.source.topic_columns.columns_end`).
+        Caller holds one snapshot of ``store``; then :meth:`record` s the plan outside it."""
         self.missing.note(self.options, bounds, store)
         planned, kept = self.history.plan_from(store, identity, start, bounds)
+        # valueSchema=topic: no batch reads events of a newer schema version in the old
+        # columns; one starting at the change raises (tests/connector/source/
+        # test_topic_columns.py).
+        ends = columns_end(store, self.options, planned)
         end = self.admission.next_end(planned, bounds, limits)
+        end = {t: min(o, ends[t]) if t in ends else o for t, o in end.items()}
         # A batch Spark plans again (its offsets/N torn by a power cut) covers what it covered.
         end = replanned_end(store, self.options, start, planned, bounds, first) or end
         if end == start.positions:

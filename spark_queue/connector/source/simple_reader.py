@@ -48,7 +48,6 @@ from spark_queue.connector.source.partition_planner import planned_ranges
 from spark_queue.connector.source.partition_reader import ranges_batches
 from spark_queue.connector.source.read_shape import read_shape
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.topic_columns import check_unchanged
 from spark_queue.errors import StoreError
 
 if TYPE_CHECKING:
@@ -92,8 +91,6 @@ class SqliteQueueSimpleStreamReader(
         try:
             bounds = self._bounds()
             assert self._identity is not None and self._store is not None, "_bounds() read it"
-            if self.options.value_schema_versions:  # valueSchema=topic
-                check_unchanged(self._store, self.options)
             plan = self._planner.next_batch(self._store, self._identity, bounds, begin,
                                             Limits.of(self.options), first)
             if not plan.runs:

@@ -176,8 +176,9 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
     Option("valueSchema", choice(VALUE_SCHEMAS), default="kafka", doc_default="kafka",
            doc="`kafka`: Kafka's columns unless `.schema(...)` names others; `topic`: the "
            "columns the topic declared ([Topic schemas](schemas.md)), each value parsed into "
-           "them as `.schema(...)` would; a query fails naming both versions when the "
-           "schema changes under it"),
+           "them as `.schema(...)` would; a query's batches end where the schema changes "
+           "and it fails naming both versions (`spark_queue.spark.follow_schema` restarts "
+           "it in the new columns)"),
     Option("mode", choice(MODES, upper=True), default="FAILFAST", doc_default="FAILFAST",
            doc="user schemas: `FAILFAST` fails on a malformed value naming topic and offset; "
            "`PERMISSIVE` gives nulls"),

@@ -33,7 +33,6 @@ from spark_queue.connector.source.offsets import KeptStore, subscribed_bounds
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
 from spark_queue.connector.source.source_options import SourceOptions
-from spark_queue.connector.source.topic_columns import check_unchanged
 
 
 class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvailableNow):
@@ -86,8 +85,6 @@ class SqliteQueueStreamReader(DataSourceStreamReader, compat.SupportsTriggerAvai
         first = self._planner.planning(begin)
         with self._store.use() as store:
             with store.snapshot():
-                if self.options.value_schema_versions:  # valueSchema=topic
-                    check_unchanged(store, self.options)
                 identity, bounds = store_id(store), subscribed_bounds(store, self.options)
                 plan = self._planner.next_batch(store, identity, bounds, begin,
                                                 self._limits(limit), first)

@@ -42,6 +42,18 @@ class SqlType:
             return f"MAP<STRING, {self.element.ddl()}>"
         return self.name
 
+    def simple(self) -> str:
+        """As Spark's ``DataType.simpleString()`` writes it (``struct<id:int,n:array<int>>``)."""
+        if self.name == "DECIMAL":
+            return f"decimal({self.precision},{self.scale})"
+        if self.name == "STRUCT":
+            return "struct<" + ",".join(f"{f.name}:{f.type.simple()}" for f in self.fields) + ">"
+        if self.name in ("ARRAY", "MAP"):
+            assert self.element is not None
+            inner = self.element.simple()
+            return f"array<{inner}>" if self.name == "ARRAY" else f"map<string,{inner}>"
+        return self.name.lower()
+
 
 @dataclass(frozen=True, slots=True)
 class Field:
@@ -70,6 +82,11 @@ class Schema:
     def ddl(self) -> str:
         """The canonical DDL (Spark's ``StructType.fromDDL`` and ``.schema()`` read it)."""
         return ", ".join(f.ddl() for f in self.fields)
+
+    def simple(self) -> str:
+        """The columns as Spark's ``StructType.simpleString()`` writes them (no nullability,
+        no comments)."""
+        return SqlType("STRUCT", fields=self.fields).simple()
 
 
 _SCALARS = {

@@ -65,6 +65,12 @@ class TopicSchema(NamedTuple):
         problem = check.problem
         return all(problem(value) is None for value in values)
 
+    def simple_string(self) -> str:
+        """This version's columns as Spark's ``StructType.simpleString()`` writes them
+        (``struct<device:string,temp:double>``): a reader tells by it which version a
+        DataFrame's columns came from, without pyspark here."""
+        return parse_schema(self.ddl).simple()
+
     @property
     def checked(self) -> CheckedAgainst:
         """The mark of a chunk whose values :meth:`all_fit` this version."""
