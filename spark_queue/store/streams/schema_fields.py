@@ -402,15 +402,22 @@ class _SurePlan:
                     return False
         for container, holder_type, parent, key, accept, lo, hi, matches in self.elements:
             held = _at(value, container)
-            if type(held) is not holder_type:
-                continue  # null, missing or of another type: the container's row decides
-            for item in held if holder_type is list else held.values():
+            # null, missing or of another type: the container's row decides
+            items: Any
+            if type(held) is list and holder_type is list:
+                items = held
+            elif type(held) is dict and holder_type is dict:
+                items = held.values()
+            else:
+                continue
+            for item in items:
+                here: Any = item
                 if key:
                     inner = _at(item, parent) if parent else item
                     if type(inner) is not dict:
                         continue  # as for a struct above
-                    item = inner.get(key, _ABSENT)
-                if not _sure(item, accept, lo, hi, matches):
+                    here = inner.get(key, _ABSENT)
+                if not _sure(here, accept, lo, hi, matches):
                     return False
         return True
 
@@ -432,7 +439,7 @@ class _ColumnPlan:
     __slots__ = ("rows",)
 
     def __init__(self, compiled: list[_Compiled]) -> None:
-        self.rows = [(c.container, c.row.container_type, c.keys,
+        self.rows: list[tuple[Any, ...]] = [(c.container, c.row.container_type, c.keys,
                       c.py_types if c.row.required else c.py_types | _NULLS, c.lo, c.hi,
                       c.matches) for c in compiled]
 
