@@ -5,7 +5,7 @@ compares offsets by their JSON text, so the order must be stable). A
 subscribed topic missing from a dict is at offset 0: topics created while a
 ``topicPattern`` (or a named topic created after start) query runs are read
 from their first event. The planning runs on the driver; executors call
-:func:`open_source_store` and :func:`effective_start` when they read a range.
+:func:`task_store` and :func:`effective_start` when they read a range.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -91,6 +92,43 @@ class KeptStore:
         store, self._store, self._file = self._store, None, None
         if store is not None:
             store.close()
+
+
+#: Stores an executor's Python worker keeps open between its tasks, most recent last.
+#: Spark reuses a worker for the next task (spark.python.worker.reuse, on by default), and
+#: each task opened its store and parsed the file's schema anew (the stream read's 0.84x
+#: against aa58b45; BENCHMARKS.md, "The house against the code before"). A few only:
+#: each holds a file open, and a test run reads hundreds of temporary stores.
+_IDLE: dict[str, KeptStore] = {}
+_IDLE_PID = os.getpid()
+_IDLE_MAX = 4
+_IDLE_LOCK = threading.Lock()
+# A forked child must never use, nor close, its parent's connections (SQLite's rule for
+# fork): they are kept here, referenced, until the child exits.
+_INHERITED: list[KeptStore] = []
+
+
+@contextlib.contextmanager
+def task_store(options: SourceOptions) -> Iterator[Store]:
+    """The store a task reads ``path`` on: one this process kept idle from an earlier task
+    if it still names the same file, else a new one. Held by this task alone while in use
+    (a second reader at once opens its own), kept for the next task when the use ends
+    cleanly, closed when it raised (:class:`KeptStore`)."""
+    global _IDLE_PID
+    with _IDLE_LOCK:
+        if os.getpid() != _IDLE_PID:
+            _INHERITED.extend(_IDLE.values())
+            _IDLE.clear()
+            _IDLE_PID = os.getpid()
+        kept = _IDLE.pop(options.path, None)
+    if kept is None:
+        kept = KeptStore(options)
+    with kept.use() as store:
+        yield store
+    with _IDLE_LOCK:
+        _IDLE[options.path] = kept
+        while len(_IDLE) > _IDLE_MAX:
+            _IDLE.pop(next(iter(_IDLE))).close()
 
 
 def check_path_exists(options: SourceOptions) -> None:

@@ -6,8 +6,8 @@ partition carries (:mod:`read_shape`; this module never imports the planner);
 :func:`range_batches` and :func:`ranges_batches` run wherever they are called
 (the stream readers call them on the driver to ship a micro-batch with the
 plan, on a connection they hold or open).
-Without a given store they open one inside the call and close it in
-``finally``; both read in chunks so memory stays bounded by
+Without a given store they read on the one this process keeps for its tasks
+(:func:`task_store`); both read in chunks so memory stays bounded by
 ``READ_CHUNK_ROWS`` rows per batch whatever the range size.
 """
 
@@ -23,7 +23,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from spark_queue.connector.compat import arrow_schema
-from spark_queue.connector.source.offsets import effective_start, open_source_store
+from spark_queue.connector.source.offsets import effective_start, task_store
 from spark_queue.connector.source.partitions import (
     RangesPartition,
     ShippedRangePartition,
@@ -95,17 +95,13 @@ def ranges_batches(
 ) -> Iterator[pa.RecordBatch]:
     """:func:`range_batches` of every ``{topic: (start, end)}``, topics in name order, on one
     connection (``store`` if given, else one opened for the call)."""
-    own = store is None and bool(ranges)
-    if own:
-        store = open_source_store(options)
-    try:
-        for topic in sorted(ranges):
-            start, end = ranges[topic]
-            yield from range_batches(options, schema, shape, topic, start, end, store,
-                                     chunk_rows)
-    finally:
-        if own and store is not None:
-            store.close()
+    if store is None and ranges:
+        with task_store(options) as held:
+            yield from ranges_batches(options, schema, shape, ranges, held, chunk_rows)
+        return
+    for topic in sorted(ranges):
+        start, end = ranges[topic]
+        yield from range_batches(options, schema, shape, topic, start, end, store, chunk_rows)
 
 
 def _output_batches(
@@ -162,30 +158,30 @@ def _store_tables(
     given: Store | None = None,
     chunk_rows: int = READ_CHUNK_ROWS,
 ) -> Iterator[pa.Table]:
-    store = given if given is not None else open_source_store(options)
-    try:
-        while start < end:
-            stop = min(start + chunk_rows, end)
-            table = store.read_arrow_payloads(topic, start, stop, shape.payload_format,
-                                              shape.include_headers)
-            got_first = table.column("offset")[0].as_py() if table.num_rows else end
-            if got_first != start:
-                # Retention removed the front of the range after it was planned.
-                earliest = store.topic(topic).earliest_offset()
-                resumed = effective_start(topic, start, earliest, options)
-                if resumed >= end:
-                    break
-                if resumed != start:
-                    start = resumed
-                    continue
-                raise DataLossError(  # pragma: no cover - dense offsets make this unreachable
-                    f"{FORMAT_NAME} source: topic {topic!r} offset {start} is missing."
-                )
-            yield table
-            start += table.num_rows
-    finally:
-        if given is None:
-            store.close()
+    if given is None:
+        with task_store(options) as held:
+            yield from _store_tables(options, shape, topic, start, end, held, chunk_rows)
+        return
+    store = given
+    while start < end:
+        stop = min(start + chunk_rows, end)
+        table = store.read_arrow_payloads(topic, start, stop, shape.payload_format,
+                                          shape.include_headers)
+        got_first = table.column("offset")[0].as_py() if table.num_rows else end
+        if got_first != start:
+            # Retention removed the front of the range after it was planned.
+            earliest = store.topic(topic).earliest_offset()
+            resumed = effective_start(topic, start, earliest, options)
+            if resumed >= end:
+                break
+            if resumed != start:
+                start = resumed
+                continue
+            raise DataLossError(  # pragma: no cover - dense offsets make this unreachable
+                f"{FORMAT_NAME} source: topic {topic!r} offset {start} is missing."
+            )
+        yield table
+        start += table.num_rows
 
 
 def _shipped_tables(partition: ShippedRangePartition) -> Iterator[pa.Table]:

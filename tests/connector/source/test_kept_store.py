@@ -99,3 +99,81 @@ def test_a_pickled_reader_carries_no_connection(tmp_path):
     batch(source, source.initialOffset())
     copy = pickle.loads(pickle.dumps(source))
     assert copy._store._store is None and copy._store.options == source.options
+
+
+# -- an executor's Python worker: the store its tasks read on -------------------------
+
+
+@pytest.fixture
+def idle():
+    """This process's idle task stores, emptied before and after the test."""
+    def empty():
+        for kept in list(offsets._IDLE.values()):
+            kept.close()
+        offsets._IDLE.clear()
+    empty()
+    yield offsets._IDLE
+    empty()
+
+
+def options_for(path: str):
+    return parse_source_options({"path": path, "topic": "t"}, streaming=True)
+
+
+def test_a_worker_reads_every_task_on_one_opening(tmp_path, opened, idle):
+    path = str(tmp_path / "s.sqlite")
+    with Store(path) as store:
+        store.publish_many("t", ["a"])
+    source, executor = reader(path), reader(path)  # the worker's copy, as Spark unpickles
+    start = source.initialOffset()
+    for round_ in range(4):
+        with Store(path) as store:
+            store.publish_many("t", [f"r{round_}-{i}" for i in range(3)])
+        end = source.latestOffset(start, ReadAllAvailable())
+        rows = sum(b.num_rows for p in source.partitions(start, end)
+                   for b in executor.read(p))
+        assert rows == 3 + (1 if round_ == 0 else 0)
+        start = end
+    assert len(opened) == 2  # the planning's and the worker's, each once
+
+
+def test_two_reads_at_once_hold_a_store_each_and_a_failed_one_is_not_kept(tmp_path, idle):
+    path = str(tmp_path / "s.sqlite")
+    Store(path).close()
+    options = options_for(path)
+    with offsets.task_store(options) as first, offsets.task_store(options) as second:
+        assert first is not second
+    kept = idle[path]
+    with pytest.raises(RuntimeError), offsets.task_store(options) as store:
+        assert store is kept._store
+        raise RuntimeError("a task failed")
+    assert path not in idle and kept._store is None  # closed, nothing carried on
+    with offsets.task_store(options) as store:
+        assert store is not None and idle == {}
+
+
+def test_a_worker_keeps_a_few_stores_and_closes_the_oldest(tmp_path, idle):
+    paths = [str(tmp_path / f"s{i}.sqlite") for i in range(offsets._IDLE_MAX + 2)]
+    held = []
+    for path in paths:
+        Store(path).close()
+        with offsets.task_store(options_for(path)):
+            pass
+        held.append(idle[path])
+    assert list(idle) == paths[-offsets._IDLE_MAX:]
+    assert all(kept._store is None for kept in held[:2])
+
+
+def test_a_forked_child_never_uses_nor_closes_its_parents_connections(tmp_path, idle,
+                                                                      monkeypatch):
+    path = str(tmp_path / "s.sqlite")
+    Store(path).close()
+    options = options_for(path)
+    with offsets.task_store(options) as parents:
+        pass
+    monkeypatch.setattr(offsets, "_IDLE_PID", -1)  # as a child sees its parent's pid
+    monkeypatch.setattr(offsets, "_INHERITED", [])
+    with offsets.task_store(options) as childs:
+        assert childs is not parents
+    assert [kept._store for kept in offsets._INHERITED] == [parents]  # left open
+    parents.close()
