@@ -48,7 +48,8 @@ def settle_source_env(spark: Any, name: str = FORMAT_NAME) -> bool:
     or its table while another query's task is serialized.
 
     True when the map is settled (now or before: a second call finds the keys and a grown
-    table, and writes nothing), False when it cannot be reached (Spark Connect, no such source yet, a Spark whose classes differ).
+    table, and writes nothing), False when it cannot be reached (Spark Connect, no such
+    source yet, a Spark whose classes differ).
     Never raises. Call it before starting queries; spark_queue's own entry points do.
     """
     jsession = getattr(spark, "_jsparkSession", None)
