@@ -52,20 +52,23 @@ def __dir__() -> list[str]:
 def register(spark: Any) -> None:
     """Register the ``sqliteq`` data source with ``spark`` (needed where auto-discovery is off).
 
-    Does nothing where Spark already has the format (its lookup found the installed
+    Registers nothing where Spark already has the format (its lookup found the installed
     ``pyspark_sqliteq`` module, or an earlier call registered it), so it logs no
-    "replaced a statically registered data source" warning. Raises the import error
-    when the connector cannot load on this pyspark.
+    "replaced a statically registered data source" warning. Either way it then settles
+    the source's shared Python environment in the JVM, so queries started together do
+    not fail in Spark's task serialization (``spark_queue.spark.settle_source_env``;
+    never raises). Raises the import error when the connector cannot load on this pyspark.
     """
     from spark_queue.connector import SqliteQueueDataSource, compat
+    from spark_queue.spark import python_env
 
-    if compat.data_source_exists(spark, FORMAT_NAME):
-        return
-    try:
-        spark.dataSource.register(SqliteQueueDataSource)
-    except Exception as exc:
-        if not _already_registered(exc):
-            raise
+    if not compat.data_source_exists(spark, FORMAT_NAME):
+        try:
+            spark.dataSource.register(SqliteQueueDataSource)
+        except Exception as exc:
+            if not _already_registered(exc):
+                raise
+    python_env.settle_source_env(spark)
 
 
 def _already_registered(exc: Exception) -> bool:

@@ -18,6 +18,10 @@ This package imports pyspark (it sits above the connector, beside the demo);
 - :func:`raise_if_torn`: for a query started by hand, turn its failure on a checkpoint a
   power cut tore into an error naming the repair command (``run_available_now`` does).
 - :func:`read_paths`: which read (compiled or Python, and why) the executors run.
+- :func:`settle_source_env`: settle the ``sqliteq`` source's one Python environment map in
+  the JVM before queries start, so queries started together do not fail in Spark's task
+  serialization ("Illegal size 5 of collection, expected 6"); :func:`spark_queue.register`,
+  :func:`get_or_create` and :func:`run_available_now` call it.
 - :mod:`spark_queue.spark.query_progress`: source offsets out of ``StreamingQueryProgress``,
   the same on pyspark 4.0 to 4.3.
 """
@@ -41,6 +45,7 @@ _LAZY = {
     "SchemaFollow": "spark_queue.spark.schema_follow",
     "raise_if_torn": "spark_queue.spark.torn_checkpoint",
     "read_paths": "spark_queue.spark.executor_reads",
+    "settle_source_env": "spark_queue.spark.python_env",
 }
 
 __all__ = list(_LAZY)

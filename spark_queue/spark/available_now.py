@@ -20,6 +20,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from spark_queue.connector import compat
 from spark_queue.errors import OptionError
+from spark_queue.spark import python_env
 from spark_queue.spark.query_progress import input_rows
 from spark_queue.spark.torn_checkpoint import raise_if_torn, writer_checkpoint
 
@@ -64,11 +65,17 @@ def run_available_now(
     cut tore that checkpoint raises :class:`~spark_queue.errors.CheckpointTornError` (from
     Spark's error), naming the torn files and ``sqliteq checkpoint repair PATH``; any other
     failure raises Spark's error as it is. An interrupt (Ctrl-C) stops the running query first.
+    Before its first start it settles the ``sqliteq`` source's shared Python environment in
+    the JVM, as :func:`spark_queue.register` does, so drains started together from several
+    threads do not fail in Spark's task serialization.
     """
     if max_runs is not None and max_runs < 1:
         raise OptionError(
             f"run_available_now: max_runs must be a positive integer or None; got {max_runs!r}."
         )
+    # Before the first start: two drains started together must not meet Spark's one
+    # resize of the source's shared environment map (spark/python_env.py).
+    python_env.settle_source_env(getattr(writer, "_spark", None))
     writer = writer.trigger(availableNow=True)
     batches: list[int] = []
     largest = runs = 0

@@ -103,7 +103,9 @@ def get_or_create(
 
     ``delta``: True for Delta Lake (needs delta-spark), False without, None (the
     default) for Delta when delta-spark is installed. With ``jvm_log`` a new
-    session's JVM writes its output to that file instead of this terminal.
+    session's JVM writes its output to that file instead of this terminal. Either
+    session goes through :func:`spark_queue.register`, which also settles the source's
+    shared Python environment before any query starts (spark/python_env.py).
     """
     active = SparkSession.getActiveSession()
     if active is not None:

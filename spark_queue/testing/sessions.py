@@ -31,6 +31,7 @@ def classic_session() -> Any:
     from pyspark.sql import SparkSession
 
     from spark_queue.connector import compat
+    from spark_queue.spark import python_env
 
     builder = SparkSession.builder.master(MASTER).appName("sqliteq-tests")
     for key, value in {**TEST_CONF, compat.CHECKPOINT_MANAGER_CONF:
@@ -38,6 +39,9 @@ def classic_session() -> Any:
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    # One JVM runs every test's queries: settle the source's shared environment before
+    # any starts (spark/python_env.py).
+    python_env.settle_source_env(session)
     return session
 
 
@@ -97,6 +101,7 @@ def serve(port: int) -> None:
     from pyspark.sql import SparkSession
 
     from spark_queue.connector import compat
+    from spark_queue.spark import python_env
 
     builder = (SparkSession.builder.master(MASTER).appName("sqliteq-connect-tests")
                .config("spark.plugins", CONNECT_PLUGIN)
@@ -106,6 +111,7 @@ def serve(port: int) -> None:
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    python_env.settle_source_env(session)  # the clients' queries run in this JVM
     print("ready", flush=True)
     try:
         sys.stdin.read()
