@@ -191,7 +191,7 @@ BEGIN
 )
 
 
-# Schema version 14: version 12's trigger plus the topic's schema (store/streams/schema_fields.py
+# Schema version 14: version 12's trigger plus the topic's schema (store/streams/schema_rows.py
 # decides which JSON values each type accepts; the rows of sq_schema_fields hold it as data:
 # paths, json_type() names, ranges, GLOB formats, so this text stays one literal whatever the
 # schema). A value that fails is refused by an error whose text is built at run time: RAISE()

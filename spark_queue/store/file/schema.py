@@ -297,8 +297,8 @@ CREATE INDEX sq_planned_batches_consumer ON sq_planned_batches (consumer, reader
 # topic's next offset when it was set, in the same write transaction, so an event's version
 # is the newest whose from_offset is at or below its offset, and sq_events pays nothing per
 # event; docs/schemas.md has the query), and its flattened check
-# (sq_schema_fields: store/streams/schema_fields.py), which the sq_publish trigger reads as
-# data. sq_schema_formats holds the GLOBs of DATE and TIMESTAMP strings (schema_fields.FORMATS).
+# (sq_schema_fields: store/streams/schema_rows.py), which the sq_publish trigger reads as
+# data. sq_schema_formats holds the GLOBs of DATE and TIMESTAMP strings (schema_rows.FORMATS).
 _V14_TOPIC_SCHEMAS = """
 CREATE TABLE sq_topic_schemas (
     topic_id      INTEGER NOT NULL REFERENCES sq_topics(id) ON DELETE CASCADE,

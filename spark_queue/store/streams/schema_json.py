@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_queue.store.streams.schema_ddl import Field, SqlType, parse_schema
-from spark_queue.store.streams.schema_fields import rule
+from spark_queue.store.streams.schema_rows import rule
 
 _PATTERNS = {
     "date": "^[0-9]{4}-[0-1][0-9]-[0-3][0-9]$",

@@ -27,7 +27,8 @@ from spark_queue.errors import (
 from spark_queue.store.file.connection import now_ms
 from spark_queue.store.streams import schema_json
 from spark_queue.store.streams.schema_ddl import Field, Schema, SqlType, parse_schema
-from spark_queue.store.streams.schema_fields import ValueCheck, flatten
+from spark_queue.store.streams.schema_fields import ValueCheck
+from spark_queue.store.streams.schema_rows import flatten
 
 ON_INVALID = ("reject", "quarantine")
 COMPATIBILITY = ("backward", "none")

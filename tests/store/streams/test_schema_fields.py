@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from spark_queue.errors import SchemaDdlError
 from spark_queue.store import Store
 from spark_queue.store.streams.schema_ddl import parse_schema
-from spark_queue.store.streams.schema_fields import FORMATS, ValueCheck, flatten
+from spark_queue.store.streams.schema_fields import ValueCheck
 from spark_queue.store.streams.schema_json import json_schema
+from spark_queue.store.streams.schema_rows import FORMATS, flatten
 
 DDL = ("device STRING NOT NULL, temp DOUBLE, n INT, small TINYINT, d DECIMAL(5,2), "
        "ts TIMESTAMP, day DATE, ok BOOLEAN, site STRUCT<id: INT NOT NULL, zone: STRING>, "
