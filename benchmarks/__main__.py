@@ -1,5 +1,6 @@
 """``python -m benchmarks NAME``: side-by-side benchmarks (NAME: store, queue, source,
-latency, sink, soak, drain, prune, unattended, crashes, replica, schema, schema-chaos, kit).
+latency, sink, soak, drain, prune, unattended, crashes, replica, schema, schema-chaos, kit,
+house).
 
 Each benchmark module offers ``add_arguments(parser)`` and ``run(args)``;
 modules that need pyspark import it only when chosen.
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "schema": "a topic's 10-field schema: publish_many, the sink's commit, Store.publish",
     "schema-chaos": "a foreign producer's bad events into a quarantine, the query kill -9ed",
     "kit": "a spark_queue.testing test vs an empty availableNow query and Spark's MemoryStream",
+    "house": "the read and the sink in instructions (callgrind) against an older tree",
 }
 # A module per benchmark, named after it, except where that name is a module's or a
 # package's of spark_queue (store/store.py, store/queues/queue.py, connector/source/,
