@@ -24,10 +24,10 @@ from spark_queue.store.file.arguments import check_int
 from spark_queue.store.file.backup import BackupProgress, copy_store
 from spark_queue.store.file.connection import (
     first_value,
-    translate_errors,
     translated,
 )
 from spark_queue.store.file.opening import open_store_file
+from spark_queue.store.file.sqlite_errors import translate_errors
 from spark_queue.store.floor import sinks
 from spark_queue.store.floor.housekeeping import Housekeeping
 from spark_queue.store.floor.transaction import Transaction

@@ -19,11 +19,10 @@ from spark_queue.errors import StoreError
 from spark_queue.store.file.connection import (
     first_value,
     open_connection,
-    open_errors,
     read_transaction,
-    translate_errors,
 )
 from spark_queue.store.file.schema import readable_version
+from spark_queue.store.file.sqlite_errors import open_errors, translate_errors
 
 # 4 MiB of 4 KiB pages per step: a progress report every few milliseconds.
 _BACKUP_PAGES_PER_STEP = 1024

@@ -25,7 +25,6 @@ from spark_queue.errors import (
 from spark_queue.store.file.connection import (
     enable_wal,
     first_value,
-    open_errors,
     read_transaction,
     write_transaction,
 )
@@ -34,6 +33,7 @@ from spark_queue.store.file.publish_view import ENQUEUE_VIEW_SQL as _V9_ENQUEUE_
 from spark_queue.store.file.publish_view import PUBLISH_LIMIT_SQL as _V12_PUBLISH_LIMIT
 from spark_queue.store.file.publish_view import PUBLISH_SCHEMA_SQL as _V14_PUBLISH_SCHEMA
 from spark_queue.store.file.publish_view import PUBLISH_VIEW_SQL as _V4_PUBLISH_VIEW
+from spark_queue.store.file.sqlite_errors import open_errors
 from spark_queue.store.file.topic_guard import TOPIC_GUARD_SQL as _V15_TOPIC_CREATION
 
 # "SQLQ" in ASCII: tells our files apart from any other SQLite database.
@@ -374,6 +374,8 @@ MIGRATIONS: list[str] = [
     _V11_PLANNED_BATCHES, _V12_PUBLISH_LIMIT, _V13_OFFSET_VIEWS,
     _V14_TOPIC_SCHEMAS + _V14_PUBLISH_SCHEMA, _V15_TOPIC_CREATION,
 ]
+#: The first file version with topic schemas: an older file read as it is has none.
+TOPIC_SCHEMAS_VERSION = MIGRATIONS.index(_V14_TOPIC_SCHEMAS + _V14_PUBLISH_SCHEMA) + 1
 
 
 def latest_version() -> int:

@@ -67,11 +67,11 @@ from spark_queue.store.file.connection import (
     HasStoreConnection,
     StoreConnection,
     now_ms,
-    translate_errors,
     translated,
 )
 from spark_queue.store.file.daemon import Daemon
 from spark_queue.store.file.opening import open_store_file
+from spark_queue.store.file.sqlite_errors import translate_errors
 from spark_queue.store.queues import dead_retention, queue_admin
 from spark_queue.store.streams import consumer_positions, retention
 from spark_queue.store.streams.retention import PruneResult

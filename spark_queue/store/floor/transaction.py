@@ -27,9 +27,9 @@ from spark_queue.job_options import JobOptions
 from spark_queue.store.file.connection import (
     StoreConnection,
     savepoint,
-    translate_errors,
     translated,
 )
+from spark_queue.store.file.sqlite_errors import translate_errors
 from spark_queue.store.queues import leases, queue_jobs
 from spark_queue.store.queues.queue_jobs import Lease, LeaseResult, NewJob
 from spark_queue.store.streams import consumer_offsets, topic_log, topic_reads
