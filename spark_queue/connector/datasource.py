@@ -439,9 +439,8 @@ class SqliteQueueDataSource(DataSource):
         for a batch or a streaming ``writer``."""
         from spark_queue.connector.sink.sink_options import parse_sink_options
         from spark_queue.connector.sink.sink_schema import plan_layout
-        from spark_queue.connector.sink.writers import check_target, sink_topic_schema
+        from spark_queue.connector.sink.writers import check_target
 
         options = parse_sink_options(self.options, streaming=streaming)
         layout = plan_layout(schema, options)
-        check_target(options)
-        return writer(options, layout, sink_topic_schema(options, layout))
+        return writer(options, layout, check_target(options, layout))

@@ -51,7 +51,12 @@ from spark_queue.store.streams.topic import Topic
 from spark_queue.store.streams.topic_admin import TopicDeleted
 from spark_queue.store.streams.topic_log import EncodedChunk, Record
 from spark_queue.store.streams.topic_reads import Event, TopicInfo
-from spark_queue.store.streams.topic_schemas import CheckedAgainst, Quarantined, TopicSchema
+from spark_queue.store.streams.topic_schemas import (
+    CheckedAgainst,
+    Quarantined,
+    TopicSchema,
+    current_in_file,
+)
 
 __all__ = [
     "BYTES",
@@ -106,7 +111,7 @@ __all__ = [
 #: The plumbing the project's own layers import from here (see the module docstring).
 _PROJECT_NAMES = (
     BackupSource, CheckedAgainst, CopyMark, CopyOpened, Encoded, EncodedChunk, Housekeeper,
-    MAX_NAME_LENGTH,
+    MAX_NAME_LENGTH, current_in_file,
     MirrorCopies, QueueRows, ReplicaCycles, SinkCommit, SinkRows, TopicRows, check_int,
     hold_name, hold_prefix, keep_housekept, planned_end, quarantine_totals, record_planned_end,
     replication_warnings, validate_name,

@@ -61,6 +61,7 @@ from spark_queue.store import (
     Store,
     TopicRows,
     TopicSchema,
+    current_in_file,
 )
 
 logger = logging.getLogger(__name__)
@@ -81,10 +82,12 @@ _SAMPLE_ROWS = 4096
 _MIN_SAVING = 0.2
 
 
-def check_target(options: SinkOptions) -> None:
-    """Driver, at start: ``path`` must name a store, or ``createStore`` be set (a typo'd path
-    would otherwise become a new store, as the CLI's writes refuse without ``--create``).
-    Nothing is created or written here; the first commit creates the store."""
+def check_target(options: SinkOptions, layout: SinkLayout) -> TopicSchema | None:
+    """Driver, as it builds a writer: ``path`` must name a store, or ``createStore`` be set
+    (a typo'd path would otherwise become a new store, as the CLI's writes refuse without
+    ``--create``); returns the schema of the sink's topic, which tasks check their rows
+    against. Nothing is created, written or migrated here; the first commit creates the
+    store. One opening of the file does both, as every micro-batch builds a writer."""
     path = options.path
     fix = ("set option createStore=true to create it (.option(\"createStore\", \"true\")), "
            "or fix the path; nothing was created.")
@@ -100,15 +103,19 @@ def check_target(options: SinkOptions) -> None:
                 f"{FORMAT_NAME} sink: createStore=true makes the store file {path!r}, but its "
                 f"directory {directory!r} does not exist; create the directory first."
             )
-        return
+        return None
     try:
-        with BackupSource(path):  # opened without writing: a store, of a version this reads
-            pass
+        # None for a queue or rows routed by a ``topic`` column (the commit checks them).
+        if options.topic is not None and layout.route_column is None:
+            return current_in_file(path, options.topic, busy_timeout_ms=options.busy_timeout_ms)
+        with BackupSource(path, busy_timeout_ms=options.busy_timeout_ms):
+            pass  # opened without writing: a store, of a version this reads
     except StoreNotCreatedError:
         if not options.create_store:
             raise StoreNotFoundError(
                 f"{FORMAT_NAME} sink: 'path' names {path!r}, an empty file, not a store; {fix}"
             ) from None
+    return None
 
 
 class _SinkWriter:
@@ -120,7 +127,7 @@ class _SinkWriter:
                  schema: TopicSchema | None = None) -> None:
         self.options = options
         self.layout = layout
-        self.schema = schema  # the topic's, read on the driver (sink_topic_schema)
+        self.schema = schema  # the topic's, read on the driver (check_target)
 
     # -- executor --------------------------------------------------------
     def _pack(self, iterator: Iterator[pa.RecordBatch]) -> SqliteQueueCommitMessage:
@@ -308,17 +315,6 @@ def _chunk(batch: pa.RecordBatch, value_type: int,
         topics=batch.column("topic").to_pylist() if "topic" in names else None,
         checked=checked,
     )
-
-
-def sink_topic_schema(options: SinkOptions, layout: SinkLayout) -> TopicSchema | None:
-    """Driver, as it builds a writer: the schema of the sink's topic, which tasks check their
-    rows against; None for a queue, rows routed by a ``topic`` column, a store or topic not
-    made yet (the commit checks what it must)."""
-    if options.topic is None or layout.route_column is not None or not os.path.exists(
-            options.path):
-        return None
-    with Store(options.path, busy_timeout_ms=options.busy_timeout_ms) as store:
-        return store.topic(options.topic).schema()
 
 
 def _jobs(batches: Iterator[pa.RecordBatch], layout: SinkLayout) -> Iterator[NewJob]:

@@ -24,7 +24,10 @@ from spark_queue.errors import (
     SchemaCompatibilityError,
     SchemaMismatchError,
 )
-from spark_queue.store.file.connection import now_ms
+from spark_queue.store.file.backup import BackupSource
+from spark_queue.store.file.connection import now_ms, read_transaction
+from spark_queue.store.file.schema import TOPIC_SCHEMAS_VERSION
+from spark_queue.store.file.sqlite_errors import translate_errors
 from spark_queue.store.streams import schema_json
 from spark_queue.store.streams.schema_ddl import Field, Schema, SqlType, parse_schema
 from spark_queue.store.streams.schema_fields import ValueCheck
@@ -235,6 +238,19 @@ def current(conn: apsw.Connection, topic: str) -> TopicSchema | None:
     row = conn.execute(_COLUMNS + "WHERE t.name = ? ORDER BY s.version DESC LIMIT 1",
                        (topic,)).fetchone()
     return None if row is None else TopicSchema(*row)
+
+
+def current_in_file(path: str, topic: str, *, busy_timeout_ms: int) -> TopicSchema | None:
+    """The topic's newest schema version, read from the store file at ``path`` in ONE
+    opening that writes and migrates nothing (:class:`BackupSource`: refuses a file that is
+    no store, or an empty one); None for a file older than topic schemas. The sink's
+    driver checks its target and reads the schema its tasks check against in this one
+    opening, as each micro-batch builds its writer."""
+    with BackupSource(path, busy_timeout_ms=busy_timeout_ms) as source:
+        if source.version < TOPIC_SCHEMAS_VERSION:
+            return None
+        with translate_errors(path), read_transaction(source.conn):
+            return current(source.conn, topic)
 
 
 def history(conn: apsw.Connection, topic: str) -> list[TopicSchema]:

@@ -11,7 +11,7 @@ import pytest
 
 from spark_queue.connector.sink.sink_options import SinkOptions
 from spark_queue.connector.sink.sink_schema import JSON, TEXT, SinkLayout
-from spark_queue.connector.sink.writers import SqliteQueueStreamWriter, sink_topic_schema
+from spark_queue.connector.sink.writers import SqliteQueueStreamWriter, check_target
 from spark_queue.errors import SchemaMismatchError
 from spark_queue.store import Store
 
@@ -27,7 +27,7 @@ def _pack(writer, values):
 
 def _writer(store_path):
     options = SinkOptions(path=store_path, topic="t")
-    return SqliteQueueStreamWriter(options, LAYOUT, sink_topic_schema(options, LAYOUT))
+    return SqliteQueueStreamWriter(options, LAYOUT, check_target(options, LAYOUT))
 
 
 def test_a_task_marks_its_message_only_when_every_row_fits(store, store_path):
@@ -63,9 +63,10 @@ def test_a_message_marked_before_the_schema_changed_is_checked_again(store, stor
 def test_a_topic_without_a_schema_or_a_queue_gives_its_tasks_nothing_to_check(store_path):
     with Store(store_path) as store:
         store.topic("t").create()
-    assert sink_topic_schema(SinkOptions(path=store_path, topic="t"), LAYOUT) is None
-    assert sink_topic_schema(SinkOptions(path=store_path + ".missing", topic="t"), LAYOUT) is None
-    assert sink_topic_schema(SinkOptions(path=store_path, queue="q"),
+    assert check_target(SinkOptions(path=store_path, topic="t"), LAYOUT) is None
+    assert check_target(SinkOptions(path=store_path + ".missing", topic="t",
+                                    create_store=True), LAYOUT) is None
+    assert check_target(SinkOptions(path=store_path, queue="q"),
                            SinkLayout(target="queue", value_type=TEXT,
                                       value_column="value")) is None
 
@@ -75,7 +76,7 @@ def test_whole_row_json_is_checked_from_the_rows_dicts_with_the_texts_verdict(st
     schema = store.topic("t").set_schema("device STRING NOT NULL, temp DOUBLE")
     layout = SinkLayout(target="topic", value_type=JSON, json_columns=("device", "temp"))
     options = SinkOptions(path=store_path, topic="t")
-    writer = SqliteQueueStreamWriter(options, layout, sink_topic_schema(options, layout))
+    writer = SqliteQueueStreamWriter(options, layout, check_target(options, layout))
 
     def pack(devices, temps):
         batch = pa.record_batch([pa.array(devices, pa.string()), pa.array(temps, pa.float64())],
