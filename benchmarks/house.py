@@ -12,9 +12,11 @@ under ``valgrind --tool=callgrind``, whose count of instructions repeats whateve
 machine does; a run of the same process that stops before the path (imports, the source,
 the rows built) is subtracted. Both trees run with the compiled Arrow reader of this
 checkout when it is built (its C source is the reader's, not the restructuring's).
-Every run has ``PYTHONHASHSEED=0``: a random seed reorders sets and dicts of strings,
-and with them the work, so the same tree's counts moved 15 % between runs; with one
-seed two runs of one tree agreed to 0.002 %.
+The count must not depend on time. So every run has ``PYTHONHASHSEED=0`` (a random seed
+reorders sets and dicts of strings, and the work with them) and one OpenBLAS thread
+(numpy's, imported with pyspark: its idle threads spin, 13.5 M instructions in one sink
+run, as long as the machine keeps them waiting). The same tree's counts moved 6-15 %
+between runs before; with both, two runs of one path agree to 0.001 %.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ import tempfile
 
 from benchmarks import results
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
-WORKER = HERE / "house_paths.py"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORKER = ROOT / "benchmarks" / "house_paths.py"
 PATHS = {
     "stream": "stream read: latestOffset + partitions + read + commit per micro-batch",
     "batch": "batch read: partitions + read",
@@ -56,7 +57,8 @@ def _instructions(tree: pathlib.Path, phase: str, stores: pathlib.Path,
     work = stores / "run"
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(stores / "made", work)
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                sys.executable, str(WORKER), phase, "--store", str(work / "source.sqlite"),
                "--sink-store", str(work / "sink.sqlite"), "--events", str(args.events),

@@ -15,10 +15,10 @@ from pyspark.sql.types import StructType
 
 from spark_queue.connector.source.offsets import (
     ending_offsets,
-    open_source_store,
     require_named_topics,
     starting_offsets,
     subscribed_bounds,
+    task_store,
 )
 from spark_queue.connector.source.partition_planner import plan_partitions
 from spark_queue.connector.source.partition_reader import read_partition
@@ -35,23 +35,21 @@ class SqliteQueueBatchReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        store = open_source_store(self.options)
-        try:
-            with store.snapshot():
-                bounds = subscribed_bounds(store, self.options)
-                require_named_topics(store, self.options, bounds)
-                start = starting_offsets(store, self.options, bounds)
-                end = ending_offsets(self.options, bounds, store)
-                for topic, stop in end.items():
-                    if stop < start.get(topic, 0):
-                        raise OptionError(
-                            f"{FORMAT_NAME} source: for topic {topic!r} the ending offset {stop} "
-                            f"is below the starting offset {start.get(topic, 0)}; "
-                            "endingOffsets must be at or after startingOffsets."
-                        )
-                return plan_partitions(store, self.options, self.schema, start, end, bounds)
-        finally:
-            store.close()
+        # On a store this process kept from its last planning (Spark reuses its Python
+        # workers): each opening parses the file's schema, ~2 ms since its triggers grew.
+        with task_store(self.options) as store, store.snapshot():
+            bounds = subscribed_bounds(store, self.options)
+            require_named_topics(store, self.options, bounds)
+            start = starting_offsets(store, self.options, bounds)
+            end = ending_offsets(self.options, bounds, store)
+            for topic, stop in end.items():
+                if stop < start.get(topic, 0):
+                    raise OptionError(
+                        f"{FORMAT_NAME} source: for topic {topic!r} the ending offset {stop} "
+                        f"is below the starting offset {start.get(topic, 0)}; "
+                        "endingOffsets must be at or after startingOffsets."
+                    )
+            return plan_partitions(store, self.options, self.schema, start, end, bounds)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options, self.schema, partition)

@@ -5,7 +5,8 @@ compares offsets by their JSON text, so the order must be stable). A
 subscribed topic missing from a dict is at offset 0: topics created while a
 ``topicPattern`` (or a named topic created after start) query runs are read
 from their first event. The planning runs on the driver; executors call
-:func:`task_store` and :func:`effective_start` when they read a range.
+:func:`task_store` and :func:`effective_start` when they read a range, and a
+batch read's planning opens its store through :func:`task_store` too.
 """
 
 from __future__ import annotations
