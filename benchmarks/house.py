@@ -16,7 +16,8 @@ The count must not depend on time. So every run has ``PYTHONHASHSEED=0`` (a rand
 reorders sets and dicts of strings, and the work with them) and one OpenBLAS thread
 (numpy's, imported with pyspark: its idle threads spin, 13.5 M instructions in one sink
 run, as long as the machine keeps them waiting). The same tree's counts moved 6-15 %
-between runs before; with both, two runs of one path agree to 0.001 %.
+between runs before; with both, a process's count repeats to 0.001 % and a path's
+(two counts subtracted) to 0.2 %.
 """
 
 from __future__ import annotations
