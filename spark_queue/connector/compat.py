@@ -84,10 +84,17 @@ else:
         PlanShippingStreamReader = DataSourceStreamReader
         SHIPS_ROWS_WITH_PLAN = False
 
+# spark/python_env.py settles the source's shared environment map on the minors it was run
+# on (4.0 to 4.2). On 4.3.0 py4j's reflection over SparkEnv's BlockManager, where it reads
+# the runner's local dirs, fails in the gateway's thread (NoClassDefFoundError:
+# com/google/protobuf/MessageOrBuilder); that connection dies and the session finds no
+# 'sqliteq' data source afterwards (the matrix's 4.3 legs, 2026-12-03).
+SETTLES_SOURCE_ENV = PYSPARK_VERSION < (4, 3)
+
 __all__ = [
     "CHECKPOINT_MANAGER_CONF", "FILE_SYSTEM_CHECKPOINT_MANAGER", "HAS_ADMISSION_CONTROL",
     "PYSPARK_VERSION", "PlanShippingStreamReader", "ReadAllAvailable", "ReadMaxRows",
-    "ReadMinRows", "SHIPS_ROWS_WITH_PLAN", "STREAM_ARROW_WRITER_BASES",
+    "ReadMinRows", "SETTLES_SOURCE_ENV", "SHIPS_ROWS_WITH_PLAN", "STREAM_ARROW_WRITER_BASES",
     "STREAMING_SOURCE_RUNNER", "SupportsTriggerAvailableNow", "arrow_schema",
     "data_source_exists", "report_latest_offset_of",
 ]

@@ -49,13 +49,17 @@ def settle_source_env(spark: Any, name: str = FORMAT_NAME) -> bool:
 
     True when the map is settled (now or before: a second call finds the keys and a grown
     table, and writes nothing), False when it cannot be reached (Spark Connect, no such
-    source yet, a Spark whose classes differ).
+    source yet, a Spark whose classes differ, pyspark 4.3: ``compat.SETTLES_SOURCE_ENV``).
     Never raises. Call it before starting queries; spark_queue's own entry points do.
     """
     jsession = getattr(spark, "_jsparkSession", None)
     if jsession is None:  # Spark Connect: no JVM in this process
         return False
     try:
+        from spark_queue.connector.compat import SETTLES_SOURCE_ENV
+
+        if not SETTLES_SOURCE_ENV:  # pyspark 4.3: see compat.SETTLES_SOURCE_ENV
+            return False
         manager = jsession.sessionState().dataSourceManager()
         if not manager.dataSourceExists(name):
             return False
