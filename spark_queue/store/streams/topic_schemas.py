@@ -25,7 +25,7 @@ from spark_queue.errors import (
     SchemaMismatchError,
 )
 from spark_queue.store.file.backup import BackupSource
-from spark_queue.store.file.connection import now_ms, read_transaction
+from spark_queue.store.file.connection import now_ms
 from spark_queue.store.file.schema import TOPIC_SCHEMAS_VERSION
 from spark_queue.store.file.sqlite_errors import translate_errors
 from spark_queue.store.streams import schema_json
@@ -249,7 +249,7 @@ def current_in_file(path: str, topic: str, *, busy_timeout_ms: int) -> TopicSche
     with BackupSource(path, busy_timeout_ms=busy_timeout_ms) as source:
         if source.version < TOPIC_SCHEMAS_VERSION:
             return None
-        with translate_errors(path), read_transaction(source.conn):
+        with translate_errors(path):  # one SELECT: its own snapshot
             return current(source.conn, topic)
 
 
